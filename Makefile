@@ -1,0 +1,34 @@
+# The few commands that matter. `make help` lists them.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: help run test lint typing sample-config benchmark clean
+
+help:  ## list the commands
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test,dev]'
+	touch $(STAMP)
+
+run: $(STAMP)  ## run the service on SQLite at http://127.0.0.1:8780
+	$(BIN)/placement serve
+
+test: $(STAMP)  ## run the whole test suite on SQLite and PostgreSQL
+	$(BIN)/pytest
+
+lint: $(STAMP)  ## ruff
+	$(BIN)/ruff check placement tests benchmarks migrations
+
+typing: $(STAMP)  ## mypy on placement/
+	$(BIN)/mypy placement
+
+sample-config: $(STAMP)  ## regenerate etc/placement.conf.sample
+	$(BIN)/placement sample-config > etc/placement.conf.sample
+
+clean:  ## remove the virtualenv and caches
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

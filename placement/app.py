@@ -1,0 +1,117 @@
+"""The application factory: ``create_app(config)`` builds the WSGI app.
+
+Per request: a request id, microversion negotiation, authentication and
+policy (``before_request``); the view inside one transaction (see routes);
+the version, ``Vary`` and request-id headers on every response
+(``after_request``); and one error handler that answers every failure in the
+API's error format.
+"""
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+
+import flask
+from sqlalchemy import Engine
+from werkzeug.exceptions import HTTPException
+
+from placement import auth, errors, microversion
+from placement.config import Config, load_config
+from placement.data.names import sync_standard_names
+from placement.db import migrate
+from placement.db.engine import make_engine
+from placement.routes import register_routes
+
+LOG = logging.getLogger(__name__)
+REQUEST_ID_HEADER = "X-Openstack-Request-Id"
+UNAUTHENTICATED = frozenset({("GET", "/"), ("HEAD", "/")})
+
+
+@dataclass(frozen=True)
+class Services:
+    """What the views need from the application, built once."""
+
+    config: Config
+    engine: Engine
+    authenticator: auth.NoAuth2 | auth.TokenAuth
+
+
+def create_app(config: Config | None = None, engine: Engine | None = None) -> flask.Flask:
+    config = config or load_config()
+    engine = engine or make_engine(config.database_url)
+    migrate.require_current(engine)
+    with engine.begin() as conn:
+        sync_standard_names(conn)
+
+    app = flask.Flask("placement")
+    app.extensions["placement"] = Services(config, engine, _authenticator(config))
+    register_routes(app)
+    app.before_request(_before_request)
+    app.after_request(_after_request)
+    app.register_error_handler(Exception, _handle_error)
+    return app
+
+
+def _authenticator(config: Config) -> auth.NoAuth2 | auth.TokenAuth:
+    if config.auth_strategy == "token":
+        assert config.tokens_file is not None  # enforced by Config
+        return auth.TokenAuth.from_file(config.tokens_file)
+    return auth.NoAuth2()
+
+
+def _before_request() -> None:
+    flask.g.request_id = f"req-{uuid.uuid4()}"
+    request = flask.request
+    flask.g.version = microversion.negotiate(request.headers)
+    if request.accept_mimetypes and not request.accept_mimetypes.accept_json:
+        raise errors.NotAcceptable("Only application/json is provided.")
+    if (request.method, request.path) in UNAUTHENTICATED:
+        return
+    services = flask.current_app.extensions["placement"]
+    credentials = services.authenticator.authenticate(request.headers)
+    auth.authorize(credentials, request.method)
+
+
+def _after_request(response: flask.Response) -> flask.Response:
+    version = flask.g.get("version")
+    if version is not None:
+        response.headers[microversion.HEADER] = f"{microversion.SERVICE_TYPE} {version}"
+    response.vary.add(microversion.HEADER)
+    if "request_id" in flask.g:
+        response.headers[REQUEST_ID_HEADER] = flask.g.request_id
+    return response
+
+
+def _handle_error(exc: Exception) -> flask.Response:
+    if not isinstance(exc, errors.PlacementError):
+        exc = _as_placement_error(exc)
+    if "request_id" not in flask.g:
+        flask.g.request_id = f"req-{uuid.uuid4()}"
+    body = {
+        "status": int(exc.status),
+        "title": exc.title,
+        "detail": exc.detail,
+        "request_id": flask.g.request_id,
+        **exc.extra,
+    }
+    version = flask.g.get("version")
+    if version is not None and version >= (1, 23):
+        body["code"] = exc.code
+    response = flask.Response(
+        json.dumps({"errors": [body]}), status=int(exc.status), mimetype="application/json"
+    )
+    for key, value in exc.headers.items():
+        response.headers[key] = value
+    return response
+
+
+def _as_placement_error(exc: Exception) -> errors.PlacementError:
+    if isinstance(exc, HTTPException):
+        error = errors.PlacementError(exc.description or exc.name)
+        error.status = exc.code or 500
+        if exc.code == 405 and exc.valid_methods:  # type: ignore[attr-defined]
+            error.headers["Allow"] = ", ".join(exc.valid_methods)  # type: ignore[attr-defined]
+        return error
+    LOG.exception("Unexpected error in request %s", flask.g.get("request_id"))
+    return errors.InternalServerError("An unexpected error occurred; see the service log.")

@@ -1,0 +1,98 @@
+"""Who is asking, and what they may do.
+
+Two strategies:
+
+* ``noauth2`` (development): the token ``admin`` is an admin; any other token
+  is a user whose roles come from the ``X-Roles`` header; no token is 401.
+* ``token`` (production): bearer tokens from a file map to one role each.
+  Tokens arrive as ``X-Auth-Token`` or ``Authorization: Bearer``; they are
+  compared in constant time and never logged.
+
+Policy: ``admin`` and ``service`` may do everything; ``reader`` may read.
+Anyone else is refused with 403.
+"""
+
+import hmac
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from placement import errors
+
+ROLES = ("admin", "service", "reader")
+READ_METHODS = frozenset({"GET", "HEAD"})
+
+
+@dataclass(frozen=True)
+class Credentials:
+    roles: frozenset[str]
+
+
+class NoAuth2:
+    """Development authentication: trusts the headers."""
+
+    def authenticate(self, headers: Mapping[str, str]) -> Credentials:
+        token = headers.get("X-Auth-Token")
+        if not token:
+            raise errors.Unauthorized("This request needs an X-Auth-Token header.")
+        if token == "admin":
+            return Credentials(frozenset({"admin"}))
+        roles = headers.get("X-Roles", "")
+        return Credentials(frozenset(r.strip().lower() for r in roles.split(",") if r.strip()))
+
+
+class TokenAuth:
+    """Production authentication: configured bearer tokens, each with a role."""
+
+    def __init__(self, tokens: Mapping[str, str]) -> None:
+        # token -> role; encoded once so every comparison costs the same.
+        self._tokens = [(token.encode(), role) for token, role in tokens.items()]
+
+    @classmethod
+    def from_file(cls, path: str) -> "TokenAuth":
+        tokens: dict[str, str] = {}
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                parts = line.split()
+                if len(parts) != 2 or parts[0] not in ROLES:
+                    raise ValueError(
+                        f"{path}:{number}: expected '<role> <token>' with role one of "
+                        f"{', '.join(ROLES)}"
+                    )
+                tokens[parts[1]] = parts[0]
+        if not tokens:
+            raise ValueError(f"{path}: no tokens")
+        return cls(tokens)
+
+    def authenticate(self, headers: Mapping[str, str]) -> Credentials:
+        presented = _presented_token(headers)
+        if presented is None:
+            raise errors.Unauthorized("This request needs a bearer token.")
+        candidate = presented.encode()
+        matched_role = None
+        for token, role in self._tokens:
+            # No early exit: the time taken does not depend on which token matched.
+            if hmac.compare_digest(candidate, token):
+                matched_role = role
+        if matched_role is None:
+            raise errors.Unauthorized("The token is not valid.")
+        return Credentials(frozenset({matched_role}))
+
+
+def _presented_token(headers: Mapping[str, str]) -> str | None:
+    authorization = headers.get("Authorization", "")
+    scheme, _, value = authorization.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return headers.get("X-Auth-Token") or None
+
+
+def authorize(credentials: Credentials, method: str) -> None:
+    """Raise Forbidden unless ``credentials`` allow an HTTP ``method`` call."""
+    if credentials.roles & {"admin", "service"}:
+        return
+    if "reader" in credentials.roles and method in READ_METHODS:
+        return
+    raise errors.Forbidden("Policy does not allow this request to be performed.")

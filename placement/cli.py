@@ -1,0 +1,127 @@
+"""The ``placement`` command: ``db upgrade``, ``serve`` and ``sample-config``."""
+
+import argparse
+import ipaddress
+import logging
+import sys
+
+from placement.config import Config, ConfigError, load_config, render_sample
+from placement.db import migrate
+from placement.db.engine import is_sqlite, make_engine
+
+LOG = logging.getLogger("placement")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "run"):
+        parser.print_help()
+        return 2
+    try:
+        config = load_config(args.config_file)
+    except ConfigError as exc:
+        print(f"placement: configuration error: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=config.log_level.upper(), format="%(levelname)s %(name)s %(message)s")
+    return args.run(config, args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="placement", description=__doc__)
+    parser.add_argument("--config-file", help="INI configuration file (see etc/)")
+    commands = parser.add_subparsers(title="commands")
+
+    db = commands.add_parser("db", help="database schema").add_subparsers(title="db commands")
+    upgrade = db.add_parser("upgrade", help="apply every migration to the database")
+    upgrade.set_defaults(run=_db_upgrade)
+    current = db.add_parser("current", help="print the schema revision of the database")
+    current.set_defaults(run=_db_current)
+
+    serve = commands.add_parser("serve", help="run the API with gunicorn")
+    serve.add_argument("--host", help="listen address (default from configuration)")
+    serve.add_argument("--port", type=int, help="listen port (default from configuration)")
+    serve.add_argument("--workers", type=int, help="worker processes")
+    serve.add_argument(
+        "--force-noauth-on-public-address",
+        action="store_true",
+        help="allow auth_strategy = noauth2 on a non-loopback address (unsafe)",
+    )
+    serve.set_defaults(run=_serve)
+
+    sample = commands.add_parser("sample-config", help="print the sample configuration file")
+    sample.set_defaults(run=lambda config, args: print(render_sample()) or 0)
+    return parser
+
+
+def _db_upgrade(config: Config, args) -> int:
+    engine = make_engine(config.database_url)
+    migrate.upgrade(engine)
+    print(f"database at revision {migrate.current_revision(engine)}")
+    return 0
+
+
+def _db_current(config: Config, args) -> int:
+    print(migrate.current_revision(make_engine(config.database_url)) or "none")
+    return 0
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _serve(config: Config, args) -> int:
+    config = config.replace(
+        bind_host=args.host or config.bind_host,
+        bind_port=args.port or config.bind_port,
+        workers=args.workers or config.workers,
+    )
+    forced = args.force_noauth_on_public_address or config.allow_noauth_on_public_address
+    if config.auth_strategy == "noauth2" and not is_loopback(config.bind_host) and not forced:
+        print(
+            f"placement: refusing to listen on {config.bind_host} with auth_strategy = noauth2 "
+            "(anyone could administer the service). Use a loopback address, configure "
+            "auth_strategy = token, or pass --force-noauth-on-public-address.",
+            file=sys.stderr,
+        )
+        return 2
+    engine = make_engine(config.database_url)
+    if is_sqlite(config.database_url):
+        # The embedded default creates and upgrades its own schema on first run.
+        migrate.upgrade(engine)
+    else:
+        try:
+            migrate.require_current(engine)
+        except migrate.SchemaOutOfDate as exc:
+            print(f"placement: {exc}", file=sys.stderr)
+            return 2
+    engine.dispose()
+    _run_gunicorn(config)
+    return 0
+
+
+def _run_gunicorn(config: Config) -> None:
+    from gunicorn.app.base import BaseApplication
+
+    from placement.app import create_app
+
+    class PlacementServer(BaseApplication):
+        def load_config(self) -> None:
+            self.cfg.set("bind", f"{config.bind_host}:{config.bind_port}")
+            self.cfg.set("workers", config.workers)
+            self.cfg.set("accesslog", "-")
+            self.cfg.set("loglevel", config.log_level.lower())
+
+        def load(self):
+            return create_app(config)
+
+    PlacementServer().run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

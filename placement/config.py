@@ -1,0 +1,218 @@
+"""Configuration: every option, its default, its file key and its environment variable.
+
+Values come from defaults, then the INI configuration file, then environment
+variables (which win). The resulting ``Config`` is passed down from
+``create_app(config)``; nothing deeper reads the environment.
+"""
+
+import configparser
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_CONFIG_FILE = "/etc/placement/placement.conf"
+DEFAULT_DATABASE_URL = "sqlite:///placement.sqlite"
+AUTH_STRATEGIES = ("noauth2", "token")
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {text!r}")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One configuration option as the file, the environment and the docs see it."""
+
+    field: str
+    section: str
+    key: str
+    env: str
+    parse: Callable[[str], Any]
+    help: str
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "database_url",
+        "database",
+        "connection",
+        "PLACEMENT_DATABASE_URL",
+        str,
+        "SQLAlchemy URL of the database. SQLite (the default, a file created on first "
+        "run) or PostgreSQL, e.g. postgresql+psycopg://user:pass@host/placement.",
+    ),
+    Option(
+        "auth_strategy",
+        "api",
+        "auth_strategy",
+        "PLACEMENT_AUTH_STRATEGY",
+        str,
+        "noauth2: development mode; the token 'admin' is an admin, any other token is a "
+        "user whose roles come from the X-Roles header. token: bearer tokens listed in "
+        "tokens_file map to roles (admin, service, reader).",
+    ),
+    Option(
+        "tokens_file",
+        "api",
+        "tokens_file",
+        "PLACEMENT_TOKENS_FILE",
+        str,
+        "With auth_strategy = token: a file of lines '<role> <token>' (roles: admin, "
+        "service, reader). Blank lines and lines starting with # are ignored.",
+    ),
+    Option(
+        "bind_host",
+        "api",
+        "bind_host",
+        "PLACEMENT_BIND_HOST",
+        str,
+        "Address 'placement serve' listens on.",
+    ),
+    Option(
+        "bind_port",
+        "api",
+        "bind_port",
+        "PLACEMENT_BIND_PORT",
+        int,
+        "Port 'placement serve' listens on.",
+    ),
+    Option(
+        "workers",
+        "api",
+        "workers",
+        "PLACEMENT_WORKERS",
+        int,
+        "Number of gunicorn worker processes started by 'placement serve'.",
+    ),
+    Option(
+        "allow_noauth_on_public_address",
+        "api",
+        "allow_noauth_on_public_address",
+        "PLACEMENT_ALLOW_NOAUTH_ON_PUBLIC_ADDRESS",
+        _parse_bool,
+        "With auth_strategy = noauth2 the service refuses to listen on an address other "
+        "than loopback unless this is true.",
+    ),
+    Option(
+        "randomize_allocation_candidates",
+        "placement",
+        "randomize_allocation_candidates",
+        "PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES",
+        _parse_bool,
+        "Shuffle allocation candidates before applying 'limit', so that concurrent "
+        "schedulers spread over providers.",
+    ),
+    Option(
+        "max_allocation_candidates",
+        "placement",
+        "max_allocation_candidates",
+        "PLACEMENT_MAX_ALLOCATION_CANDIDATES",
+        int,
+        "Upper bound on the number of allocation candidates one request returns when it "
+        "gives no limit (-1: no bound).",
+    ),
+    Option(
+        "log_level",
+        "DEFAULT",
+        "log_level",
+        "PLACEMENT_LOG_LEVEL",
+        str,
+        "Logging level: DEBUG, INFO, WARNING or ERROR.",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    """The service's whole configuration; see ``OPTIONS`` for each field."""
+
+    database_url: str = DEFAULT_DATABASE_URL
+    auth_strategy: str = "noauth2"
+    tokens_file: str | None = None
+    bind_host: str = "127.0.0.1"
+    bind_port: int = 8780
+    workers: int = 2
+    allow_noauth_on_public_address: bool = False
+    randomize_allocation_candidates: bool = False
+    max_allocation_candidates: int = 10000
+    log_level: str = "INFO"
+
+    def __post_init__(self) -> None:
+        if self.auth_strategy not in AUTH_STRATEGIES:
+            raise ConfigError(
+                f"auth_strategy must be one of {', '.join(AUTH_STRATEGIES)}, "
+                f"not {self.auth_strategy!r}"
+            )
+        if self.auth_strategy == "token" and not self.tokens_file:
+            raise ConfigError("auth_strategy = token needs tokens_file")
+
+    def replace(self, **changes: Any) -> "Config":
+        return dataclasses.replace(self, **changes)
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used as given."""
+
+
+def load_config(
+    path: str | None = None, environ: Mapping[str, str] | None = None
+) -> Config:
+    """Build a Config from defaults, the INI file at ``path`` and ``environ``.
+
+    Without ``path``, ``PLACEMENT_CONFIG_FILE`` names the file, else
+    /etc/placement/placement.conf is read when it exists.
+    """
+    environ = os.environ if environ is None else environ
+    path = path or environ.get("PLACEMENT_CONFIG_FILE")
+    if path is None and os.path.exists(DEFAULT_CONFIG_FILE):
+        path = DEFAULT_CONFIG_FILE
+    values: dict[str, Any] = {}
+    if path:
+        parser = configparser.ConfigParser(interpolation=None)
+        if not parser.read(path):
+            raise ConfigError(f"cannot read configuration file {path}")
+        for option in OPTIONS:
+            if parser.has_option(option.section, option.key):
+                values[option.field] = _parse(option, parser.get(option.section, option.key))
+    for option in OPTIONS:
+        if option.env in environ:
+            values[option.field] = _parse(option, environ[option.env])
+    return Config(**values)
+
+
+def _parse(option: Option, text: str) -> Any:
+    try:
+        return option.parse(text)
+    except ValueError as exc:
+        raise ConfigError(f"[{option.section}] {option.key}: {exc}") from exc
+
+
+def render_sample() -> str:
+    """The text of etc/placement.conf.sample, generated from ``OPTIONS``."""
+    defaults = Config()
+    lines = [
+        "# Sample configuration for the placement service.",
+        "# Every option is shown with its default. Environment variables override the file.",
+        "",
+    ]
+    sections: dict[str, list[Option]] = {}
+    for option in OPTIONS:
+        sections.setdefault(option.section, []).append(option)
+    for section, options in sections.items():
+        lines.append(f"[{section}]")
+        for option in options:
+            default = getattr(defaults, option.field)
+            if isinstance(default, bool):
+                default = str(default).lower()
+            lines.append(f"# {option.help}")
+            lines.append(f"# Environment variable: {option.env}")
+            lines.append(f"#{option.key} = {'' if default is None else default}")
+            lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,22 @@
+"""The request context handed to every view: connection, version, config."""
+
+from dataclasses import dataclass
+
+import flask
+from microversion_parse import Version
+from sqlalchemy import Connection
+
+from placement.config import Config
+
+
+@dataclass
+class RequestContext:
+    conn: Connection
+    version: Version
+    config: Config
+    request: flask.Request
+    request_id: str
+
+    def at_least(self, major: int, minor: int) -> bool:
+        """Whether the request's microversion is ``major.minor`` or later."""
+        return self.version >= (major, minor)

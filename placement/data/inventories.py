@@ -1,0 +1,195 @@
+"""Inventories of a provider, and their usage.
+
+Every change bumps the provider generation first: on PostgreSQL that UPDATE
+also locks the provider row, so usage checked afterwards cannot be changed by
+a concurrent allocation before this transaction commits. A change that would
+leave existing allocations without room (a class removed, or capacity shrunk
+below usage) is refused with 409 ``placement.inventory.inuse``.
+"""
+
+import datetime
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, delete, func, insert, select, update
+
+from placement import errors
+from placement.clock import utcnow
+from placement.data import names
+from placement.data.providers import Provider, bump_generation
+from placement.db.tables import allocations, inventories, resource_classes
+
+FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size", "allocation_ratio")
+
+
+@dataclass(frozen=True)
+class Inventory:
+    resource_class: str
+    total: int
+    reserved: int
+    min_unit: int
+    max_unit: int
+    step_size: int
+    allocation_ratio: float
+    created_at: datetime.datetime | None = None
+    updated_at: datetime.datetime | None = None
+
+    @property
+    def capacity(self) -> float:
+        return (self.total - self.reserved) * self.allocation_ratio
+
+    def fields(self) -> dict:
+        return {name: getattr(self, name) for name in FIELDS}
+
+
+def get_inventories(conn: Connection, provider: Provider) -> dict[str, Inventory]:
+    rows = conn.execute(
+        select(
+            resource_classes.c.name.label("resource_class"),
+            *(inventories.c[name] for name in FIELDS),
+            inventories.c.created_at,
+            inventories.c.updated_at,
+        )
+        .join(resource_classes, resource_classes.c.id == inventories.c.resource_class_id)
+        .where(inventories.c.resource_provider_id == provider.id)
+        .order_by(resource_classes.c.name)
+    )
+    return {row.resource_class: Inventory(**row._mapping) for row in rows}
+
+
+def usage_by_class(conn: Connection, provider: Provider) -> dict[str, int]:
+    rows = conn.execute(
+        select(resource_classes.c.name, func.sum(allocations.c.used))
+        .join(resource_classes, resource_classes.c.id == allocations.c.resource_class_id)
+        .where(allocations.c.resource_provider_id == provider.id)
+        .group_by(resource_classes.c.name)
+    )
+    return {name: int(used) for name, used in rows}
+
+
+def replace_inventories(
+    conn: Connection, provider: Provider, wanted: dict[str, Inventory], generation: int
+) -> int:
+    """Make the provider's inventory exactly ``wanted``; returns the new generation."""
+    class_ids = names.resource_class_ids(conn, wanted)
+    new_generation = bump_generation(conn, provider, generation)
+    current = get_inventories(conn, provider)
+    _refuse_if_in_use(conn, provider, current, wanted)
+    now = utcnow()
+    removed = [class_name for class_name in current if class_name not in wanted]
+    if removed:
+        removed_ids = names.resource_class_ids(conn, removed)
+        conn.execute(
+            delete(inventories).where(
+                inventories.c.resource_provider_id == provider.id,
+                inventories.c.resource_class_id.in_(list(removed_ids.values())),
+            )
+        )
+    for class_name, inventory in wanted.items():
+        if class_name in current:
+            if current[class_name].fields() != inventory.fields():
+                _update_row(conn, provider, class_ids[class_name], inventory, now)
+        else:
+            _insert_row(conn, provider, class_ids[class_name], inventory, now)
+    return new_generation
+
+
+def add_inventory(
+    conn: Connection, provider: Provider, inventory: Inventory, generation: int
+) -> int:
+    class_id = names.resource_class_ids(conn, [inventory.resource_class])[
+        inventory.resource_class
+    ]
+    new_generation = bump_generation(conn, provider, generation)
+    if inventory.resource_class in get_inventories(conn, provider):
+        raise errors.Conflict(
+            f"Inventory for {inventory.resource_class} on resource provider "
+            f"{provider.uuid} already exists."
+        )
+    _insert_row(conn, provider, class_id, inventory, utcnow())
+    return new_generation
+
+
+def update_inventory(
+    conn: Connection, provider: Provider, inventory: Inventory, generation: int
+) -> int:
+    class_id = names.resource_class_ids(conn, [inventory.resource_class])[
+        inventory.resource_class
+    ]
+    new_generation = bump_generation(conn, provider, generation)
+    current = get_inventories(conn, provider)
+    if inventory.resource_class not in current:
+        # PUT of a single inventory the provider lacks creates it.
+        _insert_row(conn, provider, class_id, inventory, utcnow())
+        return new_generation
+    _refuse_if_in_use(
+        conn, provider, {inventory.resource_class: current[inventory.resource_class]},
+        {inventory.resource_class: inventory},
+    )
+    _update_row(conn, provider, class_id, inventory, utcnow())
+    return new_generation
+
+
+def delete_inventory(
+    conn: Connection, provider: Provider, class_name: str, generation: int | None = None
+) -> int:
+    current = get_inventories(conn, provider)
+    if class_name not in current:
+        raise errors.NotFound(
+            f"No inventory of class {class_name} found for resource provider "
+            f"{provider.uuid}."
+        )
+    remaining = {name: inv for name, inv in current.items() if name != class_name}
+    return replace_inventories(
+        conn, provider, remaining, provider.generation if generation is None else generation
+    )
+
+
+def _refuse_if_in_use(
+    conn: Connection,
+    provider: Provider,
+    current: dict[str, Inventory],
+    wanted: dict[str, Inventory],
+) -> None:
+    usage = usage_by_class(conn, provider)
+    removed_in_use = sorted(c for c in current if c not in wanted and usage.get(c, 0) > 0)
+    if removed_in_use:
+        raise errors.Conflict(
+            f"Inventory for '{', '.join(removed_in_use)}' on resource provider "
+            f"'{provider.uuid}' in use.",
+            code=errors.INVENTORY_INUSE,
+        )
+    over_capacity = sorted(
+        c for c, inv in wanted.items() if c in current and usage.get(c, 0) > inv.capacity
+    )
+    if over_capacity:
+        details = ", ".join(
+            f"{c} (used {usage[c]}, new capacity {wanted[c].capacity:g})"
+            for c in over_capacity
+        )
+        raise errors.Conflict(
+            f"Inventory change on resource provider '{provider.uuid}' would leave "
+            f"existing allocations without capacity: {details}.",
+            code=errors.INVENTORY_INUSE,
+        )
+
+
+def _insert_row(conn, provider, class_id, inventory, now) -> None:
+    conn.execute(
+        insert(inventories).values(
+            resource_provider_id=provider.id,
+            resource_class_id=class_id,
+            created_at=now,
+            **inventory.fields(),
+        )
+    )
+
+
+def _update_row(conn, provider, class_id, inventory, now) -> None:
+    conn.execute(
+        update(inventories)
+        .where(
+            inventories.c.resource_provider_id == provider.id,
+            inventories.c.resource_class_id == class_id,
+        )
+        .values(updated_at=now, **inventory.fields())
+    )

@@ -1,0 +1,42 @@
+"""The traits of one provider."""
+
+from sqlalchemy import Connection, delete, insert, select
+
+from placement.clock import utcnow
+from placement.data import names
+from placement.data.providers import Provider, bump_generation
+from placement.db.tables import resource_provider_traits, traits
+
+
+def get_provider_traits(conn: Connection, provider: Provider) -> list[str]:
+    return list(
+        conn.scalars(
+            select(traits.c.name)
+            .join(resource_provider_traits, resource_provider_traits.c.trait_id == traits.c.id)
+            .where(resource_provider_traits.c.resource_provider_id == provider.id)
+            .order_by(traits.c.name)
+        )
+    )
+
+
+def set_provider_traits(
+    conn: Connection, provider: Provider, wanted: list[str], generation: int | None
+) -> int:
+    """Replace the provider's traits with ``wanted``; returns the new generation."""
+    trait_ids = names.trait_ids(conn, wanted)
+    new_generation = bump_generation(conn, provider, generation)
+    conn.execute(
+        delete(resource_provider_traits).where(
+            resource_provider_traits.c.resource_provider_id == provider.id
+        )
+    )
+    if trait_ids:
+        now = utcnow()
+        conn.execute(
+            insert(resource_provider_traits),
+            [
+                {"resource_provider_id": provider.id, "trait_id": id_, "created_at": now}
+                for id_ in trait_ids.values()
+            ],
+        )
+    return new_generation

@@ -1,0 +1,1 @@
+"""Database access: the schema, engines, and schema migrations."""

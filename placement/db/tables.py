@@ -1,0 +1,192 @@
+"""The database schema: every table, as SQLAlchemy Core ``Table`` objects.
+
+This module is the single description of the schema. Alembic revisions in
+``migrations/`` create it; ``tests/functional/test_migrations.py`` proves the two
+agree on SQLite and PostgreSQL.
+
+Trees are stored flat: every provider row carries its ``root_provider_id`` and
+``parent_provider_id``, so whole-tree reads need no recursion. ``generation``
+columns guard read-modify-write cycles (optimistic concurrency).
+"""
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    UniqueConstraint,
+)
+
+# Stable constraint names on every backend, so migrations can refer to them.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+# SQLite only auto-increments INTEGER PRIMARY KEY; PostgreSQL gets a bigint.
+IdType = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def _timestamps() -> list[Column]:
+    return [
+        Column("created_at", DateTime, nullable=False),
+        Column("updated_at", DateTime, nullable=True),
+    ]
+
+
+resource_providers = Table(
+    "resource_providers",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("uuid", String(36), nullable=False, unique=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("generation", Integer, nullable=False, default=0),
+    Column("root_provider_id", IdType, ForeignKey("resource_providers.id"), nullable=True),
+    Column("parent_provider_id", IdType, ForeignKey("resource_providers.id"), nullable=True),
+    *_timestamps(),
+    Index(None, "root_provider_id"),
+    Index(None, "parent_provider_id"),
+)
+
+resource_classes = Table(
+    "resource_classes",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("name", String(255), nullable=False, unique=True),
+    *_timestamps(),
+)
+
+inventories = Table(
+    "inventories",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column(
+        "resource_provider_id",
+        IdType,
+        ForeignKey("resource_providers.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("resource_class_id", IdType, ForeignKey("resource_classes.id"), nullable=False),
+    Column("total", Integer, nullable=False),
+    Column("reserved", Integer, nullable=False),
+    Column("min_unit", Integer, nullable=False),
+    Column("max_unit", Integer, nullable=False),
+    Column("step_size", Integer, nullable=False),
+    Column("allocation_ratio", Float, nullable=False),
+    *_timestamps(),
+    UniqueConstraint("resource_provider_id", "resource_class_id"),
+    Index(None, "resource_class_id"),
+)
+
+traits = Table(
+    "traits",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("name", String(255), nullable=False, unique=True),
+    *_timestamps(),
+)
+
+resource_provider_traits = Table(
+    "resource_provider_traits",
+    metadata,
+    Column(
+        "resource_provider_id",
+        IdType,
+        ForeignKey("resource_providers.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("trait_id", IdType, ForeignKey("traits.id"), primary_key=True),
+    *_timestamps(),
+    Index(None, "trait_id"),
+)
+
+placement_aggregates = Table(
+    "placement_aggregates",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("uuid", String(36), nullable=False, unique=True),
+    *_timestamps(),
+)
+
+resource_provider_aggregates = Table(
+    "resource_provider_aggregates",
+    metadata,
+    Column(
+        "resource_provider_id",
+        IdType,
+        ForeignKey("resource_providers.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("aggregate_id", IdType, ForeignKey("placement_aggregates.id"), primary_key=True),
+    *_timestamps(),
+    Index(None, "aggregate_id"),
+)
+
+projects = Table(
+    "projects",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("external_id", String(255), nullable=False, unique=True),
+    *_timestamps(),
+)
+
+users = Table(
+    "users",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("external_id", String(255), nullable=False, unique=True),
+    *_timestamps(),
+)
+
+consumer_types = Table(
+    "consumer_types",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("name", String(255), nullable=False, unique=True),
+    *_timestamps(),
+)
+
+consumers = Table(
+    "consumers",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("uuid", String(36), nullable=False, unique=True),
+    Column("project_id", IdType, ForeignKey("projects.id"), nullable=False),
+    Column("user_id", IdType, ForeignKey("users.id"), nullable=False),
+    Column("generation", Integer, nullable=False, default=0),
+    Column("consumer_type_id", IdType, ForeignKey("consumer_types.id"), nullable=True),
+    *_timestamps(),
+    Index(None, "project_id", "user_id"),
+)
+
+allocations = Table(
+    "allocations",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column(
+        "resource_provider_id", IdType, ForeignKey("resource_providers.id"), nullable=False
+    ),
+    Column(
+        "consumer_id",
+        IdType,
+        ForeignKey("consumers.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("resource_class_id", IdType, ForeignKey("resource_classes.id"), nullable=False),
+    Column("used", Integer, nullable=False),
+    *_timestamps(),
+    UniqueConstraint("consumer_id", "resource_provider_id", "resource_class_id"),
+    Index(None, "resource_provider_id", "resource_class_id"),
+    Index(None, "resource_class_id"),
+)

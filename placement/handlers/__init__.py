@@ -1,0 +1,1 @@
+"""HTTP views, one module per noun: parse and validate, call the data layer, serialize."""

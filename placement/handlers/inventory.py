@@ -1,0 +1,145 @@
+"""/resource_providers/{uuid}/inventories[/{resource_class}]."""
+
+import flask
+
+from placement import errors
+from placement.context import RequestContext
+from placement.data import inventories
+from placement.data.providers import Provider
+from placement.handlers.resource_provider import lookup_provider, provider_url
+from placement.http import absolute_url, json_response, latest, load_body, no_content
+from placement.schemas import inventory as schemas
+
+
+def _inventory_url(provider: Provider, class_name: str) -> str:
+    return f"{provider_url(provider.uuid)}/inventories/{class_name}"
+
+
+def _build_inventory(ctx: RequestContext, provider: Provider, class_name: str, data: dict):
+    """An Inventory from validated fields, defaults filled and cross-field rules checked."""
+    values = {**schemas.DEFAULTS, **{k: v for k, v in data.items() if k in inventories.FIELDS}}
+    inventory = inventories.Inventory(resource_class=class_name, **values)
+    # 1.26 allows reserving everything (reserved == total); before, reserved < total.
+    too_much = (
+        inventory.reserved > inventory.total
+        if ctx.at_least(1, 26)
+        else inventory.reserved >= inventory.total
+    )
+    if too_much:
+        relation = "at most" if ctx.at_least(1, 26) else "less than"
+        raise errors.BadRequest(
+            f"Unable to update inventory for resource provider {provider.uuid}: "
+            f"{class_name} reserved ({inventory.reserved}) must be {relation} total "
+            f"({inventory.total})."
+        )
+    if inventory.min_unit > inventory.max_unit:
+        raise errors.BadRequest(
+            f"Unable to update inventory for resource provider {provider.uuid}: "
+            f"{class_name} min_unit ({inventory.min_unit}) must not be greater than "
+            f"max_unit ({inventory.max_unit})."
+        )
+    return inventory
+
+
+def _inventories_body(generation: int, current: dict) -> dict:
+    return {
+        "inventories": {name: inv.fields() for name, inv in current.items()},
+        "resource_provider_generation": generation,
+    }
+
+
+def _inventory_body(generation: int, inventory: inventories.Inventory) -> dict:
+    return {"resource_provider_generation": generation, **inventory.fields()}
+
+
+def _modified(current) -> object:
+    return latest(inv.updated_at or inv.created_at for inv in current)
+
+
+def list_inventories(ctx: RequestContext, uuid: str) -> flask.Response:
+    provider = lookup_provider(ctx, uuid)
+    current = inventories.get_inventories(ctx.conn, provider)
+    return json_response(
+        ctx,
+        _inventories_body(provider.generation, current),
+        last_modified=_modified(current.values()),
+    )
+
+
+def replace_inventories(ctx: RequestContext, uuid: str) -> flask.Response:
+    provider = lookup_provider(ctx, uuid)
+    data = load_body(ctx, schemas.ReplaceInventories())
+    wanted = {
+        name: _build_inventory(ctx, provider, name, fields)
+        for name, fields in data["inventories"].items()
+    }
+    generation = inventories.replace_inventories(
+        ctx.conn, provider, wanted, data["resource_provider_generation"]
+    )
+    current = inventories.get_inventories(ctx.conn, provider)
+    return json_response(
+        ctx, _inventories_body(generation, current), last_modified=_modified(current.values())
+    )
+
+
+def create_inventory(ctx: RequestContext, uuid: str) -> flask.Response:
+    provider = lookup_provider(ctx, uuid)
+    data = load_body(ctx, schemas.CreateInventory())
+    inventory = _build_inventory(ctx, provider, data["resource_class"], data)
+    generation = inventories.add_inventory(
+        ctx.conn, provider, inventory, data["resource_provider_generation"]
+    )
+    return json_response(
+        ctx,
+        _inventory_body(generation, inventory),
+        status=201,
+        headers={
+            "Location": absolute_url(ctx, _inventory_url(provider, inventory.resource_class))
+        },
+    )
+
+
+def delete_inventories(ctx: RequestContext, uuid: str) -> flask.Response:
+    if not ctx.at_least(1, 5):
+        raise errors.MethodNotAllowed(
+            "DELETE of all inventories needs microversion 1.5 or later.",
+            headers={"Allow": "GET, POST, PUT"},
+        )
+    provider = lookup_provider(ctx, uuid)
+    inventories.replace_inventories(ctx.conn, provider, {}, provider.generation)
+    return no_content()
+
+
+def _require_inventory(ctx, provider, resource_class) -> inventories.Inventory:
+    current = inventories.get_inventories(ctx.conn, provider)
+    if resource_class not in current:
+        raise errors.NotFound(
+            f"No inventory of class {resource_class} for {provider.uuid}."
+        )
+    return current[resource_class]
+
+
+def show_inventory(ctx: RequestContext, uuid: str, resource_class: str) -> flask.Response:
+    provider = lookup_provider(ctx, uuid)
+    inventory = _require_inventory(ctx, provider, resource_class)
+    return json_response(
+        ctx,
+        _inventory_body(provider.generation, inventory),
+        last_modified=_modified([inventory]),
+    )
+
+
+def update_inventory(ctx: RequestContext, uuid: str, resource_class: str) -> flask.Response:
+    provider = lookup_provider(ctx, uuid)
+    data = load_body(ctx, schemas.UpdateInventory())
+    inventory = _build_inventory(ctx, provider, resource_class, data)
+    generation = inventories.update_inventory(
+        ctx.conn, provider, inventory, data["resource_provider_generation"]
+    )
+    return json_response(ctx, _inventory_body(generation, inventory))
+
+
+def delete_inventory(ctx: RequestContext, uuid: str, resource_class: str) -> flask.Response:
+    provider = lookup_provider(ctx, uuid)
+    inventories.delete_inventory(ctx.conn, provider, resource_class)
+    return no_content()

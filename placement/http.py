@@ -1,0 +1,145 @@
+"""HTTP helpers shared by the views: JSON bodies in, JSON responses out."""
+
+import datetime
+import json
+from collections.abc import Callable, Iterable
+from email.utils import format_datetime
+from typing import Any
+
+import flask
+import marshmallow
+
+from placement import errors
+from placement.clock import utcnow
+from placement.context import RequestContext
+
+JSON_TYPE = "application/json"
+
+
+def read_json(ctx: RequestContext) -> Any:
+    """The request body as JSON; 415 for another media type, 400 if malformed."""
+    media_type = ctx.request.mimetype
+    if not media_type:
+        raise errors.BadRequest("A Content-Type header (application/json) is required.")
+    if media_type != JSON_TYPE:
+        raise errors.UnsupportedMediaType(
+            f"The media type {media_type or None!r} is not supported, use {JSON_TYPE}."
+        )
+    raw = ctx.request.get_data(cache=True)
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise errors.BadRequest(f"Malformed JSON: {exc}") from exc
+
+
+def load_body(ctx: RequestContext, schema: marshmallow.Schema) -> Any:
+    """Read the JSON body and validate it with a marshmallow ``schema``."""
+    data = read_json(ctx)
+    return validate(schema, data)
+
+
+def validate(schema: marshmallow.Schema, data: Any) -> Any:
+    if not isinstance(data, (dict, list)):
+        raise errors.BadRequest("JSON does not validate: the body must be an object.")
+    try:
+        return schema.load(data)
+    except marshmallow.ValidationError as exc:
+        raise errors.BadRequest(f"JSON does not validate: {_flatten(exc.messages)}") from exc
+
+
+def _flatten(messages: Any, prefix: str = "") -> str:
+    """marshmallow's nested message dict as one readable line."""
+    if isinstance(messages, dict):
+        parts = []
+        for key, value in messages.items():
+            where = f"{prefix}.{key}" if prefix and key != "_schema" else (
+                prefix if key == "_schema" else str(key)
+            )
+            parts.append(_flatten(value, where))
+        return "; ".join(parts)
+    if isinstance(messages, list):
+        text = " ".join(str(m) if not isinstance(m, (dict, list)) else _flatten(m) for m in messages)
+        return f"{prefix}: {text}" if prefix else text
+    return f"{prefix}: {messages}" if prefix else str(messages)
+
+
+def json_response(
+    ctx: RequestContext,
+    body: Any,
+    status: int = 200,
+    last_modified: datetime.datetime | None = None,
+    headers: dict[str, str] | None = None,
+) -> flask.Response:
+    """A JSON response; from 1.15 it carries last-modified and cache-control."""
+    response = flask.Response(
+        json.dumps(body, separators=(",", ":")), status=status, mimetype=JSON_TYPE
+    )
+    if ctx.at_least(1, 15):
+        modified = last_modified or utcnow()
+        response.headers["Last-Modified"] = format_datetime(
+            modified.replace(tzinfo=datetime.UTC, microsecond=0), usegmt=True
+        )
+        response.headers["Cache-Control"] = "no-cache"
+    for key, value in (headers or {}).items():
+        response.headers[key] = value
+    return response
+
+
+def absolute_url(ctx: RequestContext, path: str) -> str:
+    """``path`` as an absolute URL on this service, for Location headers."""
+    return ctx.request.url_root.rstrip("/") + path
+
+
+def no_content(headers: dict[str, str] | None = None, status: int = 204) -> flask.Response:
+    response = flask.Response(status=status)
+    for key, value in (headers or {}).items():
+        response.headers[key] = value
+    return response
+
+
+def latest(timestamps: Iterable[datetime.datetime | None]) -> datetime.datetime:
+    """The newest of ``timestamps``, or now when there are none."""
+    present = [t for t in timestamps if t is not None]
+    return max(present) if present else utcnow()
+
+
+def modified_at(row: Any) -> datetime.datetime:
+    return row.updated_at or row.created_at
+
+
+def query_params(
+    ctx: RequestContext, allowed: Iterable[str], repeatable: Iterable[str] = ()
+) -> dict[str, list[str]]:
+    """The query string as lists of values, refusing unknown or repeated keys."""
+    allowed = set(allowed)
+    repeatable = set(repeatable)
+    params: dict[str, list[str]] = {}
+    for key, values in ctx.request.args.lists():
+        if key not in allowed:
+            raise errors.BadRequest(
+                f"Invalid query string parameters: '{key}' is not an accepted parameter. "
+                f"Accepted: {', '.join(sorted(allowed)) or 'none'}."
+            )
+        if len(values) > 1 and key not in repeatable:
+            raise errors.BadRequest(
+                f"Query parameter '{key}' may be given only once.",
+                code=errors.ILLEGAL_DUPLICATE_QUERYPARAM,
+            )
+        params[key] = values
+    return params
+
+
+def min_version(major: int, minor: int) -> Callable:
+    """Views decorated with this answer 404 below microversion ``major.minor``."""
+
+    def decorate(view: Callable) -> Callable:
+        def guarded(ctx: RequestContext, **kwargs: Any) -> Any:
+            if not ctx.at_least(major, minor):
+                raise errors.NotFound("The resource could not be found.")
+            return view(ctx, **kwargs)
+
+        guarded.__name__ = view.__name__
+        guarded.__doc__ = view.__doc__
+        return guarded
+
+    return decorate

@@ -1,0 +1,103 @@
+"""Every URL and method the service answers, in one table.
+
+Each view takes a RequestContext first. ``register_routes`` wraps each view in
+one database transaction: committed when the view returns, rolled back when it
+raises. Methods missing from a URL's entry get an automatic 405.
+"""
+
+import flask
+
+from placement.context import RequestContext
+from placement.db.engine import WRITE_TRANSACTION_OPTION
+from placement.handlers import (
+    aggregate,
+    inventory,
+    resource_class,
+    resource_provider,
+    root,
+    trait,
+    usage,
+)
+
+READ_METHODS = frozenset({"GET", "HEAD"})
+
+ROUTES = {
+    "/": {"GET": root.home},
+    "/resource_providers": {
+        "GET": resource_provider.list_providers,
+        "POST": resource_provider.create_provider,
+    },
+    "/resource_providers/<uuid>": {
+        "GET": resource_provider.show_provider,
+        "PUT": resource_provider.update_provider,
+        "DELETE": resource_provider.delete_provider,
+    },
+    "/resource_providers/<uuid>/inventories": {
+        "GET": inventory.list_inventories,
+        "POST": inventory.create_inventory,
+        "PUT": inventory.replace_inventories,
+        "DELETE": inventory.delete_inventories,
+    },
+    "/resource_providers/<uuid>/inventories/<resource_class>": {
+        "GET": inventory.show_inventory,
+        "PUT": inventory.update_inventory,
+        "DELETE": inventory.delete_inventory,
+    },
+    "/resource_providers/<uuid>/usages": {"GET": usage.provider_usages},
+    "/resource_providers/<uuid>/aggregates": {
+        "GET": aggregate.show_aggregates,
+        "PUT": aggregate.set_aggregates,
+    },
+    "/resource_providers/<uuid>/traits": {
+        "GET": trait.list_provider_traits,
+        "PUT": trait.set_provider_traits,
+        "DELETE": trait.delete_provider_traits,
+    },
+    "/resource_classes": {
+        "GET": resource_class.list_resource_classes,
+        "POST": resource_class.create_resource_class,
+    },
+    "/resource_classes/<name>": {
+        "GET": resource_class.show_resource_class,
+        "PUT": resource_class.put_resource_class,
+        "DELETE": resource_class.delete_resource_class,
+    },
+    "/traits": {"GET": trait.list_traits},
+    "/traits/<name>": {
+        "GET": trait.show_trait,
+        "PUT": trait.put_trait,
+        "DELETE": trait.delete_trait,
+    },
+}
+
+
+def register_routes(app: flask.Flask) -> None:
+    for path, methods in ROUTES.items():
+        for method, view in methods.items():
+            app.add_url_rule(
+                path,
+                endpoint=f"{method} {path}",
+                view_func=_transactional(view, write=method not in READ_METHODS),
+                methods=[method],
+                provide_automatic_options=False,
+            )
+
+
+def _transactional(view, write: bool):
+    def endpoint(**kwargs):
+        services = flask.current_app.extensions["placement"]
+        with services.engine.connect() as conn:
+            if write:
+                conn = conn.execution_options(**{WRITE_TRANSACTION_OPTION: True})
+            with conn.begin():
+                ctx = RequestContext(
+                    conn=conn,
+                    version=flask.g.version,
+                    config=services.config,
+                    request=flask.request,
+                    request_id=flask.g.request_id,
+                )
+                return view(ctx, **kwargs)
+
+    endpoint.__name__ = view.__name__
+    return endpoint

@@ -1,0 +1,202 @@
+"""Fixtures: a migrated database on each backend, a fresh app per test, an API client.
+
+Every database test runs twice: on SQLite and on PostgreSQL. PostgreSQL comes
+from PLACEMENT_TEST_POSTGRES_URL, or a throwaway server started from the
+local binaries. Without either the PostgreSQL runs are skipped, except with
+CI=true, where that is an error.
+"""
+
+import os
+import uuid
+
+import pytest
+import sqlalchemy as sa
+
+from placement.app import create_app
+from placement.config import Config
+from placement.db import migrate
+from placement.db.engine import make_engine
+from placement.db.tables import metadata
+from tests import pgserver
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+BACKENDS = ("sqlite", "postgresql")
+LATEST = "1.39"
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url():
+    """URL of a PostgreSQL server's maintenance database."""
+    given = os.environ.get("PLACEMENT_TEST_POSTGRES_URL")
+    if given:
+        yield given
+        return
+    try:
+        server = pgserver.start()
+    except pgserver.PostgresUnavailable as exc:
+        if IN_CI:
+            pytest.fail(f"CI=true and PostgreSQL cannot be started: {exc}")
+        pytest.skip(f"PostgreSQL unavailable: {exc}")
+    yield server.url
+    server.stop()
+
+
+def _fresh_postgres_database(server_url: str) -> str:
+    """Create an empty database on the server and return its URL."""
+    name = f"placement_test_{uuid.uuid4().hex[:12]}"
+    admin = make_engine(server_url).execution_options(isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    admin.dispose()
+    return sa.engine.make_url(server_url).set(database=name).render_as_string(
+        hide_password=False
+    )
+
+
+@pytest.fixture(scope="session")
+def empty_database_url(request, tmp_path_factory):
+    """A factory of URLs of new, empty databases on a backend."""
+
+    def make(backend: str) -> str:
+        if backend == "sqlite":
+            folder = tmp_path_factory.mktemp("sqlite")
+            return f"sqlite:///{folder}/placement.sqlite"
+        return _fresh_postgres_database(request.getfixturevalue("postgres_server_url"))
+
+    return make
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def migrated_engines():
+    engines: dict[str, sa.Engine] = {}
+    yield engines
+    for engine in engines.values():
+        engine.dispose()
+
+
+@pytest.fixture
+def engine(backend, empty_database_url, migrated_engines):
+    """An engine on a migrated database of ``backend``, emptied after each test."""
+    if backend not in migrated_engines:
+        engine = make_engine(empty_database_url(backend))
+        migrate.upgrade(engine)
+        migrated_engines[backend] = engine
+    engine = migrated_engines[backend]
+    yield engine
+    _empty(engine)
+
+
+def _empty(engine: sa.Engine) -> None:
+    keep = {"resource_classes", "traits", "alembic_version"}
+    with engine.begin() as conn:
+        for table in reversed(metadata.sorted_tables):
+            if table.name not in keep:
+                conn.execute(table.delete())
+        for name in ("resource_classes", "traits"):
+            table = metadata.tables[name]
+            conn.execute(table.delete().where(table.c.name.like("CUSTOM\\_%", escape="\\")))
+
+
+@pytest.fixture
+def config(engine) -> Config:
+    return Config(database_url=engine.url.render_as_string(hide_password=False))
+
+
+@pytest.fixture
+def app(config, engine):
+    return create_app(config, engine=engine)
+
+
+class Api:
+    """The Flask test client with the admin token and a microversion by default."""
+
+    def __init__(self, client, version: str = LATEST) -> None:
+        self.client = client
+        self.version = version
+
+    def headers(self, version=None, token="admin", extra=None) -> dict:
+        headers = {"OpenStack-API-Version": f"placement {version or self.version}"}
+        if token is not None:
+            headers["X-Auth-Token"] = token
+        headers.update(extra or {})
+        return headers
+
+    def request(self, method, path, version=None, token="admin", headers=None, **kwargs):
+        return self.client.open(
+            path,
+            method=method,
+            headers=self.headers(version, token, headers),
+            **kwargs,
+        )
+
+    def get(self, path, **kwargs):
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path, **kwargs):
+        return self.request("POST", path, **kwargs)
+
+    def put(self, path, **kwargs):
+        return self.request("PUT", path, **kwargs)
+
+    def delete(self, path, **kwargs):
+        return self.request("DELETE", path, **kwargs)
+
+    # Shortcuts for building fixtures through the API itself.
+
+    def create_provider(self, name, uuid=None, parent=None):
+        body = {"name": name}
+        if uuid:
+            body["uuid"] = uuid
+        if parent:
+            body["parent_provider_uuid"] = parent
+        response = self.post("/resource_providers", json=body)
+        assert response.status_code == 200, response.json
+        return response.json
+
+    def generation(self, provider_uuid) -> int:
+        return self.get(f"/resource_providers/{provider_uuid}").json["generation"]
+
+    def set_inventory(self, provider_uuid, **inventories):
+        body = {
+            "resource_provider_generation": self.generation(provider_uuid),
+            "inventories": {
+                name: (value if isinstance(value, dict) else {"total": value})
+                for name, value in inventories.items()
+            },
+        }
+        response = self.put(f"/resource_providers/{provider_uuid}/inventories", json=body)
+        assert response.status_code == 200, response.json
+        return response.json
+
+    def set_traits(self, provider_uuid, *traits):
+        for trait in traits:
+            if trait.startswith("CUSTOM_"):
+                self.put(f"/traits/{trait}")
+        body = {"resource_provider_generation": self.generation(provider_uuid), "traits": traits}
+        response = self.put(f"/resource_providers/{provider_uuid}/traits", json=body)
+        assert response.status_code == 200, response.json
+        return response.json
+
+    def set_aggregates(self, provider_uuid, *aggregates):
+        body = {
+            "resource_provider_generation": self.generation(provider_uuid),
+            "aggregates": list(aggregates),
+        }
+        response = self.put(f"/resource_providers/{provider_uuid}/aggregates", json=body)
+        assert response.status_code == 200, response.json
+        return response.json
+
+
+@pytest.fixture
+def api(app) -> Api:
+    return Api(app.test_client())
+
+
+def error_code(response) -> str | None:
+    """The ``code`` of the single error in an error response."""
+    return response.json["errors"][0].get("code")
