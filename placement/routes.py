@@ -11,7 +11,9 @@ from placement.context import RequestContext
 from placement.db.engine import WRITE_TRANSACTION_OPTION
 from placement.handlers import (
     aggregate,
+    allocation,
     inventory,
+    reshaper,
     resource_class,
     resource_provider,
     root,
@@ -44,6 +46,7 @@ ROUTES = {
         "DELETE": inventory.delete_inventory,
     },
     "/resource_providers/<uuid>/usages": {"GET": usage.provider_usages},
+    "/resource_providers/<uuid>/allocations": {"GET": allocation.provider_allocations},
     "/resource_providers/<uuid>/aggregates": {
         "GET": aggregate.show_aggregates,
         "PUT": aggregate.set_aggregates,
@@ -62,6 +65,14 @@ ROUTES = {
         "PUT": resource_class.put_resource_class,
         "DELETE": resource_class.delete_resource_class,
     },
+    "/allocations": {"POST": allocation.post_allocations},
+    "/allocations/<consumer_uuid>": {
+        "GET": allocation.show_allocations,
+        "PUT": allocation.put_allocations,
+        "DELETE": allocation.delete_allocations,
+    },
+    "/usages": {"GET": usage.project_usages},
+    "/reshaper": {"POST": reshaper.reshape},
     "/traits": {"GET": trait.list_traits},
     "/traits/<name>": {
         "GET": trait.show_trait,

@@ -70,10 +70,21 @@ def replace_inventories(
     conn: Connection, provider: Provider, wanted: dict[str, Inventory], generation: int
 ) -> int:
     """Make the provider's inventory exactly ``wanted``; returns the new generation."""
-    class_ids = names.resource_class_ids(conn, wanted)
     new_generation = bump_generation(conn, provider, generation)
     current = get_inventories(conn, provider)
     _refuse_if_in_use(conn, provider, current, wanted)
+    write_inventories(conn, provider, current, wanted)
+    return new_generation
+
+
+def write_inventories(
+    conn: Connection,
+    provider: Provider,
+    current: dict[str, Inventory],
+    wanted: dict[str, Inventory],
+) -> None:
+    """Turn the rows ``current`` into ``wanted``; no generation or usage checks."""
+    class_ids = names.resource_class_ids(conn, wanted)
     now = utcnow()
     removed = [class_name for class_name in current if class_name not in wanted]
     if removed:
@@ -90,7 +101,6 @@ def replace_inventories(
                 _update_row(conn, provider, class_ids[class_name], inventory, now)
         else:
             _insert_row(conn, provider, class_ids[class_name], inventory, now)
-    return new_generation
 
 
 def add_inventory(

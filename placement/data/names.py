@@ -9,6 +9,7 @@ import os_traits
 from sqlalchemy import Connection, Table, delete, exists, select, update
 
 from placement import errors
+from placement.clock import utcnow
 from placement.data.sql import insert_ignoring_conflicts
 from placement.db.tables import (
     allocations,
@@ -17,7 +18,6 @@ from placement.db.tables import (
     resource_provider_traits,
     traits,
 )
-from placement.clock import utcnow
 
 CUSTOM_PREFIX = "CUSTOM_"
 
@@ -115,6 +115,8 @@ def rename_resource_class(conn: Connection, old: str, new: str) -> None:
     row = get_name(conn, resource_classes, old)
     if row is None:
         raise errors.NotFound(f"No such resource class {old}.")
+    if new == old:
+        return
     if get_name(conn, resource_classes, new) is not None:
         raise errors.Conflict(
             f"Resource class with name {new} already exists.", code=errors.DUPLICATE_NAME

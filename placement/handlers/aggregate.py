@@ -1,14 +1,20 @@
 """/resource_providers/{uuid}/aggregates (from 1.1; with generations from 1.19)."""
 
 import flask
-from marshmallow import fields
 
+from placement import errors
 from placement.context import RequestContext
 from placement.data import aggregates
 from placement.handlers.resource_provider import lookup_provider
-from placement.http import json_response, load_body, min_version, modified_at, validate
+from placement.http import (
+    json_response,
+    load_body,
+    min_version,
+    modified_at,
+    read_json,
+    validate,
+)
 from placement.schemas.aggregate import ProviderAggregates
-from placement.schemas.fields import UuidString
 
 
 def _body(ctx: RequestContext, generation: int, uuids: list[str]) -> dict:
@@ -35,12 +41,13 @@ def set_aggregates(ctx: RequestContext, uuid: str) -> flask.Response:
         wanted, expected = data["aggregates"], data["resource_provider_generation"]
     else:
         # Before 1.19 the body is a bare list of aggregate uuids.
-        from placement.http import read_json
-
         raw = read_json(ctx)
-        wanted = validate(_LEGACY_LIST, {"aggregates": raw} if isinstance(raw, list) else raw)[
-            "aggregates"
-        ]
+        if not isinstance(raw, list):
+            raise errors.BadRequest(
+                "JSON does not validate: before microversion 1.19 the body must be a list "
+                "of aggregate uuids."
+            )
+        wanted = validate(_LEGACY_LIST, {"aggregates": raw})["aggregates"]
         expected = None
     generation = aggregates.set_provider_aggregates(ctx.conn, provider, wanted, expected)
     uuids = aggregates.get_provider_aggregates(ctx.conn, provider)

@@ -15,7 +15,7 @@ def _inventory_url(provider: Provider, class_name: str) -> str:
     return f"{provider_url(provider.uuid)}/inventories/{class_name}"
 
 
-def _build_inventory(ctx: RequestContext, provider: Provider, class_name: str, data: dict):
+def build_inventory(ctx: RequestContext, provider: Provider, class_name: str, data: dict):
     """An Inventory from validated fields, defaults filled and cross-field rules checked."""
     values = {**schemas.DEFAULTS, **{k: v for k, v in data.items() if k in inventories.FIELDS}}
     inventory = inventories.Inventory(resource_class=class_name, **values)
@@ -70,7 +70,7 @@ def replace_inventories(ctx: RequestContext, uuid: str) -> flask.Response:
     provider = lookup_provider(ctx, uuid)
     data = load_body(ctx, schemas.ReplaceInventories())
     wanted = {
-        name: _build_inventory(ctx, provider, name, fields)
+        name: build_inventory(ctx, provider, name, fields)
         for name, fields in data["inventories"].items()
     }
     generation = inventories.replace_inventories(
@@ -85,7 +85,7 @@ def replace_inventories(ctx: RequestContext, uuid: str) -> flask.Response:
 def create_inventory(ctx: RequestContext, uuid: str) -> flask.Response:
     provider = lookup_provider(ctx, uuid)
     data = load_body(ctx, schemas.CreateInventory())
-    inventory = _build_inventory(ctx, provider, data["resource_class"], data)
+    inventory = build_inventory(ctx, provider, data["resource_class"], data)
     generation = inventories.add_inventory(
         ctx.conn, provider, inventory, data["resource_provider_generation"]
     )
@@ -132,7 +132,7 @@ def show_inventory(ctx: RequestContext, uuid: str, resource_class: str) -> flask
 def update_inventory(ctx: RequestContext, uuid: str, resource_class: str) -> flask.Response:
     provider = lookup_provider(ctx, uuid)
     data = load_body(ctx, schemas.UpdateInventory())
-    inventory = _build_inventory(ctx, provider, resource_class, data)
+    inventory = build_inventory(ctx, provider, resource_class, data)
     generation = inventories.update_inventory(
         ctx.conn, provider, inventory, data["resource_provider_generation"]
     )

@@ -6,7 +6,15 @@ from placement import errors
 from placement.context import RequestContext
 from placement.data import names
 from placement.db.tables import resource_classes
-from placement.http import absolute_url, json_response, latest, load_body, min_version, modified_at, no_content
+from placement.http import (
+    absolute_url,
+    json_response,
+    latest,
+    load_body,
+    min_version,
+    modified_at,
+    no_content,
+)
 from placement.schemas.fields import CUSTOM_NAME_PATTERN
 from placement.schemas.names import CreateResourceClass
 

@@ -5,7 +5,6 @@ from marshmallow import Schema
 from placement.schemas.fields import StrictString, UuidString
 
 
-
 class CreateProvider(Schema):
     name = StrictString(required=True, max_length=200)
     uuid = UuidString()

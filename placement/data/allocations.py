@@ -1,0 +1,296 @@
+"""Allocations: reading them, and the one write path that never over-commits.
+
+How a write stays correct with many workers writing at once
+-------------------------------------------------------------
+``write_allocations`` first locks every provider it touches (the providers of
+the new allocations and of the consumers' current ones) by bumping their
+generations in one UPDATE, in id order. On PostgreSQL that UPDATE holds the
+provider rows until commit, so two writers touching the same provider run one
+after the other, and the usage read afterwards (READ COMMITTED reads the
+latest committed rows per statement) includes everything committed before.
+On SQLite every write transaction starts with BEGIN IMMEDIATE, which
+serialises writers for the whole database. Capacity is then checked against
+the usage that includes the new allocations; any failure raises, and the
+request's transaction rolls back everything, including consumers it created.
+
+Consumer generations (1.28+) are compared with the stored value and bumped
+with ``UPDATE ... WHERE generation = :seen``, so a concurrent change is a 409.
+"""
+
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, delete, func, insert, select, update
+
+from placement import errors
+from placement.clock import utcnow
+from placement.data import consumers as consumer_data
+from placement.data import names
+from placement.db.tables import (
+    allocations,
+    consumers,
+    inventories,
+    resource_classes,
+    resource_providers,
+)
+
+# A consumer's allocations: provider uuid -> resource class -> amount.
+AllocationMap = dict[str, dict[str, int]]
+
+UNCHECKED = object()  # consumer generation not checked (before 1.28)
+
+
+@dataclass(frozen=True)
+class ConsumerWrite:
+    """The complete new allocations of one consumer."""
+
+    consumer_uuid: str
+    project_id: str | None  # None before 1.8: keep the stored one
+    user_id: str | None
+    allocations: AllocationMap
+    generation: object = UNCHECKED  # int, None (new consumer) or UNCHECKED
+    consumer_type: str | None = None  # None leaves the stored type alone
+
+
+def get_consumer_allocations(conn: Connection, consumer_id: int):
+    """Rows (provider uuid, provider generation, class, used, timestamps) of a consumer."""
+    return conn.execute(
+        select(
+            resource_providers.c.uuid,
+            resource_providers.c.generation,
+            resource_classes.c.name,
+            allocations.c.used,
+            allocations.c.created_at,
+            allocations.c.updated_at,
+        )
+        .join(resource_providers, resource_providers.c.id == allocations.c.resource_provider_id)
+        .join(resource_classes, resource_classes.c.id == allocations.c.resource_class_id)
+        .where(allocations.c.consumer_id == consumer_id)
+        .order_by(resource_providers.c.uuid, resource_classes.c.name)
+    ).all()
+
+
+def get_provider_allocations(conn: Connection, provider_id: int):
+    """Rows (consumer uuid, class, used, timestamps) of one provider."""
+    return conn.execute(
+        select(
+            consumers.c.uuid,
+            resource_classes.c.name,
+            allocations.c.used,
+            allocations.c.created_at,
+            allocations.c.updated_at,
+        )
+        .join(consumers, consumers.c.id == allocations.c.consumer_id)
+        .join(resource_classes, resource_classes.c.id == allocations.c.resource_class_id)
+        .where(allocations.c.resource_provider_id == provider_id)
+        .order_by(consumers.c.uuid, resource_classes.c.name)
+    ).all()
+
+
+def write_allocations(
+    conn: Connection, writes: list[ConsumerWrite], check_capacity: bool = True
+) -> None:
+    """Replace each consumer's allocations with the ones in ``writes``, atomically.
+
+    Raises BadRequest for unknown providers or classes, ConcurrentUpdate for
+    consumer generation conflicts, Conflict when capacity or inventory
+    constraints would be broken. ``check_capacity`` False lets the reshaper
+    check once at the end, after it also changed inventories.
+    """
+    provider_ids = _provider_ids(conn, {u for w in writes for u in w.allocations})
+    class_ids = names.resource_class_ids(
+        conn, {rc for w in writes for res in w.allocations.values() for rc in res}
+    )
+    existing = consumer_data.get_consumers(conn, [w.consumer_uuid for w in writes])
+    old_provider_ids = _providers_of_consumers(conn, [c.id for c in existing.values()])
+    lock_providers(conn, set(provider_ids.values()) | old_provider_ids)
+
+    touched_consumer_ids = []
+    new_rows = []
+    now = utcnow()
+    for write in writes:
+        current = existing.get(write.consumer_uuid)
+        if write.generation is not UNCHECKED:
+            consumer_data.check_generation(write.consumer_uuid, current, write.generation)
+        if current is None and not write.allocations:
+            continue  # nothing to remove, nothing to create
+        consumer_id = consumer_data.save_consumer(
+            conn, write.consumer_uuid, current, write.project_id, write.user_id,
+            write.consumer_type,
+        )
+        touched_consumer_ids.append(consumer_id)
+        for provider_uuid, resources in write.allocations.items():
+            for class_name, used in resources.items():
+                new_rows.append(
+                    {
+                        "consumer_id": consumer_id,
+                        "resource_provider_id": provider_ids[provider_uuid],
+                        "resource_class_id": class_ids[class_name],
+                        "used": used,
+                        "created_at": now,
+                    }
+                )
+    if touched_consumer_ids:
+        conn.execute(delete(allocations).where(allocations.c.consumer_id.in_(touched_consumer_ids)))
+    if new_rows:
+        conn.execute(insert(allocations), new_rows)
+    if check_capacity:
+        check_allocations_fit(conn, new_rows)
+    consumer_data.delete_if_empty(conn, touched_consumer_ids)
+
+
+def delete_consumer_allocations(conn: Connection, consumer: consumer_data.Consumer) -> None:
+    lock_providers(conn, _providers_of_consumers(conn, [consumer.id]))
+    conn.execute(delete(allocations).where(allocations.c.consumer_id == consumer.id))
+    consumer_data.delete_if_empty(conn, [consumer.id])
+
+
+def _provider_ids(conn: Connection, uuids) -> dict[str, int]:
+    uuids = sorted(uuids)
+    if not uuids:
+        return {}
+    found = dict(
+        conn.execute(
+            select(resource_providers.c.uuid, resource_providers.c.id).where(
+                resource_providers.c.uuid.in_(uuids)
+            )
+        ).all()
+    )
+    missing = [u for u in uuids if u not in found]
+    if missing:
+        raise errors.BadRequest(
+            f"Allocation for resource provider '{missing[0]}' that does not exist."
+        )
+    return found
+
+
+def _providers_of_consumers(conn: Connection, consumer_ids) -> set[int]:
+    if not consumer_ids:
+        return set()
+    return set(
+        conn.scalars(
+            select(allocations.c.resource_provider_id)
+            .where(allocations.c.consumer_id.in_(list(consumer_ids)))
+            .distinct()
+        )
+    )
+
+
+def providers_of_consumer_uuids(conn: Connection, consumer_uuids) -> set[int]:
+    ids = conn.scalars(select(consumers.c.id).where(consumers.c.uuid.in_(list(consumer_uuids))))
+    return _providers_of_consumers(conn, list(ids))
+
+
+def lock_providers(conn: Connection, provider_ids) -> None:
+    """Bump the generation of each provider, locking its row until commit.
+
+    Rows are locked one statement each, in id order, so that two writers with
+    overlapping providers cannot deadlock.
+    """
+    now = utcnow()
+    for provider_id in sorted(provider_ids):
+        conn.execute(
+            update(resource_providers)
+            .where(resource_providers.c.id == provider_id)
+            .values(generation=resource_providers.c.generation + 1, updated_at=now)
+        )
+
+
+def check_allocations_fit(conn: Connection, new_rows: list[dict]) -> None:
+    """Conflict unless every new allocation respects its inventory and capacity.
+
+    Reads the inventories and the total usage of the affected (provider,
+    class) pairs in one query each; the usage already includes ``new_rows``.
+    """
+    pairs = {(r["resource_provider_id"], r["resource_class_id"]) for r in new_rows}
+    if not pairs:
+        return
+    provider_ids = sorted({p for p, _ in pairs})
+    inventory = {
+        (row.resource_provider_id, row.resource_class_id): row
+        for row in conn.execute(
+            select(inventories).where(inventories.c.resource_provider_id.in_(provider_ids))
+        )
+    }
+    usage = {
+        (p, c): int(used)
+        for p, c, used in conn.execute(
+            select(
+                allocations.c.resource_provider_id,
+                allocations.c.resource_class_id,
+                func.sum(allocations.c.used),
+            )
+            .where(allocations.c.resource_provider_id.in_(provider_ids))
+            .group_by(allocations.c.resource_provider_id, allocations.c.resource_class_id)
+        )
+    }
+    labels = _labels(conn, pairs)
+    for row in new_rows:
+        key = (row["resource_provider_id"], row["resource_class_id"])
+        record = inventory.get(key)
+        class_name, provider_uuid = labels[key]
+        if record is None:
+            raise errors.Conflict(
+                f"Unable to allocate inventory: resource provider '{provider_uuid}' has no "
+                f"inventory of class '{class_name}'."
+            )
+        used = row["used"]
+        if used < record.min_unit or used > record.max_unit or used % record.step_size:
+            raise errors.Conflict(
+                f"Unable to allocate inventory: the amount {used} of '{class_name}' on "
+                f"resource provider '{provider_uuid}' violates inventory constraints "
+                f"(min_unit {record.min_unit}, max_unit {record.max_unit}, step_size "
+                f"{record.step_size})."
+            )
+    for key in pairs:
+        record = inventory[key]
+        capacity = (record.total - record.reserved) * record.allocation_ratio
+        if usage.get(key, 0) > capacity:
+            class_name, provider_uuid = labels[key]
+            raise errors.Conflict(
+                f"Unable to allocate inventory: unable to create allocation for "
+                f"'{class_name}' on resource provider '{provider_uuid}'. The requested "
+                f"amount would exceed the capacity ({usage[key]} > {capacity:g})."
+            )
+
+
+def _labels(conn: Connection, pairs) -> dict[tuple[int, int], tuple[str, str]]:
+    """(class name, provider uuid) for each (provider id, class id) pair, for messages."""
+    provider_uuid = dict(
+        conn.execute(
+            select(resource_providers.c.id, resource_providers.c.uuid).where(
+                resource_providers.c.id.in_({p for p, _ in pairs})
+            )
+        ).all()
+    )
+    class_name = dict(
+        conn.execute(
+            select(resource_classes.c.id, resource_classes.c.name).where(
+                resource_classes.c.id.in_({c for _, c in pairs})
+            )
+        ).all()
+    )
+    return {(p, c): (class_name[c], provider_uuid[p]) for p, c in pairs}
+
+
+def check_providers_consistent(conn: Connection, provider_ids) -> None:
+    """Conflict unless every allocation on these providers fits their inventory.
+
+    Used by the reshaper after it moved inventories and allocations together.
+    """
+    provider_ids = sorted(provider_ids)
+    if not provider_ids:
+        return
+    rows = conn.execute(
+        select(
+            allocations.c.resource_provider_id,
+            allocations.c.resource_class_id,
+            allocations.c.used,
+        ).where(allocations.c.resource_provider_id.in_(provider_ids))
+    ).all()
+    check_allocations_fit(
+        conn,
+        [
+            {"resource_provider_id": p, "resource_class_id": c, "used": used}
+            for p, c, used in rows
+        ],
+    )

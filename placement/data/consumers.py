@@ -1,0 +1,150 @@
+"""Consumers, and the projects, users and consumer types they refer to.
+
+A consumer exists while it holds allocations: it is created by its first
+allocation write and removed with its last allocation. Its ``generation``
+guards read-modify-write cycles on its allocations (from microversion 1.28).
+"""
+
+import datetime
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, Table, delete, exists, select, update
+
+from placement import errors
+from placement.clock import utcnow
+from placement.data.sql import insert_ignoring_conflicts
+from placement.db.tables import allocations, consumer_types, consumers, projects, users
+
+# Project and user recorded for consumers written before microversion 1.8,
+# when clients did not send them.
+INCOMPLETE_CONSUMER_ID = "00000000-0000-0000-0000-000000000000"
+
+
+@dataclass(frozen=True)
+class Consumer:
+    id: int
+    uuid: str
+    project_id: str
+    user_id: str
+    generation: int
+    consumer_type: str | None
+    created_at: datetime.datetime
+    updated_at: datetime.datetime | None
+
+
+def _select_consumers():
+    return (
+        select(
+            consumers.c.id,
+            consumers.c.uuid,
+            projects.c.external_id.label("project_id"),
+            users.c.external_id.label("user_id"),
+            consumers.c.generation,
+            consumer_types.c.name.label("consumer_type"),
+            consumers.c.created_at,
+            consumers.c.updated_at,
+        )
+        .join(projects, projects.c.id == consumers.c.project_id)
+        .join(users, users.c.id == consumers.c.user_id)
+        .outerjoin(consumer_types, consumer_types.c.id == consumers.c.consumer_type_id)
+    )
+
+
+def get_consumers(conn: Connection, uuids) -> dict[str, Consumer]:
+    uuids = list(uuids)
+    if not uuids:
+        return {}
+    rows = conn.execute(_select_consumers().where(consumers.c.uuid.in_(uuids)))
+    return {row.uuid: Consumer(**row._mapping) for row in rows}
+
+
+def get_consumer(conn: Connection, uuid: str) -> Consumer | None:
+    return get_consumers(conn, [uuid]).get(uuid)
+
+
+def _external_id(conn: Connection, table: Table, column: str, value: str) -> int:
+    """Id of the row of ``table`` whose ``column`` is ``value``, inserted if missing."""
+    insert_ignoring_conflicts(conn, table, [{column: value, "created_at": utcnow()}])
+    return conn.scalar(select(table.c.id).where(table.c[column] == value))
+
+
+def project_id(conn: Connection, external_id: str) -> int:
+    return _external_id(conn, projects, "external_id", external_id)
+
+
+def user_id(conn: Connection, external_id: str) -> int:
+    return _external_id(conn, users, "external_id", external_id)
+
+
+def consumer_type_id(conn: Connection, name: str) -> int:
+    return _external_id(conn, consumer_types, "name", name)
+
+
+def check_generation(consumer_uuid: str, existing: Consumer | None, expected: int | None):
+    """409 unless ``expected`` is the consumer's generation (None: a new consumer)."""
+    actual = existing.generation if existing else None
+    if actual != expected:
+        shown = "null" if actual is None else actual
+        raise errors.ConcurrentUpdate(
+            f"consumer generation conflict - expected {shown} but got {expected} "
+            f"(consumer {consumer_uuid})."
+        )
+
+
+def save_consumer(
+    conn: Connection,
+    consumer_uuid: str,
+    existing: Consumer | None,
+    project: str | None,
+    user: str | None,
+    consumer_type: str | None,
+) -> int:
+    """Create the consumer (at generation 1: created by its first write), or update
+    it and bump its generation; returns its id.
+
+    A concurrent writer that created or changed the same consumer first makes
+    this a 409 concurrent_update.
+    """
+    if project is None:  # before 1.8: keep what is stored, else the placeholder
+        project = existing.project_id if existing else INCOMPLETE_CONSUMER_ID
+    if user is None:
+        user = existing.user_id if existing else INCOMPLETE_CONSUMER_ID
+    values = {"project_id": project_id(conn, project), "user_id": user_id(conn, user)}
+    if consumer_type is not None:
+        values["consumer_type_id"] = consumer_type_id(conn, consumer_type)
+    if existing is None:
+        inserted = insert_ignoring_conflicts(
+            conn,
+            consumers,
+            [{"uuid": consumer_uuid, "generation": 1, "created_at": utcnow(), **values}],
+            returning=consumers.c.id,
+        )
+        if not inserted:
+            raise errors.ConcurrentUpdate(
+                f"consumer {consumer_uuid} was created by another request; retry with its "
+                "current generation."
+            )
+        return inserted[0]
+    result = conn.execute(
+        update(consumers)
+        .where(consumers.c.id == existing.id, consumers.c.generation == existing.generation)
+        .values(generation=consumers.c.generation + 1, updated_at=utcnow(), **values)
+    )
+    if result.rowcount != 1:
+        raise errors.ConcurrentUpdate(
+            f"consumer {consumer_uuid} was changed by another request; retry with its "
+            "current generation."
+        )
+    return existing.id
+
+
+def delete_if_empty(conn: Connection, consumer_ids) -> None:
+    """Remove the consumers among ``consumer_ids`` that hold no allocation."""
+    consumer_ids = list(consumer_ids)
+    if consumer_ids:
+        conn.execute(
+            delete(consumers).where(
+                consumers.c.id.in_(consumer_ids),
+                ~exists().where(allocations.c.consumer_id == consumers.c.id),
+            )
+        )

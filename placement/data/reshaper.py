@@ -1,0 +1,31 @@
+"""The reshaper: move inventories and allocations between providers in one step.
+
+Inventories and allocations change together, so the usual checks (no removal
+of used inventory, capacity for each allocation) would fail halfway. They run
+once at the end instead, over every provider involved; anything wrong rolls
+the whole request back.
+"""
+
+from sqlalchemy import Connection
+
+from placement.data import allocations as allocation_data
+from placement.data.inventories import Inventory, get_inventories, write_inventories
+from placement.data.providers import Provider, bump_generation
+
+
+def reshape(
+    conn: Connection,
+    inventories: list[tuple[Provider, int, dict[str, Inventory]]],
+    writes: list[allocation_data.ConsumerWrite],
+) -> None:
+    """Apply ``inventories`` (provider, expected generation, new inventory) and ``writes``."""
+    for provider, generation, _wanted in inventories:
+        bump_generation(conn, provider, generation)
+    allocation_data.write_allocations(conn, writes, check_capacity=False)
+    for provider, _generation, wanted in inventories:
+        write_inventories(conn, provider, get_inventories(conn, provider), wanted)
+    affected = {provider.id for provider, _g, _w in inventories}
+    affected |= allocation_data.providers_of_consumer_uuids(
+        conn, [w.consumer_uuid for w in writes]
+    )
+    allocation_data.check_providers_consistent(conn, affected)

@@ -1,0 +1,129 @@
+"""/allocations/{consumer_uuid}, POST /allocations and /resource_providers/{uuid}/allocations."""
+
+import flask
+
+from placement import errors, query
+from placement.context import RequestContext
+from placement.data import allocations as allocation_data
+from placement.data import consumers as consumer_data
+from placement.handlers.resource_provider import lookup_provider
+from placement.http import (
+    json_response,
+    latest,
+    load_body,
+    min_version,
+    no_content,
+    read_json,
+    validate,
+)
+from placement.schemas import allocation as schemas
+
+
+def _consumer_uuid_or_400(text: str) -> str:
+    normalized = query.normalize_uuid(text)
+    if normalized is None:
+        raise errors.BadRequest(f"Malformed consumer_uuid: {text}")
+    return normalized
+
+
+def _allocation_map(ctx: RequestContext, data: dict) -> allocation_data.AllocationMap:
+    """The body's allocations as provider uuid -> class -> amount."""
+    if isinstance(data["allocations"], dict):
+        return {uuid: dict(entry["resources"]) for uuid, entry in data["allocations"].items()}
+    result: allocation_data.AllocationMap = {}
+    for entry in data["allocations"]:
+        provider_uuid = entry["resource_provider"]["uuid"]
+        if provider_uuid in result:
+            raise errors.BadRequest(
+                f"Resource provider {provider_uuid} appears more than once in allocations."
+            )
+        result[provider_uuid] = dict(entry["resources"])
+    return result
+
+
+def consumer_write(ctx: RequestContext, consumer_uuid: str, data: dict):
+    """A ConsumerWrite from a validated body, following the request's microversion."""
+    return allocation_data.ConsumerWrite(
+        consumer_uuid=consumer_uuid,
+        project_id=data.get("project_id"),
+        user_id=data.get("user_id"),
+        allocations=_allocation_map(ctx, data),
+        generation=data["consumer_generation"]
+        if ctx.at_least(1, 28)
+        else allocation_data.UNCHECKED,
+        consumer_type=data.get("consumer_type"),
+    )
+
+
+def show_allocations(ctx: RequestContext, consumer_uuid: str) -> flask.Response:
+    normalized = query.normalize_uuid(consumer_uuid)
+    consumer = consumer_data.get_consumer(ctx.conn, normalized) if normalized else None
+    if consumer is None:
+        return json_response(ctx, {"allocations": {}})
+    rows = allocation_data.get_consumer_allocations(ctx.conn, consumer.id)
+    by_provider: dict[str, dict] = {}
+    for provider_uuid, generation, class_name, used, _created, _updated in rows:
+        entry = by_provider.setdefault(provider_uuid, {"resources": {}, "generation": generation})
+        entry["resources"][class_name] = used
+    body: dict = {"allocations": by_provider}
+    if ctx.at_least(1, 12):
+        body["project_id"] = consumer.project_id
+        body["user_id"] = consumer.user_id
+    if ctx.at_least(1, 28):
+        body["consumer_generation"] = consumer.generation
+    if ctx.at_least(1, 38):
+        body["consumer_type"] = consumer.consumer_type or "unknown"
+    return json_response(
+        ctx, body, last_modified=latest(r.updated_at or r.created_at for r in rows)
+    )
+
+
+def put_allocations(ctx: RequestContext, consumer_uuid: str) -> flask.Response:
+    uuid = _consumer_uuid_or_400(consumer_uuid)
+    data = load_body(ctx, schemas.put_schema(ctx.version))
+    allocation_data.write_allocations(ctx.conn, [consumer_write(ctx, uuid, data)])
+    return no_content()
+
+
+@min_version(1, 13)
+def post_allocations(ctx: RequestContext) -> flask.Response:
+    body = read_json(ctx)
+    if not isinstance(body, dict) or not body:
+        raise errors.BadRequest(
+            "JSON does not validate: the body must be a non-empty object keyed by consumer uuid."
+        )
+    writes = []
+    for key, entry in body.items():
+        uuid = query.normalize_uuid(key)
+        if uuid is None:
+            raise errors.BadRequest(f"JSON does not validate: {key!r} is not a consumer uuid.")
+        data = validate(schemas.consumer_schema(ctx.version), entry)
+        writes.append(consumer_write(ctx, uuid, data))
+    allocation_data.write_allocations(ctx.conn, writes)
+    return no_content()
+
+
+def delete_allocations(ctx: RequestContext, consumer_uuid: str) -> flask.Response:
+    normalized = query.normalize_uuid(consumer_uuid)
+    consumer = consumer_data.get_consumer(ctx.conn, normalized) if normalized else None
+    if consumer is None:
+        raise errors.NotFound(f"No allocations for consumer '{consumer_uuid}'.")
+    allocation_data.delete_consumer_allocations(ctx.conn, consumer)
+    return no_content()
+
+
+def provider_allocations(ctx: RequestContext, uuid: str) -> flask.Response:
+    provider = lookup_provider(ctx, uuid)
+    rows = allocation_data.get_provider_allocations(ctx.conn, provider.id)
+    consumers = consumer_data.get_consumers(ctx.conn, {row.uuid for row in rows})
+    by_consumer: dict[str, dict] = {}
+    for consumer_uuid, class_name, used, _created, _updated in rows:
+        entry = by_consumer.setdefault(consumer_uuid, {"resources": {}})
+        entry["resources"][class_name] = used
+        if ctx.at_least(1, 28):
+            entry["consumer_generation"] = consumers[consumer_uuid].generation
+    return json_response(
+        ctx,
+        {"allocations": by_consumer, "resource_provider_generation": provider.generation},
+        last_modified=latest(r.updated_at or r.created_at for r in rows),
+    )
