@@ -14,13 +14,14 @@ from dataclasses import dataclass
 
 import flask
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
 from werkzeug.exceptions import HTTPException
 
 from placement import auth, errors, microversion
 from placement.config import Config, load_config
 from placement.data.names import sync_standard_names
 from placement.db import migrate
-from placement.db.engine import make_engine
+from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine
 from placement.routes import register_routes
 
 LOG = logging.getLogger(__name__)
@@ -41,8 +42,10 @@ def create_app(config: Config | None = None, engine: Engine | None = None) -> fl
     config = config or load_config()
     engine = engine or make_engine(config.database_url)
     migrate.require_current(engine)
-    with engine.begin() as conn:
-        sync_standard_names(conn)
+    # A write transaction from the start: several workers may sync at once.
+    with engine.connect().execution_options(**{WRITE_TRANSACTION_OPTION: True}) as conn:
+        with conn.begin():
+            sync_standard_names(conn)
 
     app = flask.Flask("placement")
     app.extensions["placement"] = Services(config, engine, _authenticator(config))
@@ -71,6 +74,17 @@ def _before_request() -> None:
     services = flask.current_app.extensions["placement"]
     credentials = services.authenticator.authenticate(request.headers)
     auth.authorize(credentials, request.method)
+    if _has_nul(request):
+        # No name or uuid contains NUL, and PostgreSQL cannot even compare with one.
+        raise errors.BadRequest("NUL characters are not allowed in the URL.")
+
+
+def _has_nul(request: flask.Request) -> bool:
+    if "\x00" in request.path:
+        return True
+    return any(
+        "\x00" in key or "\x00" in value for key, value in request.args.items(multi=True)
+    )
 
 
 def _after_request(response: flask.Response) -> flask.Response:
@@ -113,5 +127,23 @@ def _as_placement_error(exc: Exception) -> errors.PlacementError:
         if exc.code == 405 and exc.valid_methods:  # type: ignore[attr-defined]
             error.headers["Allow"] = ", ".join(exc.valid_methods)  # type: ignore[attr-defined]
         return error
+    if isinstance(exc, DBAPIError) and _is_contention(exc):
+        # A deadlock victim, a serialization failure or a lock wait that timed out:
+        # nothing was written (the transaction rolled back) and a retry may succeed.
+        LOG.warning("Database contention in request %s: %s", flask.g.get("request_id"), exc)
+        return errors.ConcurrentUpdate(
+            "Another request changed the same data at the same time; retry the request."
+        )
     LOG.exception("Unexpected error in request %s", flask.g.get("request_id"))
     return errors.InternalServerError("An unexpected error occurred; see the service log.")
+
+
+# PostgreSQL SQLSTATEs: serialization_failure, deadlock_detected, lock_not_available.
+CONTENTION_SQLSTATES = frozenset({"40001", "40P01", "55P03"})
+
+
+def _is_contention(exc: DBAPIError) -> bool:
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    if sqlstate in CONTENTION_SQLSTATES:
+        return True
+    return "database is locked" in str(exc.orig)

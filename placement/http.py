@@ -58,7 +58,9 @@ def _flatten(messages: Any, prefix: str = "") -> str:
             parts.append(_flatten(value, where))
         return "; ".join(parts)
     if isinstance(messages, list):
-        text = " ".join(str(m) if not isinstance(m, (dict, list)) else _flatten(m) for m in messages)
+        text = " ".join(
+            str(m) if not isinstance(m, (dict, list)) else _flatten(m) for m in messages
+        )
         return f"{prefix}: {text}" if prefix else text
     return f"{prefix}: {messages}" if prefix else str(messages)
 
@@ -92,6 +94,7 @@ def absolute_url(ctx: RequestContext, path: str) -> str:
 
 def no_content(headers: dict[str, str] | None = None, status: int = 204) -> flask.Response:
     response = flask.Response(status=status)
+    del response.headers["Content-Type"]  # no body, so no media type
     for key, value in (headers or {}).items():
         response.headers[key] = value
     return response

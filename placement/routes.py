@@ -5,6 +5,8 @@ one database transaction: committed when the view returns, rolled back when it
 raises. Methods missing from a URL's entry get an automatic 405.
 """
 
+from collections.abc import Callable
+
 import flask
 
 from placement.context import RequestContext
@@ -23,7 +25,7 @@ from placement.handlers import (
 
 READ_METHODS = frozenset({"GET", "HEAD"})
 
-ROUTES = {
+ROUTES: dict[str, dict[str, Callable]] = {
     "/": {"GET": root.home},
     "/resource_providers": {
         "GET": resource_provider.list_providers,

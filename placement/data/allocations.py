@@ -88,8 +88,10 @@ def get_provider_allocations(conn: Connection, provider_id: int):
 
 def write_allocations(
     conn: Connection, writes: list[ConsumerWrite], check_capacity: bool = True
-) -> None:
+) -> list[dict]:
     """Replace each consumer's allocations with the ones in ``writes``, atomically.
+
+    Returns the allocation rows written.
 
     Raises BadRequest for unknown providers or classes, ConcurrentUpdate for
     consumer generation conflicts, Conflict when capacity or inventory
@@ -110,7 +112,9 @@ def write_allocations(
     for write in writes:
         current = existing.get(write.consumer_uuid)
         if write.generation is not UNCHECKED:
-            consumer_data.check_generation(write.consumer_uuid, current, write.generation)
+            expected = write.generation
+            assert expected is None or isinstance(expected, int)
+            consumer_data.check_generation(write.consumer_uuid, current, expected)
         if current is None and not write.allocations:
             continue  # nothing to remove, nothing to create
         consumer_id = consumer_data.save_consumer(
@@ -136,6 +140,7 @@ def write_allocations(
     if check_capacity:
         check_allocations_fit(conn, new_rows)
     consumer_data.delete_if_empty(conn, touched_consumer_ids)
+    return new_rows
 
 
 def delete_consumer_allocations(conn: Connection, consumer: consumer_data.Consumer) -> None:
@@ -195,13 +200,21 @@ def lock_providers(conn: Connection, provider_ids) -> None:
         )
 
 
-def check_allocations_fit(conn: Connection, new_rows: list[dict]) -> None:
+def check_allocations_fit(
+    conn: Connection,
+    new_rows: list[dict],
+    other_pairs: frozenset[tuple[int, int]] = frozenset(),
+    missing_inventory_code: str = errors.DEFAULT,
+) -> None:
     """Conflict unless every new allocation respects its inventory and capacity.
 
-    Reads the inventories and the total usage of the affected (provider,
-    class) pairs in one query each; the usage already includes ``new_rows``.
+    ``new_rows`` must each fit min_unit, max_unit and step_size; the (provider,
+    class) pairs of ``new_rows`` and ``other_pairs`` must have inventory and
+    usage within capacity. Reads inventories and usage in one query each; the
+    usage already includes ``new_rows``.
     """
     pairs = {(r["resource_provider_id"], r["resource_class_id"]) for r in new_rows}
+    pairs |= other_pairs
     if not pairs:
         return
     provider_ids = sorted({p for p, _ in pairs})
@@ -224,15 +237,18 @@ def check_allocations_fit(conn: Connection, new_rows: list[dict]) -> None:
         )
     }
     labels = _labels(conn, pairs)
-    for row in new_rows:
-        key = (row["resource_provider_id"], row["resource_class_id"])
-        record = inventory.get(key)
-        class_name, provider_uuid = labels[key]
-        if record is None:
+    for key in sorted(pairs):
+        if key not in inventory:
+            class_name, provider_uuid = labels[key]
             raise errors.Conflict(
                 f"Unable to allocate inventory: resource provider '{provider_uuid}' has no "
-                f"inventory of class '{class_name}'."
+                f"inventory of class '{class_name}'.",
+                code=missing_inventory_code,
             )
+    for row in new_rows:
+        key = (row["resource_provider_id"], row["resource_class_id"])
+        record = inventory[key]
+        class_name, provider_uuid = labels[key]
         used = row["used"]
         if used < record.min_unit or used > record.max_unit or used % record.step_size:
             raise errors.Conflict(
@@ -272,25 +288,24 @@ def _labels(conn: Connection, pairs) -> dict[tuple[int, int], tuple[str, str]]:
     return {(p, c): (class_name[c], provider_uuid[p]) for p, c in pairs}
 
 
-def check_providers_consistent(conn: Connection, provider_ids) -> None:
-    """Conflict unless every allocation on these providers fits their inventory.
+def check_providers_consistent(conn: Connection, new_rows: list[dict], provider_ids) -> None:
+    """Conflict unless the new allocations fit and no allocation on these
+    providers is left without inventory or capacity.
 
-    Used by the reshaper after it moved inventories and allocations together.
+    Used by the reshaper after it moved inventories and allocations together;
+    allocations it did not write are held to capacity only, not to unit rules.
     """
     provider_ids = sorted(provider_ids)
-    if not provider_ids:
+    if not provider_ids and not new_rows:
         return
-    rows = conn.execute(
-        select(
-            allocations.c.resource_provider_id,
-            allocations.c.resource_class_id,
-            allocations.c.used,
-        ).where(allocations.c.resource_provider_id.in_(provider_ids))
-    ).all()
+    allocated_pairs = frozenset(
+        (provider_id, class_id)
+        for provider_id, class_id in conn.execute(
+            select(allocations.c.resource_provider_id, allocations.c.resource_class_id)
+            .where(allocations.c.resource_provider_id.in_(provider_ids))
+            .distinct()
+        )
+    )
     check_allocations_fit(
-        conn,
-        [
-            {"resource_provider_id": p, "resource_class_id": c, "used": used}
-            for p, c, used in rows
-        ],
+        conn, new_rows, allocated_pairs, missing_inventory_code=errors.INVENTORY_INUSE
     )

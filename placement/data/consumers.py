@@ -65,7 +65,7 @@ def get_consumer(conn: Connection, uuid: str) -> Consumer | None:
 def _external_id(conn: Connection, table: Table, column: str, value: str) -> int:
     """Id of the row of ``table`` whose ``column`` is ``value``, inserted if missing."""
     insert_ignoring_conflicts(conn, table, [{column: value, "created_at": utcnow()}])
-    return conn.scalar(select(table.c.id).where(table.c[column] == value))
+    return conn.execute(select(table.c.id).where(table.c[column] == value)).scalar_one()
 
 
 def project_id(conn: Connection, external_id: str) -> int:

@@ -197,7 +197,7 @@ def create_provider(
 
 
 def _refuse_duplicate(
-    conn: Connection, uuid: str, name: str, except_id: int | None = None
+    conn: Connection, uuid: str | None, name: str, except_id: int | None = None
 ) -> None:
     for column, value, label in ((rp.c.name, name, "name"), (rp.c.uuid, uuid, "uuid")):
         if value is None:

@@ -21,11 +21,11 @@ def reshape(
     """Apply ``inventories`` (provider, expected generation, new inventory) and ``writes``."""
     for provider, generation, _wanted in inventories:
         bump_generation(conn, provider, generation)
-    allocation_data.write_allocations(conn, writes, check_capacity=False)
+    new_rows = allocation_data.write_allocations(conn, writes, check_capacity=False)
     for provider, _generation, wanted in inventories:
         write_inventories(conn, provider, get_inventories(conn, provider), wanted)
     affected = {provider.id for provider, _g, _w in inventories}
     affected |= allocation_data.providers_of_consumer_uuids(
         conn, [w.consumer_uuid for w in writes]
     )
-    allocation_data.check_providers_consistent(conn, affected)
+    allocation_data.check_providers_consistent(conn, new_rows, affected)

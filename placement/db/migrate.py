@@ -22,7 +22,7 @@ def alembic_config() -> AlembicConfig:
     return config
 
 
-def head_revision() -> str:
+def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 

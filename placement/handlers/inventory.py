@@ -1,5 +1,7 @@
 """/resource_providers/{uuid}/inventories[/{resource_class}]."""
 
+import datetime
+
 import flask
 
 from placement import errors
@@ -52,7 +54,7 @@ def _inventory_body(generation: int, inventory: inventories.Inventory) -> dict:
     return {"resource_provider_generation": generation, **inventory.fields()}
 
 
-def _modified(current) -> object:
+def _modified(current) -> datetime.datetime:
     return latest(inv.updated_at or inv.created_at for inv in current)
 
 
@@ -114,7 +116,8 @@ def _require_inventory(ctx, provider, resource_class) -> inventories.Inventory:
     current = inventories.get_inventories(ctx.conn, provider)
     if resource_class not in current:
         raise errors.NotFound(
-            f"No inventory of class {resource_class} for {provider.uuid}."
+            f"No inventory of class {resource_class} found for resource provider "
+            f"{provider.uuid}."
         )
     return current[resource_class]
 

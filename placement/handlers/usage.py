@@ -44,7 +44,6 @@ def project_usages(ctx: RequestContext) -> flask.Response:
             "^[A-Z0-9_]+$, 'all' or 'unknown'."
         )
     if ctx.at_least(1, 38):
-        result = usages.project_usages_by_type(ctx.conn, project, user, consumer_type)
-    else:
-        result = usages.project_usages(ctx.conn, project, user)
-    return json_response(ctx, {"usages": result})
+        by_type = usages.project_usages_by_type(ctx.conn, project, user, consumer_type)
+        return json_response(ctx, {"usages": by_type})
+    return json_response(ctx, {"usages": usages.project_usages(ctx.conn, project, user)})

@@ -59,6 +59,9 @@ class StrictString(fields.String):
     def _deserialize(self, value, attr, data, **kwargs):
         if not isinstance(value, str):
             raise ValidationError("must be a string.")
+        if "\x00" in value:
+            # PostgreSQL cannot store NUL in text; refuse it on every backend alike.
+            raise ValidationError("must not contain NUL characters.")
         if not self.min_length <= len(value) <= self.max_length:
             raise ValidationError(
                 f"must be {self.min_length} to {self.max_length} characters long."

@@ -80,3 +80,12 @@ def test_needs_1_30_and_a_valid_body(api, reshape_setup):
     body = _body(api, root, child, consumer)
     body["inventories"][str(uuid.uuid4())] = body["inventories"].pop(child)
     assert api.post("/reshaper", json=body).status_code == 400
+
+
+def test_removing_inventory_still_allocated_is_inventory_inuse(api, reshape_setup):
+    root, child, consumer = reshape_setup
+    body = _body(api, root, child, consumer)
+    body["allocations"] = {}  # the consumer's allocation stays on root, whose VGPU goes
+    response = api.post("/reshaper", json=body)
+    assert response.status_code == 409
+    assert error_code(response) == "placement.inventory.inuse"
