@@ -93,22 +93,22 @@ def ids_by_name(conn: Connection, table: Table, names) -> dict[str, int]:
     return {name: id_ for name, id_ in rows}
 
 
-def resource_class_ids(conn: Connection, names) -> dict[str, int]:
-    """Ids of the named classes; 400 naming any that does not exist."""
-    found = ids_by_name(conn, resource_classes, names)
+def _existing_ids(conn: Connection, table: Table, names, unknown_label: str) -> dict[str, int]:
+    found = ids_by_name(conn, table, names)
     unknown = sorted(set(names) - set(found))
     if unknown:
-        raise errors.BadRequest(f"Unknown resource class(es): {', '.join(unknown)}.")
+        raise errors.BadRequest(f"{unknown_label}: {', '.join(unknown)}.")
     return found
+
+
+def resource_class_ids(conn: Connection, names) -> dict[str, int]:
+    """Ids of the named classes; 400 naming any that does not exist."""
+    return _existing_ids(conn, resource_classes, names, "Unknown resource class(es)")
 
 
 def trait_ids(conn: Connection, names) -> dict[str, int]:
     """Ids of the named traits; 400 naming any that does not exist."""
-    found = ids_by_name(conn, traits, names)
-    unknown = sorted(set(names) - set(found))
-    if unknown:
-        raise errors.BadRequest(f"No such trait(s): {', '.join(unknown)}.")
-    return found
+    return _existing_ids(conn, traits, names, "No such trait(s)")
 
 
 def rename_resource_class(conn: Connection, old: str, new: str) -> None:

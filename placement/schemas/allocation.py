@@ -10,7 +10,7 @@ from placement.schemas.fields import (
     StrictString,
     UuidString,
 )
-from placement.schemas.inventory import InventoryFields
+from placement.schemas.inventory import ReplaceInventories
 
 CONSUMER_TYPE_PATTERN = CLASS_NAME_PATTERN
 SUFFIX_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -140,21 +140,12 @@ def consumer_schema(version) -> Schema:
     return ConsumerAllocationsV1_13()
 
 
-class _ProviderInventories(Schema):
-    resource_provider_generation = StrictInteger(required=True)
-    inventories = fields.Dict(
-        keys=StrictString(pattern=CLASS_NAME_PATTERN),
-        values=fields.Nested(InventoryFields),
-        required=True,
-    )
-
-
 class Reshape(Schema):
     """POST /reshaper (1.30): every inventory and allocation of the affected providers."""
 
     inventories = fields.Dict(
         keys=UuidString(),
-        values=fields.Nested(_ProviderInventories),
+        values=fields.Nested(ReplaceInventories),
         required=True,
         validate=validate.Length(min=1),
     )

@@ -1,0 +1,274 @@
+"""The HTTP protocol around every view: versions, headers, auth, policy and the error format."""
+
+import re
+import uuid
+
+import pytest
+
+from tests.conftest import LATEST, error_code
+
+REQUEST_ID = re.compile(r"^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def _raw(client, method, path, headers=None, **kwargs):
+    """A request with exactly ``headers``: no token and no version unless given."""
+    return client.open(path, method=method, headers=headers or {}, **kwargs)
+
+
+def _assert_error_format(response, status):
+    assert response.status_code == status
+    assert response.mimetype == "application/json"
+    body = response.json
+    assert list(body) == ["errors"]
+    assert len(body["errors"]) == 1
+    error = body["errors"][0]
+    assert error["status"] == status
+    assert isinstance(error["title"], str) and error["title"]
+    assert isinstance(error["detail"], str) and error["detail"]
+    assert error["request_id"] == response.headers["X-Openstack-Request-Id"]
+    assert REQUEST_ID.match(error["request_id"])
+    return error
+
+
+def test_root_needs_no_auth_and_describes_the_versions(api):
+    response = _raw(api.client, "GET", "/")
+    assert response.status_code == 200
+    assert response.json == {
+        "versions": [
+            {
+                "id": "v1.0",
+                "min_version": "1.0",
+                "max_version": LATEST,
+                "status": "CURRENT",
+                "links": [{"rel": "self", "href": ""}],
+            }
+        ]
+    }
+    assert LATEST == "1.39"
+
+
+def test_without_a_version_header_the_minimum_is_used(api):
+    response = api.client.get("/resource_providers", headers={"X-Auth-Token": "admin"})
+    assert response.status_code == 200
+    assert response.headers["OpenStack-API-Version"] == "placement 1.0"
+    other_service = api.client.get("/", headers={"OpenStack-API-Version": "compute 2.1"})
+    assert other_service.headers["OpenStack-API-Version"] == "placement 1.0"
+
+
+@pytest.mark.parametrize("version", ["1.0", "1.14", "1.15", "1.39"])
+def test_the_version_is_echoed(api, version):
+    response = api.get("/resource_providers", version=version)
+    assert response.status_code == 200
+    assert response.headers["OpenStack-API-Version"] == f"placement {version}"
+    assert "OpenStack-API-Version" in response.headers.get("Vary", "")
+
+
+def test_latest_means_the_maximum(api):
+    for path in ("/", "/resource_providers"):
+        response = api.get(path, version="latest")
+        assert response.status_code == 200
+        assert response.headers["OpenStack-API-Version"] == "placement 1.39"
+
+
+def test_a_leading_zero_minor_is_read_as_a_number(api):
+    response = api.get("/", version="1.01")
+    assert response.status_code == 200
+    assert response.headers["OpenStack-API-Version"] == "placement 1.1"
+
+
+@pytest.mark.parametrize(
+    "method, path, status",
+    [
+        ("GET", "/", 200),
+        ("GET", "/resource_providers", 200),
+        ("POST", "/resource_providers", 400),
+        ("GET", f"/resource_providers/{uuid.uuid4()}", 404),
+        ("GET", "/nowhere", 404),
+        ("PATCH", "/resource_providers", 405),
+        ("GET", "/traits?foo=bar", 400),
+    ],
+)
+def test_version_vary_and_request_id_headers_on_every_response(api, method, path, status):
+    response = api.request(method, path, version="1.23", json={})
+    assert response.status_code == status
+    assert response.headers["OpenStack-API-Version"] == "placement 1.23"
+    assert "OpenStack-API-Version" in response.headers["Vary"]
+    assert REQUEST_ID.match(response.headers["X-Openstack-Request-Id"])
+
+
+def test_each_response_gets_its_own_request_id(api):
+    ids = {api.get("/").headers["X-Openstack-Request-Id"] for _ in range(3)}
+    assert len(ids) == 3
+
+
+@pytest.mark.parametrize("version", ["1.40", "2.0", "0.9"])
+def test_unsupported_versions_are_406_naming_the_range(api, version):
+    for path, token in (("/", None), ("/resource_providers", "admin")):
+        response = api.get(path, version=version, token=token)
+        error = _assert_error_format(response, 406)
+        assert error["min_version"] == "1.0"
+        assert error["max_version"] == "1.39"
+        assert "Vary" in response.headers
+
+
+@pytest.mark.parametrize("version", ["foo", "1", "1.x", "latest1"])
+def test_garbage_versions_are_400(api, version):
+    response = api.get("/resource_providers", version=version)
+    _assert_error_format(response, 400)
+
+
+def test_no_token_is_401(api):
+    response = _raw(
+        api.client, "GET", "/resource_providers", {"OpenStack-API-Version": "placement 1.23"}
+    )
+    error = _assert_error_format(response, 401)
+    assert error["title"] == "Unauthorized"
+    assert error["code"] == "placement.undefined_code"
+
+
+@pytest.mark.parametrize("roles", ["member", "", "reader-ish", "member,observer"])
+def test_a_user_without_a_role_that_allows_it_is_403(api, roles):
+    headers = {"X-Auth-Token": "user", "X-Roles": roles}
+    response = api.get("/resource_providers", token=None, headers=headers)
+    error = _assert_error_format(response, 403)
+    assert error["title"] == "Forbidden"
+    refused = api.post("/resource_providers", token=None, headers=headers, json={"name": "x"})
+    assert refused.status_code == 403
+    assert api.get("/resource_providers").json["resource_providers"] == []
+
+
+@pytest.mark.parametrize("roles", ["service", "admin", "member,admin", "ADMIN"])
+def test_service_and_admin_roles_may_read_and_write(api, roles):
+    headers = {"X-Auth-Token": "user", "X-Roles": roles}
+    created = api.post(
+        "/resource_providers", token=None, headers=headers, json={"name": "cn1"}, version="1.20"
+    )
+    assert created.status_code == 200
+    listed = api.get("/resource_providers", token=None, headers=headers)
+    assert listed.status_code == 200
+    assert [p["name"] for p in listed.json["resource_providers"]] == ["cn1"]
+
+
+def test_reader_role_may_read_but_not_write(api):
+    headers = {"X-Auth-Token": "user", "X-Roles": "reader"}
+    assert api.get("/resource_providers", token=None, headers=headers).status_code == 200
+    response = api.post("/resource_providers", token=None, headers=headers, json={"name": "x"})
+    assert response.status_code == 403
+
+
+def test_unknown_url_is_404_json(api):
+    response = api.get("/nowhere", version="1.23")
+    error = _assert_error_format(response, 404)
+    assert error["title"] == "Not Found"
+    assert error["code"] == "placement.undefined_code"
+    assert api.get("/resource_providers/", version="1.23").status_code == 404
+
+
+def test_wrong_method_is_405_with_allow(api):
+    response = api.request("PATCH", "/resource_providers", version="1.23")
+    error = _assert_error_format(response, 405)
+    assert error["title"] == "Method Not Allowed"
+    allowed = {m.strip() for m in response.headers["Allow"].split(",")}
+    assert {"GET", "POST"} <= allowed
+    assert "PATCH" not in allowed
+    put_root = api.put("/", json={})
+    assert put_root.status_code == 405
+    assert "GET" in put_root.headers["Allow"]
+
+
+@pytest.mark.parametrize("path", ["/", "/resource_providers"])
+def test_accepting_only_html_is_406(api, path):
+    response = api.get(path, headers={"Accept": "text/html"})
+    assert response.status_code == 406
+    assert "Vary" in response.headers
+
+
+def test_accepting_json_or_anything_is_fine(api):
+    for accept in ("application/json", "*/*", "text/html, application/json;q=0.5"):
+        response = api.get("/resource_providers", headers={"Accept": accept})
+        assert response.status_code == 200, accept
+
+
+def test_error_code_is_absent_before_1_23_and_present_from_1_23(api):
+    path = f"/resource_providers/{uuid.uuid4()}"
+    old = _assert_error_format(api.get(path, version="1.22"), 404)
+    assert "code" not in old
+    new = _assert_error_format(api.get(path, version="1.23"), 404)
+    assert new["code"] == "placement.resource_provider.not_found"
+    assert set(new) == {"status", "title", "detail", "request_id", "code"}
+    assert set(old) == {"status", "title", "detail", "request_id"}
+
+
+def test_error_titles_are_the_http_reason_phrases(api):
+    provider = api.create_provider("cn1")
+    cases = {
+        400: api.post("/resource_providers", json={}),
+        404: api.get(f"/resource_providers/{uuid.uuid4()}"),
+        409: api.post("/resource_providers", json={"name": "cn1"}),
+        415: api.post("/resource_providers", data="{}", content_type="text/plain"),
+    }
+    titles = {status: _assert_error_format(r, status)["title"] for status, r in cases.items()}
+    assert titles == {
+        400: "Bad Request",
+        404: "Not Found",
+        409: "Conflict",
+        415: "Unsupported Media Type",
+    }
+    assert api.get(f"/resource_providers/{provider['uuid']}").status_code == 200
+
+
+def test_cache_headers_on_root_from_1_15(api):
+    assert "Cache-Control" not in api.get("/", version="1.14").headers
+    new = api.get("/", version="1.15")
+    assert new.headers["Cache-Control"] == "no-cache"
+    assert new.headers["Last-Modified"].endswith("GMT")
+
+
+def test_errors_have_no_cache_headers(api):
+    response = api.get(f"/resource_providers/{uuid.uuid4()}", version="1.39")
+    assert response.status_code == 404
+    assert "Last-Modified" not in response.headers
+
+
+def test_a_406_for_the_version_carries_no_code(api):
+    response = api.get("/resource_providers", version="1.40")
+    assert error_code(response) is None
+
+
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("GET", "/resource_classes/CUSTOM_%00"),
+        ("DELETE", "/resource_classes/CUSTOM_%00"),
+        ("PUT", "/resource_classes/CUSTOM_A%00"),
+        ("GET", "/traits/CUSTOM_%00"),
+        ("DELETE", "/traits/CUSTOM_%00"),
+        ("GET", "/traits?name=in:A%00"),
+        ("GET", "/traits?name=startswith:A%00"),
+        ("GET", "/resource_providers?name=a%00"),
+        ("GET", "/resource_providers?a%00=1"),
+    ],
+)
+def test_nul_in_the_url_is_400_on_every_backend(api, method, path):
+    # PostgreSQL cannot compare text with NUL: this used to be a 500 there.
+    response = api.request(method, path, version="1.23")
+    _assert_error_format(response, 400)
+
+
+def test_nul_in_a_path_name_of_an_existing_provider_is_400(api):
+    provider = api.create_provider("cn1")
+    base = f"/resource_providers/{provider['uuid']}/inventories"
+    body = {"resource_provider_generation": 0, "total": 1}
+    assert api.put(f"{base}/VCPU%00", json=body).status_code == 400
+    assert api.get(f"{base}/VCPU%00").status_code == 400
+    assert api.generation(provider["uuid"]) == 0
+
+
+@pytest.mark.parametrize("body", [{"name": "a\u0000"}, {"name": "\u0000"}])
+def test_nul_in_a_json_string_is_400_on_every_backend(api, body):
+    created = api.post("/resource_providers", json=body)
+    _assert_error_format(created, 400)
+    provider = api.create_provider("cn1")
+    renamed = api.put(f"/resource_providers/{provider['uuid']}", json=body)
+    _assert_error_format(renamed, 400)
+    assert [p["name"] for p in api.get("/resource_providers").json["resource_providers"]] == ["cn1"]

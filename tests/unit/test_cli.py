@@ -1,0 +1,106 @@
+"""The ``placement`` command: serve's refusal to expose noauth2, and is_loopback."""
+
+import pathlib
+
+import pytest
+
+from placement import cli
+from placement.config import OPTIONS
+
+SAMPLE = pathlib.Path(__file__).resolve().parents[2] / "etc" / "placement.conf.sample"
+
+
+@pytest.fixture
+def environment(tmp_path, monkeypatch):
+    """A clean environment with the database in a tmp SQLite file; gunicorn never starts."""
+    for name in [option.env for option in OPTIONS] + ["PLACEMENT_CONFIG_FILE"]:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("placement.config.DEFAULT_CONFIG_FILE", str(tmp_path / "absent.conf"))
+    database = tmp_path / "placement.sqlite"
+    monkeypatch.setenv("PLACEMENT_DATABASE_URL", f"sqlite:///{database}")
+    started = []
+    monkeypatch.setattr(cli, "_run_gunicorn", started.append)
+    return {"database": database, "started": started, "tmp_path": tmp_path}
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.1.2.3", "placement.example.com"])
+def test_serve_refuses_noauth2_on_a_public_address(environment, capsys, host):
+    assert cli.main(["serve", "--host", host]) == 2
+    assert environment["started"] == []
+    assert not environment["database"].exists()
+    assert "noauth2" in capsys.readouterr().err
+
+
+def test_serve_refuses_a_public_address_from_the_configuration(environment, monkeypatch):
+    monkeypatch.setenv("PLACEMENT_BIND_HOST", "0.0.0.0")
+    assert cli.main(["serve"]) == 2
+    assert environment["started"] == []
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1"])
+def test_serve_allows_noauth2_on_loopback(environment, host):
+    assert cli.main(["serve", "--host", host, "--port", "9999"]) == 0
+    [config] = environment["started"]
+    assert config.bind_host == host
+    assert config.bind_port == 9999
+    # The embedded SQLite database is created and migrated on first run.
+    assert environment["database"].exists()
+
+
+def test_serve_on_a_public_address_when_forced(environment):
+    assert cli.main(["serve", "--host", "0.0.0.0", "--force-noauth-on-public-address"]) == 0
+    [config] = environment["started"]
+    assert config.bind_host == "0.0.0.0"
+
+
+def test_serve_on_a_public_address_when_allowed_by_configuration(environment, monkeypatch):
+    monkeypatch.setenv("PLACEMENT_ALLOW_NOAUTH_ON_PUBLIC_ADDRESS", "true")
+    assert cli.main(["serve", "--host", "0.0.0.0"]) == 0
+    assert len(environment["started"]) == 1
+
+
+def test_serve_on_a_public_address_with_token_auth(environment, monkeypatch):
+    tokens = environment["tmp_path"] / "tokens"
+    tokens.write_text("admin secret\n", encoding="utf-8")
+    monkeypatch.setenv("PLACEMENT_AUTH_STRATEGY", "token")
+    monkeypatch.setenv("PLACEMENT_TOKENS_FILE", str(tokens))
+    assert cli.main(["serve", "--host", "0.0.0.0"]) == 0
+    [config] = environment["started"]
+    assert config.auth_strategy == "token"
+
+
+def test_a_configuration_error_is_exit_status_2(environment, monkeypatch, capsys):
+    monkeypatch.setenv("PLACEMENT_AUTH_STRATEGY", "nope")
+    assert cli.main(["serve"]) == 2
+    assert environment["started"] == []
+    assert "configuration error" in capsys.readouterr().err
+
+
+def test_no_command_prints_help_and_is_2(environment, capsys):
+    assert cli.main([]) == 2
+    assert "usage" in capsys.readouterr().out
+
+
+def test_sample_config_prints_the_sample_file(environment, capsys):
+    assert cli.main(["sample-config"]) == 0
+    assert capsys.readouterr().out == SAMPLE.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "host, expected",
+    [
+        ("localhost", True),
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("::1", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("10.0.0.1", False),
+        ("192.168.1.1", False),
+        ("fe80::1", False),
+        ("example.com", False),
+        ("", False),
+    ],
+)
+def test_is_loopback(host, expected):
+    assert cli.is_loopback(host) is expected

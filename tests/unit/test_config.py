@@ -1,0 +1,166 @@
+"""Configuration: defaults, the INI file, environment overrides, and the sample file."""
+
+import pathlib
+
+import pytest
+
+from placement.config import OPTIONS, Config, ConfigError, load_config, render_sample
+
+SAMPLE = pathlib.Path(__file__).resolve().parents[2] / "etc" / "placement.conf.sample"
+
+
+def _write(tmp_path, text) -> str:
+    path = tmp_path / "placement.conf"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_defaults_without_a_file_or_environment(tmp_path, monkeypatch):
+    # Without PLACEMENT_CONFIG_FILE the default path is read only if it exists.
+    monkeypatch.setattr("placement.config.DEFAULT_CONFIG_FILE", str(tmp_path / "absent.conf"))
+    assert load_config(environ={}) == Config()
+    assert Config().auth_strategy == "noauth2"
+    assert Config().bind_host == "127.0.0.1"
+
+
+def test_values_come_from_the_file(tmp_path):
+    path = _write(
+        tmp_path,
+        """
+[database]
+connection = postgresql+psycopg://u:p@db/placement
+
+[api]
+auth_strategy = token
+tokens_file = /etc/placement/tokens
+bind_host = 0.0.0.0
+bind_port = 9000
+workers = 8
+allow_noauth_on_public_address = yes
+
+[placement]
+randomize_allocation_candidates = true
+max_allocation_candidates = -1
+
+[DEFAULT]
+log_level = DEBUG
+""",
+    )
+    config = load_config(path, environ={})
+    assert config == Config(
+        database_url="postgresql+psycopg://u:p@db/placement",
+        auth_strategy="token",
+        tokens_file="/etc/placement/tokens",
+        bind_host="0.0.0.0",
+        bind_port=9000,
+        workers=8,
+        allow_noauth_on_public_address=True,
+        randomize_allocation_candidates=True,
+        max_allocation_candidates=-1,
+        log_level="DEBUG",
+    )
+
+
+def test_a_percent_sign_is_not_interpolated(tmp_path):
+    path = _write(tmp_path, "[database]\nconnection = postgresql://u:p%40ss@db/x\n")
+    assert load_config(path, environ={}).database_url == "postgresql://u:p%40ss@db/x"
+
+
+def test_environment_overrides_the_file(tmp_path):
+    path = _write(tmp_path, "[api]\nbind_port = 9000\nworkers = 8\n")
+    config = load_config(
+        path, environ={"PLACEMENT_BIND_PORT": "9100", "PLACEMENT_LOG_LEVEL": "WARNING"}
+    )
+    assert config.bind_port == 9100
+    assert config.workers == 8
+    assert config.log_level == "WARNING"
+
+
+def test_the_file_can_be_named_by_the_environment(tmp_path):
+    path = _write(tmp_path, "[api]\nworkers = 3\n")
+    assert load_config(environ={"PLACEMENT_CONFIG_FILE": path}).workers == 3
+
+
+def test_every_option_has_an_environment_variable(tmp_path):
+    values = {
+        "database_url": "sqlite:///x.sqlite",
+        "auth_strategy": "token",
+        "tokens_file": "/tmp/tokens",
+        "bind_host": "::1",
+        "bind_port": "1234",
+        "workers": "5",
+        "allow_noauth_on_public_address": "on",
+        "randomize_allocation_candidates": "1",
+        "max_allocation_candidates": "7",
+        "log_level": "ERROR",
+    }
+    assert {option.field for option in OPTIONS} == set(values)
+    environ = {option.env: values[option.field] for option in OPTIONS}
+    config = load_config(_write(tmp_path, ""), environ=environ)
+    assert config == Config(
+        database_url="sqlite:///x.sqlite",
+        auth_strategy="token",
+        tokens_file="/tmp/tokens",
+        bind_host="::1",
+        bind_port=1234,
+        workers=5,
+        allow_noauth_on_public_address=True,
+        randomize_allocation_candidates=True,
+        max_allocation_candidates=7,
+        log_level="ERROR",
+    )
+
+
+@pytest.mark.parametrize("strategy", ["keystone", "", "NOAUTH2"])
+def test_an_invalid_auth_strategy_is_refused(tmp_path, strategy):
+    with pytest.raises(ConfigError, match="auth_strategy"):
+        load_config(_write(tmp_path, ""), environ={"PLACEMENT_AUTH_STRATEGY": strategy})
+    with pytest.raises(ConfigError):
+        Config(auth_strategy=strategy)
+
+
+def test_token_strategy_without_a_tokens_file_is_refused(tmp_path):
+    path = _write(tmp_path, "[api]\nauth_strategy = token\n")
+    with pytest.raises(ConfigError, match="tokens_file"):
+        load_config(path, environ={})
+
+
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ("[api]\nbind_port = eighty\n", "bind_port"),
+        ("[api]\nallow_noauth_on_public_address = maybe\n", "allow_noauth_on_public_address"),
+        ("[placement]\nmax_allocation_candidates = 1.5\n", "max_allocation_candidates"),
+    ],
+)
+def test_unparseable_values_name_the_option(tmp_path, text, key):
+    with pytest.raises(ConfigError, match=key):
+        load_config(_write(tmp_path, text), environ={})
+
+
+def test_an_unreadable_file_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(str(tmp_path / "missing.conf"), environ={})
+
+
+def test_replace_keeps_validation():
+    assert Config().replace(workers=4).workers == 4
+    with pytest.raises(ConfigError):
+        Config().replace(auth_strategy="nope")
+
+
+def test_the_sample_file_is_current():
+    # Regenerate with: placement sample-config > etc/placement.conf.sample
+    assert SAMPLE.read_text(encoding="utf-8") == render_sample() + "\n"
+
+
+def test_the_sample_file_loads_to_the_defaults(tmp_path):
+    assert load_config(str(SAMPLE), environ={}) == Config()
+
+
+def test_the_sample_documents_every_option():
+    sample = render_sample()
+    for option in OPTIONS:
+        assert f"[{option.section}]" in sample
+        assert f"#{option.key} = " in sample
+        assert option.env in sample
