@@ -157,3 +157,16 @@ def test_last_modified_from_1_15(api, provider):
     new = api.get(_path(provider), version="1.15")
     assert new.headers["Last-Modified"].endswith("GMT")
     assert new.headers["Cache-Control"] == "no-cache"
+
+
+def test_duplicate_aggregates_are_400(api):
+    provider = api.create_provider("dup-aggs")["uuid"]
+    aggregate = "11111111-1111-1111-1111-111111111111"
+    body = {"resource_provider_generation": 0, "aggregates": [aggregate, aggregate.upper()]}
+    response = api.put(f"/resource_providers/{provider}/aggregates", json=body)
+    assert response.status_code == 400
+    legacy = api.put(
+        f"/resource_providers/{provider}/aggregates", json=[aggregate, aggregate], version="1.1"
+    )
+    assert legacy.status_code == 400
+    assert api.get(f"/resource_providers/{provider}/aggregates").json["aggregates"] == []
