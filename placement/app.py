@@ -73,7 +73,7 @@ def _before_request() -> None:
         return
     services = flask.current_app.extensions["placement"]
     credentials = services.authenticator.authenticate(request.headers)
-    auth.authorize(credentials, request.method)
+    auth.authorize(credentials, request.method, request.path, request.args)
     if _has_nul(request):
         # No name or uuid contains NUL, and PostgreSQL cannot even compare with one.
         raise errors.BadRequest("NUL characters are not allowed in the URL.")

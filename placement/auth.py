@@ -8,8 +8,11 @@ Two strategies:
   Tokens arrive as ``X-Auth-Token`` or ``Authorization: Bearer``; they are
   compared in constant time and never logged.
 
-Policy: ``admin`` and ``service`` may do everything; ``reader`` may read.
-Anyone else is refused with 403.
+Policy: ``admin`` and ``service`` may do everything. A ``reader`` token may
+read everything (GET, HEAD). With noauth2, as upstream's default policy, a
+user with the ``reader`` role may only read the usages of its own project
+(``GET /usages?project_id=`` equal to its ``X-Project-Id``). Anyone else is
+refused with 403.
 """
 
 import hmac
@@ -25,6 +28,9 @@ READ_METHODS = frozenset({"GET", "HEAD"})
 @dataclass(frozen=True)
 class Credentials:
     roles: frozenset[str]
+    project_id: str | None = None
+    # Token readers read everything; noauth2 readers only their project's usages.
+    reads_everything: bool = False
 
 
 class NoAuth2:
@@ -37,7 +43,10 @@ class NoAuth2:
         if token == "admin":
             return Credentials(frozenset({"admin"}))
         roles = headers.get("X-Roles", "")
-        return Credentials(frozenset(r.strip().lower() for r in roles.split(",") if r.strip()))
+        return Credentials(
+            frozenset(r.strip().lower() for r in roles.split(",") if r.strip()),
+            project_id=headers.get("X-Project-Id") or None,
+        )
 
 
 class TokenAuth:
@@ -78,7 +87,7 @@ class TokenAuth:
                 matched_role = role
         if matched_role is None:
             raise errors.Unauthorized("The token is not valid.")
-        return Credentials(frozenset({matched_role}))
+        return Credentials(frozenset({matched_role}), reads_everything=True)
 
 
 def _presented_token(headers: Mapping[str, str]) -> str | None:
@@ -89,10 +98,18 @@ def _presented_token(headers: Mapping[str, str]) -> str | None:
     return headers.get("X-Auth-Token") or None
 
 
-def authorize(credentials: Credentials, method: str) -> None:
-    """Raise Forbidden unless ``credentials`` allow an HTTP ``method`` call."""
+def authorize(
+    credentials: Credentials, method: str, path: str, args: Mapping[str, str]
+) -> None:
+    """Raise Forbidden unless ``credentials`` allow ``method`` on ``path``."""
     if credentials.roles & {"admin", "service"}:
         return
     if "reader" in credentials.roles and method in READ_METHODS:
-        return
+        if credentials.reads_everything:
+            return
+        own_project = credentials.project_id is not None and (
+            args.get("project_id") == credentials.project_id
+        )
+        if path == "/usages" and own_project:
+            return
     raise errors.Forbidden("Policy does not allow this request to be performed.")

@@ -105,7 +105,7 @@ def delete_inventories(ctx: RequestContext, uuid: str) -> flask.Response:
     if not ctx.at_least(1, 5):
         raise errors.MethodNotAllowed(
             "DELETE of all inventories needs microversion 1.5 or later.",
-            headers={"Allow": "GET, POST, PUT"},
+            headers={"Allow": "GET, HEAD, POST, PUT"},
         )
     provider = lookup_provider(ctx, uuid)
     inventories.replace_inventories(ctx.conn, provider, {}, provider.generation)

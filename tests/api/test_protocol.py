@@ -149,9 +149,10 @@ def test_service_and_admin_roles_may_read_and_write(api, roles):
     assert [p["name"] for p in listed.json["resource_providers"]] == ["cn1"]
 
 
-def test_reader_role_may_read_but_not_write(api):
+def test_noauth_reader_role_may_neither_list_providers_nor_write(api):
+    # As upstream's default policy: provider reads are for admin and service only.
     headers = {"X-Auth-Token": "user", "X-Roles": "reader"}
-    assert api.get("/resource_providers", token=None, headers=headers).status_code == 200
+    assert api.get("/resource_providers", token=None, headers=headers).status_code == 403
     response = api.post("/resource_providers", token=None, headers=headers, json={"name": "x"})
     assert response.status_code == 403
 
@@ -272,3 +273,21 @@ def test_nul_in_a_json_string_is_400_on_every_backend(api, body):
     renamed = api.put(f"/resource_providers/{provider['uuid']}", json=body)
     _assert_error_format(renamed, 400)
     assert [p["name"] for p in api.get("/resource_providers").json["resource_providers"]] == ["cn1"]
+
+
+class TestNoAuthReaderPolicy:
+    """noauth2 follows upstream's default policy: a reader sees only its project's usages."""
+
+    def test_reader_reads_own_project_usages_only(self, api):
+        own = {"X-Roles": "reader", "X-Project-Id": "proj-1"}
+        response = api.get("/usages?project_id=proj-1", token="user", headers=own)
+        assert response.status_code == 200
+        other = api.get("/usages?project_id=proj-2", token="user", headers=own)
+        assert other.status_code == 403
+        no_project = api.get("/usages?project_id=proj-1", token="user",
+                             headers={"X-Roles": "reader"})
+        assert no_project.status_code == 403
+
+    def test_reader_cannot_list_providers(self, api):
+        headers = {"X-Roles": "reader", "X-Project-Id": "proj-1"}
+        assert api.get("/resource_providers", token="user", headers=headers).status_code == 403
