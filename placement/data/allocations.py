@@ -106,7 +106,7 @@ def write_allocations(
     old_provider_ids = _providers_of_consumers(conn, [c.id for c in existing.values()])
     lock_providers(conn, set(provider_ids.values()) | old_provider_ids)
 
-    touched_consumer_ids = []
+    touched_consumer_ids = []  # consumers whose old allocations are replaced
     new_rows = []
     now = utcnow()
     for write in writes:
@@ -121,7 +121,8 @@ def write_allocations(
             conn, write.consumer_uuid, current, write.project_id, write.user_id,
             write.consumer_type,
         )
-        touched_consumer_ids.append(consumer_id)
+        if current is not None:
+            touched_consumer_ids.append(consumer_id)
         for provider_uuid, resources in write.allocations.items():
             for class_name, used in resources.items():
                 new_rows.append(
@@ -236,10 +237,9 @@ def check_allocations_fit(
             .group_by(allocations.c.resource_provider_id, allocations.c.resource_class_id)
         )
     }
-    labels = _labels(conn, pairs)
     for key in sorted(pairs):
         if key not in inventory:
-            class_name, provider_uuid = labels[key]
+            class_name, provider_uuid = _label(conn, key)
             raise errors.Conflict(
                 f"Unable to allocate inventory: resource provider '{provider_uuid}' has no "
                 f"inventory of class '{class_name}'.",
@@ -248,9 +248,9 @@ def check_allocations_fit(
     for row in new_rows:
         key = (row["resource_provider_id"], row["resource_class_id"])
         record = inventory[key]
-        class_name, provider_uuid = labels[key]
         used = row["used"]
         if used < record.min_unit or used > record.max_unit or used % record.step_size:
+            class_name, provider_uuid = _label(conn, key)
             raise errors.Conflict(
                 f"Unable to allocate inventory: the amount {used} of '{class_name}' on "
                 f"resource provider '{provider_uuid}' violates inventory constraints "
@@ -261,7 +261,7 @@ def check_allocations_fit(
         record = inventory[key]
         capacity = (record.total - record.reserved) * record.allocation_ratio
         if usage.get(key, 0) > capacity:
-            class_name, provider_uuid = labels[key]
+            class_name, provider_uuid = _label(conn, key)
             raise errors.Conflict(
                 f"Unable to allocate inventory: unable to create allocation for "
                 f"'{class_name}' on resource provider '{provider_uuid}'. The requested "
@@ -269,23 +269,16 @@ def check_allocations_fit(
             )
 
 
-def _labels(conn: Connection, pairs) -> dict[tuple[int, int], tuple[str, str]]:
-    """(class name, provider uuid) for each (provider id, class id) pair, for messages."""
-    provider_uuid = dict(
-        conn.execute(
-            select(resource_providers.c.id, resource_providers.c.uuid).where(
-                resource_providers.c.id.in_({p for p, _ in pairs})
-            )
-        ).all()
-    )
-    class_name = dict(
-        conn.execute(
-            select(resource_classes.c.id, resource_classes.c.name).where(
-                resource_classes.c.id.in_({c for _, c in pairs})
-            )
-        ).all()
-    )
-    return {(p, c): (class_name[c], provider_uuid[p]) for p, c in pairs}
+def _label(conn: Connection, pair: tuple[int, int]) -> tuple[str, str]:
+    """(class name, provider uuid) of a (provider id, class id) pair, for error messages."""
+    provider_id, class_id = pair
+    provider_uuid = conn.execute(
+        select(resource_providers.c.uuid).where(resource_providers.c.id == provider_id)
+    ).scalar_one()
+    class_name = conn.execute(
+        select(resource_classes.c.name).where(resource_classes.c.id == class_id)
+    ).scalar_one()
+    return class_name, provider_uuid
 
 
 def check_providers_consistent(conn: Connection, new_rows: list[dict], provider_ids) -> None:

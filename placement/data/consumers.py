@@ -64,8 +64,13 @@ def get_consumer(conn: Connection, uuid: str) -> Consumer | None:
 
 def _external_id(conn: Connection, table: Table, column: str, value: str) -> int:
     """Id of the row of ``table`` whose ``column`` is ``value``, inserted if missing."""
+    query = select(table.c.id).where(table.c[column] == value)
+    found = conn.scalar(query)
+    if found is not None:
+        return found
+    # Another request may insert the same row meanwhile: ignore that conflict.
     insert_ignoring_conflicts(conn, table, [{column: value, "created_at": utcnow()}])
-    return conn.execute(select(table.c.id).where(table.c[column] == value)).scalar_one()
+    return conn.execute(query).scalar_one()
 
 
 def project_id(conn: Connection, external_id: str) -> int:

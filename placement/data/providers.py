@@ -127,12 +127,15 @@ def list_providers(conn: Connection, filters: ProviderFilters) -> list[Provider]
 
 def has_capacity(provider_id_column, class_id: int, amount: int):
     """SQL condition: the provider can take ``amount`` more of class ``class_id``."""
+    # Correlated to the inventory row of the EXISTS below (its immediately
+    # enclosing query), so the usage is that provider's, not everyone's.
     used = (
         select(func.coalesce(func.sum(allocations.c.used), 0))
         .where(
-            allocations.c.resource_provider_id == provider_id_column,
+            allocations.c.resource_provider_id == inventories.c.resource_provider_id,
             allocations.c.resource_class_id == class_id,
         )
+        .correlate(inventories)
         .scalar_subquery()
     )
     return exists().where(

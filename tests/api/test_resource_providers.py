@@ -215,3 +215,26 @@ def test_delete_parent_is_409_and_leaf_is_204(api):
     assert api.delete(f"/resource_providers/{child['uuid']}").status_code == 204
     assert api.delete(f"/resource_providers/{root['uuid']}").status_code == 204
     assert api.get(f"/resource_providers/{root['uuid']}").status_code == 404
+
+
+def test_resources_filter_counts_each_providers_own_usage(api):
+    busy = api.create_provider("busy")["uuid"]
+    idle = api.create_provider("idle")["uuid"]
+    for provider in (busy, idle):
+        api.set_inventory(provider, VCPU=4)
+    claim = {
+        "allocations": {busy: {"resources": {"VCPU": 3}}},
+        "project_id": "p",
+        "user_id": "u",
+        "consumer_generation": None,
+        "consumer_type": "INSTANCE",
+    }
+    assert api.put(f"/allocations/{uuid.uuid4()}", json=claim).status_code == 204
+
+    def names(query):
+        providers = api.get(f"/resource_providers?{query}").json["resource_providers"]
+        return sorted(p["name"] for p in providers)
+
+    assert names("resources=VCPU:1") == ["busy", "idle"]
+    assert names("resources=VCPU:2") == ["idle"]
+    assert names("resources=VCPU:4") == ["idle"]

@@ -1,0 +1,223 @@
+"""A placement service to benchmark: throwaway or given, always shut down cleanly.
+
+``running_service`` is a context manager yielding a ``Service`` (its base URL
+and what it runs on). Three ways, in order of preference of the options:
+
+* ``url``: an already running service (loopback only); nothing is started
+  or stopped, nothing is migrated.
+* ``database_url``: that database is migrated (``placement.db.migrate.upgrade``)
+  and gunicorn is started against it; the database is left as it is.
+* neither: a throwaway PostgreSQL is started with ``tests.pgserver`` (run
+  from the repository root so that ``tests`` is importable), migrated, served
+  by gunicorn, and removed afterwards.
+
+gunicorn runs as ``python -m gunicorn --workers N placement.wsgi:application``
+on a free loopback port, with ``PLACEMENT_DATABASE_URL`` in its environment and
+its output in a log file (kept when the start fails, and printed).
+
+``python -m benchmarks.service`` starts one and waits for Ctrl-C or SIGTERM, which is
+handy for poking at a loaded service by hand.
+"""
+
+import argparse
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import requests
+from gunicorn.config import KNOWN_SETTINGS
+
+from benchmarks.client import require_loopback
+from placement.db import migrate
+from placement.db.engine import is_sqlite, make_engine
+
+START_TIMEOUT_S = 60
+STOP_TIMEOUT_S = 30
+
+
+class ServiceError(RuntimeError):
+    """The service could not be started or reached."""
+
+
+@dataclass(frozen=True)
+class Service:
+    base_url: str
+    workers: int | None  # None when the service was given by URL
+    database: str  # a description, never a password
+    log_path: str | None
+    database_url: str | None = field(default=None, repr=False)  # None for a given service
+
+    def server_version(self) -> str:
+        """The database server's version, or '' when unknown (given service, SQLite)."""
+        if self.database_url is None or is_sqlite(self.database_url):
+            return ""
+        engine = make_engine(self.database_url)
+        try:
+            with engine.connect() as conn:
+                return "PostgreSQL " + str(conn.exec_driver_sql("SHOW server_version").scalar())
+        finally:
+            engine.dispose()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def describe_database(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+@contextlib.contextmanager
+def throwaway_postgres():
+    """Yield the URL of a fresh PostgreSQL (tests/pgserver.py); remove it afterwards."""
+    try:
+        from tests import pgserver
+    except ImportError as exc:  # pragma: no cover - depends on the working directory
+        raise ServiceError(
+            "cannot import tests.pgserver: run from the repository root "
+            "(python -m benchmarks.<script>)"
+        ) from exc
+    try:
+        server = pgserver.start()
+    except pgserver.PostgresUnavailable as exc:
+        raise ServiceError(f"no throwaway PostgreSQL: {exc}") from exc
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def migrate_database(database_url: str) -> None:
+    engine = make_engine(database_url)
+    try:
+        migrate.upgrade(engine)
+    finally:
+        engine.dispose()
+
+
+def wait_until_up(base_url: str, process: subprocess.Popen | None, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if requests.get(base_url + "/", timeout=2).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        if process is not None and process.poll() is not None:
+            raise ServiceError(f"gunicorn exited with status {process.returncode}")
+        if time.monotonic() > deadline:
+            raise ServiceError(f"{base_url} did not answer within {timeout:.0f} s")
+        time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def gunicorn(database_url: str, workers: int, log_path: str, extra_env: dict | None = None):
+    """Run gunicorn on a free loopback port; yield its base URL; stop it on exit."""
+    port = free_port()
+    env = dict(os.environ, PLACEMENT_DATABASE_URL=database_url, **(extra_env or {}))
+    # The access log would cost the workers time; errors still go to the log file.
+    env.setdefault("PLACEMENT_LOG_LEVEL", "WARNING")
+    command = [
+        sys.executable, "-m", "gunicorn",
+        "--workers", str(workers),
+        "--bind", f"127.0.0.1:{port}",
+        "--graceful-timeout", "10",
+    ]
+    if "control_socket" in {setting.name for setting in KNOWN_SETTINGS}:
+        # gunicorn 25+ listens on ~/.gunicorn/gunicorn.ctl by default, shared with every
+        # other gunicorn of the user (the functional tests, another benchmark): give ours
+        # its own, next to the log.
+        command += ["--control-socket", os.path.join(os.path.dirname(log_path), "gunicorn.ctl")]
+    command.append("placement.wsgi:application")
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+        base_url = f"http://127.0.0.1:{port}"
+        try:
+            try:
+                wait_until_up(base_url, process, START_TIMEOUT_S)
+            except ServiceError:
+                log.flush()
+                with open(log_path) as text:
+                    sys.stderr.write(text.read())
+                raise
+            yield base_url
+        finally:
+            _stop(process)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)  # gunicorn: graceful shutdown of the workers
+    try:
+        process.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=STOP_TIMEOUT_S)
+
+
+@contextlib.contextmanager
+def running_service(
+    workers: int = 2,
+    database_url: str | None = None,
+    url: str | None = None,
+    log_dir: str | None = None,
+):
+    """Yield a ``Service``; see the module docstring for the three ways."""
+    if url is not None:
+        base_url = require_loopback(url.rstrip("/"))
+        wait_until_up(base_url, None, 10)
+        yield Service(base_url, None, "(given service)", None)
+        return
+    with contextlib.ExitStack() as stack:
+        if database_url is None:
+            database_url = stack.enter_context(throwaway_postgres())
+            description = "throwaway PostgreSQL (tests/pgserver.py)"
+        else:
+            description = describe_database(database_url)
+        migrate_database(database_url)
+        if log_dir is None:
+            log_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="placement-bench-"))
+        log_path = os.path.join(log_dir, "gunicorn.log")
+        base_url = stack.enter_context(gunicorn(database_url, workers, log_path))
+        yield Service(base_url, workers, description, log_path, database_url)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Start a placement service and wait for Ctrl-C or SIGTERM."
+    )
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--database-url", help="use this database instead of a throwaway one")
+    parser.add_argument("--log-dir", help="keep gunicorn.log here")
+    args = parser.parse_args(argv)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    # SIGTERM (and SIGINT, which a shell ignores in background jobs) stop it cleanly.
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, interrupt)
+    with running_service(args.workers, args.database_url, log_dir=args.log_dir) as service:
+        print(f"placement at {service.base_url} ({service.workers} workers, {service.database})")
+        print("Ctrl-C or SIGTERM stops it.", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
