@@ -77,14 +77,20 @@ def json_response(
         json.dumps(body, separators=(",", ":")), status=status, mimetype=JSON_TYPE
     )
     if ctx.at_least(1, 15):
-        modified = last_modified or utcnow()
-        response.headers["Last-Modified"] = format_datetime(
-            modified.replace(tzinfo=datetime.UTC, microsecond=0), usegmt=True
-        )
-        response.headers["Cache-Control"] = "no-cache"
+        response.headers.update(cache_headers(last_modified or utcnow()))
     for key, value in (headers or {}).items():
         response.headers[key] = value
     return response
+
+
+def cache_headers(last_modified: datetime.datetime) -> dict[str, str]:
+    """The Last-Modified and Cache-Control headers of microversion 1.15 on."""
+    return {
+        "Last-Modified": format_datetime(
+            last_modified.replace(tzinfo=datetime.UTC, microsecond=0), usegmt=True
+        ),
+        "Cache-Control": "no-cache",
+    }
 
 
 def absolute_url(ctx: RequestContext, path: str) -> str:

@@ -84,15 +84,14 @@ def write_inventories(
     wanted: dict[str, Inventory],
 ) -> None:
     """Turn the rows ``current`` into ``wanted``; no generation or usage checks."""
-    class_ids = names.resource_class_ids(conn, wanted)
+    class_ids = names.resource_class_ids(conn, set(wanted) | set(current))
     now = utcnow()
-    removed = [class_name for class_name in current if class_name not in wanted]
+    removed = [class_ids[class_name] for class_name in current if class_name not in wanted]
     if removed:
-        removed_ids = names.resource_class_ids(conn, removed)
         conn.execute(
             delete(inventories).where(
                 inventories.c.resource_provider_id == provider.id,
-                inventories.c.resource_class_id.in_(list(removed_ids.values())),
+                inventories.c.resource_class_id.in_(removed),
             )
         )
     for class_name, inventory in wanted.items():
@@ -106,9 +105,7 @@ def write_inventories(
 def add_inventory(
     conn: Connection, provider: Provider, inventory: Inventory, generation: int
 ) -> int:
-    class_id = names.resource_class_ids(conn, [inventory.resource_class])[
-        inventory.resource_class
-    ]
+    class_id = _class_id(conn, inventory.resource_class)
     new_generation = bump_generation(conn, provider, generation)
     if inventory.resource_class in get_inventories(conn, provider):
         raise errors.Conflict(
@@ -119,12 +116,14 @@ def add_inventory(
     return new_generation
 
 
+def _class_id(conn: Connection, class_name: str) -> int:
+    return names.resource_class_ids(conn, [class_name])[class_name]
+
+
 def update_inventory(
     conn: Connection, provider: Provider, inventory: Inventory, generation: int
 ) -> int:
-    class_id = names.resource_class_ids(conn, [inventory.resource_class])[
-        inventory.resource_class
-    ]
+    class_id = _class_id(conn, inventory.resource_class)
     new_generation = bump_generation(conn, provider, generation)
     current = get_inventories(conn, provider)
     if inventory.resource_class not in current:

@@ -14,7 +14,7 @@ from placement.http import (
     read_json,
     validate,
 )
-from placement.schemas.aggregate import ProviderAggregates
+from placement.schemas.aggregate import AggregateList, ProviderAggregates
 
 
 def _body(ctx: RequestContext, generation: int, uuids: list[str]) -> dict:
@@ -47,15 +47,9 @@ def set_aggregates(ctx: RequestContext, uuid: str) -> flask.Response:
                 "JSON does not validate: before microversion 1.19 the body must be a list "
                 "of aggregate uuids."
             )
-        wanted = validate(_LEGACY_LIST, {"aggregates": raw})["aggregates"]
+        wanted = validate(AggregateList(), {"aggregates": raw})["aggregates"]
         expected = None
     generation = aggregates.set_provider_aggregates(ctx.conn, provider, wanted, expected)
     uuids = aggregates.get_provider_aggregates(ctx.conn, provider)
     return json_response(ctx, _body(ctx, generation, uuids))
 
-
-class _LegacyAggregates(ProviderAggregates):
-    resource_provider_generation = None  # type: ignore[assignment]
-
-
-_LEGACY_LIST = _LegacyAggregates(only=("aggregates",))

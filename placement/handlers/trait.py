@@ -9,6 +9,7 @@ from placement.db.tables import traits
 from placement.handlers.resource_provider import lookup_provider
 from placement.http import (
     absolute_url,
+    cache_headers,
     json_response,
     latest,
     load_body,
@@ -64,13 +65,9 @@ def show_trait(ctx: RequestContext, name: str) -> flask.Response:
     row = names.get_name(ctx.conn, traits, name)
     if row is None:
         raise errors.NotFound(f"No such trait {name}.")
-    response = no_content()
-    if ctx.at_least(1, 15):
-        response = json_response(ctx, None, last_modified=modified_at(row))
-        response.status_code = 204
-        response.set_data(b"")
-        del response.headers["Content-Type"]
-    return response
+    if not ctx.at_least(1, 15):
+        return no_content()
+    return no_content(headers=cache_headers(modified_at(row)))
 
 
 @min_version(1, 6)

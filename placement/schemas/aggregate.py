@@ -10,7 +10,16 @@ def _unique(uuids: list[str]) -> None:
         raise ValidationError("aggregate uuids must be unique.")
 
 
-class ProviderAggregates(Schema):
-    # 1.19: the body is an object carrying the provider generation; before, a bare list.
-    aggregates = fields.List(UuidString(), required=True, validate=_unique)
+def aggregate_uuids() -> fields.List:
+    return fields.List(UuidString(), required=True, validate=_unique)
+
+
+class AggregateList(Schema):
+    """Before 1.19 the body is a bare list; it is validated wrapped as {"aggregates": [...]}."""
+
+    aggregates = aggregate_uuids()
+
+
+class ProviderAggregates(AggregateList):
+    # 1.19: the body is an object carrying the provider generation.
     resource_provider_generation = StrictInteger(required=True)
