@@ -7,6 +7,7 @@ the version, ``Vary`` and request-id headers on every response
 API's error format.
 """
 
+import gc
 import json
 import logging
 import uuid
@@ -36,6 +37,20 @@ class Services:
     config: Config
     engine: Engine
     authenticator: auth.NoAuth2 | auth.TokenAuth
+
+
+def freeze_startup_objects() -> None:
+    """Keep everything that exists once the app is built out of garbage collection.
+
+    Modules, the app and SQLAlchemy's statement caches live as long as the
+    process. Without this, every full collection traverses all of them again
+    while a large answer (thousands of candidates, many small objects) is
+    being built: tens of milliseconds per request. ``gc.freeze`` moves them to
+    a permanent generation that collections skip. Called by the process entry
+    points (``placement.wsgi``, ``placement serve``), not by ``create_app``.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def create_app(config: Config | None = None, engine: Engine | None = None) -> flask.Flask:

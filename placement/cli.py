@@ -108,7 +108,7 @@ def _serve(config: Config, args) -> int:
 def _run_gunicorn(config: Config) -> None:
     from gunicorn.app.base import BaseApplication
 
-    from placement.app import create_app
+    from placement.app import create_app, freeze_startup_objects
 
     class PlacementServer(BaseApplication):
         def load_config(self) -> None:
@@ -118,7 +118,9 @@ def _run_gunicorn(config: Config) -> None:
             self.cfg.set("loglevel", config.log_level.lower())
 
         def load(self):
-            return create_app(config)
+            application = create_app(config)
+            freeze_startup_objects()
+            return application
 
     PlacementServer().run()
 

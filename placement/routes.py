@@ -14,6 +14,7 @@ from placement.db.engine import WRITE_TRANSACTION_OPTION
 from placement.handlers import (
     aggregate,
     allocation,
+    allocation_candidate,
     inventory,
     reshaper,
     resource_class,
@@ -74,6 +75,7 @@ ROUTES: dict[str, dict[str, Callable]] = {
         "DELETE": allocation.delete_allocations,
     },
     "/usages": {"GET": usage.project_usages},
+    "/allocation_candidates": {"GET": allocation_candidate.list_allocation_candidates},
     "/reshaper": {"POST": reshaper.reshape},
     "/traits": {"GET": trait.list_traits},
     "/traits/<name>": {

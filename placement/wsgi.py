@@ -4,6 +4,7 @@ The configuration comes from PLACEMENT_CONFIG_FILE (or /etc/placement/placement.
 and PLACEMENT_* environment variables.
 """
 
-from placement.app import create_app
+from placement.app import create_app, freeze_startup_objects
 
 application = create_app()
+freeze_startup_objects()

@@ -95,10 +95,15 @@ def ids_by_name(conn: Connection, table: Table, names) -> dict[str, int]:
 
 def _existing_ids(conn: Connection, table: Table, names, unknown_label: str) -> dict[str, int]:
     found = ids_by_name(conn, table, names)
+    refuse_unknown(names, found, unknown_label)
+    return found
+
+
+def refuse_unknown(names, found: dict[str, int], unknown_label: str) -> None:
+    """400 naming every one of ``names`` missing from ``found``."""
     unknown = sorted(set(names) - set(found))
     if unknown:
         raise errors.BadRequest(f"{unknown_label}: {', '.join(unknown)}.")
-    return found
 
 
 def resource_class_ids(conn: Connection, names) -> dict[str, int]:

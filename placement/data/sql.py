@@ -1,9 +1,9 @@
 """Small SQL helpers shared by the data layer, portable across SQLite and PostgreSQL."""
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import BigInteger, Connection, Table, any_, literal
 from sqlalchemy.dialects import postgresql, sqlite
 
 
@@ -22,3 +22,26 @@ def insert_ignoring_conflicts(
         return [row[0] for row in conn.execute(statement.returning(returning))]
     conn.execute(statement)
     return []
+
+
+# SQLite allows 32766 bound parameters per statement; stay well below.
+SQLITE_IN_CHUNK = 5000
+
+
+def id_conditions(conn: Connection, column, ids: Iterable[int]) -> list:
+    """Conditions "``column`` is one of ``ids``", one statement's worth each.
+
+    PostgreSQL gets one condition with the ids as a single array parameter
+    (``column = ANY(:ids)``), so that the statement text stays the same
+    whatever the number of ids; SQLite gets IN lists of at most
+    SQLITE_IN_CHUNK ids. No ids, no conditions.
+    """
+    ordered = sorted(set(ids))
+    if not ordered:
+        return []
+    if conn.dialect.name == "postgresql":
+        return [column == any_(literal(ordered, postgresql.ARRAY(BigInteger)))]
+    return [
+        column.in_(ordered[start:start + SQLITE_IN_CHUNK])
+        for start in range(0, len(ordered), SQLITE_IN_CHUNK)
+    ]

@@ -1,0 +1,121 @@
+"""What GET /allocation_candidates says about each provider: the provider_summaries.
+
+Three reads for a set of providers (given as whole trees or one by one):
+their uuids with parent and root uuids, their inventories as capacity and
+usage, and their trait names.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection, func, select
+
+from placement.data.sql import id_conditions
+from placement.db.aliases import parent_provider, root_provider
+from placement.db.tables import (
+    allocations,
+    inventories,
+    resource_classes,
+    resource_provider_traits,
+    resource_providers,
+    traits,
+)
+
+rp = resource_providers
+
+
+@dataclass
+class Summary:
+    uuid: str
+    parent_uuid: str | None
+    root_uuid: str
+    resources: dict[str, dict[str, int]] = field(default_factory=dict)
+    traits: list[str] = field(default_factory=list)
+
+
+def summaries(
+    conn: Connection,
+    root_ids: Iterable[int] = (),
+    provider_ids: Iterable[int] = (),
+    class_ids: set[int] | None = None,
+    with_traits: bool = True,
+) -> dict[int, Summary]:
+    """Summaries of every provider of the trees ``root_ids`` and of ``provider_ids``.
+
+    ``class_ids`` limits the resources shown (None: every inventory).
+    """
+    found: dict[int, Summary] = {}
+    for column, ids in ((rp.c.root_provider_id, root_ids), (rp.c.id, provider_ids)):
+        for condition in id_conditions(conn, column, ids):
+            _read_batch(conn, found, condition, class_ids, with_traits)
+    return found
+
+
+def _read_batch(conn, found, where, class_ids, with_traits) -> None:
+    # SELECT rp.id, rp.uuid, parent.uuid, root.uuid FROM resource_providers rp
+    #   JOIN resource_providers root ON ... LEFT JOIN resource_providers parent ON ...
+    #   WHERE <rp in chunk>
+    rows = conn.execute(
+        select(rp.c.id, rp.c.uuid, parent_provider.c.uuid, root_provider.c.uuid)
+        .select_from(
+            rp.join(root_provider, root_provider.c.id == rp.c.root_provider_id).outerjoin(
+                parent_provider, parent_provider.c.id == rp.c.parent_provider_id
+            )
+        )
+        .where(where)
+    ).all()
+    new_ids = set()
+    for id_, uuid, parent_uuid, root_uuid in rows:
+        if id_ not in found:
+            found[id_] = Summary(uuid, parent_uuid, root_uuid)
+            new_ids.add(id_)
+    if not new_ids:
+        return
+    # SELECT i.resource_provider_id, rc.name, (total - reserved) * allocation_ratio,
+    #        (SELECT COALESCE(SUM(used), 0) FROM allocations a
+    #         WHERE a.resource_provider_id = i.resource_provider_id
+    #           AND a.resource_class_id = i.resource_class_id)
+    # FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
+    # JOIN resource_providers rp ON rp.id = i.resource_provider_id
+    # WHERE <rp in chunk> [AND i.resource_class_id IN (:class_ids)]
+    used = (
+        select(func.coalesce(func.sum(allocations.c.used), 0))
+        .where(
+            allocations.c.resource_provider_id == inventories.c.resource_provider_id,
+            allocations.c.resource_class_id == inventories.c.resource_class_id,
+        )
+        .correlate(inventories)
+        .scalar_subquery()
+    )
+    inventory_query = (
+        select(
+            inventories.c.resource_provider_id,
+            resource_classes.c.name,
+            (inventories.c.total - inventories.c.reserved) * inventories.c.allocation_ratio,
+            used,
+        )
+        .join(resource_classes, resource_classes.c.id == inventories.c.resource_class_id)
+        .join(rp, rp.c.id == inventories.c.resource_provider_id)
+        .where(where)
+    )
+    if class_ids is not None:
+        inventory_query = inventory_query.where(
+            inventories.c.resource_class_id.in_(sorted(class_ids))
+        )
+    for provider_id, class_name, capacity, used_amount in conn.execute(inventory_query).all():
+        if provider_id not in new_ids:
+            continue
+        found[provider_id].resources[class_name] = {
+            "capacity": int(capacity),
+            "used": int(used_amount),
+        }
+    if with_traits:
+        trait_query = (
+            select(resource_provider_traits.c.resource_provider_id, traits.c.name)
+            .join(traits, traits.c.id == resource_provider_traits.c.trait_id)
+            .join(rp, rp.c.id == resource_provider_traits.c.resource_provider_id)
+            .where(where)
+        )
+        for provider_id, name in conn.execute(trait_query).all():
+            if provider_id in new_ids:
+                found[provider_id].traits.append(name)

@@ -1,0 +1,366 @@
+"""GET /allocation_candidates: formats per microversion, capacity, limits, validation."""
+
+import dataclasses
+import math
+
+import pytest
+
+from placement.app import create_app
+from tests.api.candidate_helpers import Providers, alloc
+from tests.conftest import Api, error_code
+
+
+@pytest.fixture
+def tree(api) -> Providers:
+    return Providers(api)
+
+
+@pytest.fixture
+def numa_host(tree) -> Providers:
+    """CN (DISK_GB, trait STORAGE_DISK_SSD) with NUMA0 and NUMA1 (VCPU 4 each), one PGPU."""
+    tree.add("CN", inventory={"DISK_GB": 100}, traits=["STORAGE_DISK_SSD"])
+    tree.add("NUMA0", parent="CN", inventory={"VCPU": 4}, traits=["HW_NUMA_ROOT"])
+    tree.add("NUMA1", parent="CN", inventory={"VCPU": 4}, traits=["HW_NUMA_ROOT"])
+    tree.add("GPU", parent="CN", inventory={"PGPU": 1})
+    return tree
+
+
+def test_below_1_10_the_resource_does_not_exist(api):
+    response = api.get("/allocation_candidates?resources=VCPU:1", version="1.9")
+    assert response.status_code == 404
+
+
+def test_1_10_lists_allocations_and_summaries_without_traits(tree):
+    tree.add("CN", inventory={"VCPU": 8, "MEMORY_MB": 1024}, traits=["HW_CPU_X86_AVX2"])
+
+    body = tree.get("resources=VCPU:2,MEMORY_MB:128", version="1.10")
+
+    assert body["allocation_requests"] == [{
+        "allocations": [{
+            "resource_provider": {"uuid": tree.uuid["CN"]},
+            "resources": {"VCPU": 2, "MEMORY_MB": 128},
+        }]
+    }]
+    assert body["provider_summaries"] == {
+        tree.uuid["CN"]: {"resources": {
+            "VCPU": {"capacity": 8, "used": 0}, "MEMORY_MB": {"capacity": 1024, "used": 0},
+        }}
+    }
+
+
+def test_1_12_keys_allocations_by_provider_and_1_17_adds_traits(tree):
+    tree.add("CN", inventory={"VCPU": 8}, traits=["HW_CPU_X86_AVX2"])
+
+    at_1_12 = tree.get("resources=VCPU:1", version="1.12")
+    at_1_17 = tree.get("resources=VCPU:1", version="1.17")
+
+    assert at_1_12["allocation_requests"] == [
+        {"allocations": {tree.uuid["CN"]: {"resources": {"VCPU": 1}}}}
+    ]
+    assert "traits" not in at_1_12["provider_summaries"][tree.uuid["CN"]]
+    assert at_1_17["provider_summaries"][tree.uuid["CN"]]["traits"] == ["HW_CPU_X86_AVX2"]
+
+
+def test_capacity_counts_reserved_ratio_and_usage(tree, api):
+    tree.add("CN", inventory={"VCPU": {"total": 4, "reserved": 1, "allocation_ratio": 2.0}})
+    consumer = "11111111-2222-3333-4444-555555555555"
+    claim = {
+        "allocations": {tree.uuid["CN"]: {"resources": {"VCPU": 2}}},
+        "project_id": "p", "user_id": "u", "consumer_generation": None,
+    }
+    assert api.put(f"/allocations/{consumer}", json=claim, version="1.28").status_code == 204
+
+    fits = tree.get("resources=VCPU:4")
+    too_much = tree.get("resources=VCPU:5")
+
+    assert len(fits["allocation_requests"]) == 1
+    assert fits["provider_summaries"][tree.uuid["CN"]]["resources"]["VCPU"] == {
+        "capacity": 6, "used": 2,
+    }
+    assert too_much["allocation_requests"] == []
+
+
+@pytest.mark.parametrize(
+    ("amount", "fits"), [(1, False), (2, True), (3, False), (4, True), (6, False)]
+)
+def test_min_unit_max_unit_and_step_size(tree, amount, fits):
+    tree.add("CN", inventory={"VCPU": {"total": 8, "min_unit": 2, "max_unit": 4, "step_size": 2}})
+
+    found = tree.candidates(f"resources=VCPU:{amount}")
+
+    assert bool(found) is fits
+
+
+def test_groups_on_one_provider_must_fit_together(tree):
+    tree.add("CN", inventory={"VCPU": 3})
+
+    together = tree.candidates(
+        "resources1=VCPU:2&resources2=VCPU:1&group_policy=none"
+    )
+    too_much = tree.candidates("resources1=VCPU:2&resources2=VCPU:2&group_policy=none")
+
+    assert together == [alloc(("CN", "VCPU", 3))]
+    assert too_much == []
+
+
+def test_unsuffixed_and_granular_groups_add_up_on_one_provider(tree):
+    tree.add("CN", inventory={"VCPU": 4})
+
+    found = tree.candidates("resources=VCPU:1&resources1=VCPU:2")
+
+    assert found == [alloc(("CN", "VCPU", 3))]
+
+
+def test_before_1_29_nested_candidates_are_left_out(numa_host):
+    nested = numa_host.candidates("resources=VCPU:1,DISK_GB:10", version="1.29")
+    flat_only = numa_host.get("resources=VCPU:1,DISK_GB:10", version="1.28")
+
+    assert set(nested) == {
+        alloc(("NUMA0", "VCPU", 1), ("CN", "DISK_GB", 10)),
+        alloc(("NUMA1", "VCPU", 1), ("CN", "DISK_GB", 10)),
+    }
+    assert flat_only == {"allocation_requests": [], "provider_summaries": {}}
+
+
+def test_before_1_29_summaries_show_only_the_providers_used(numa_host):
+    body = numa_host.get("resources=VCPU:1", version="1.28")
+
+    assert {numa_host.name[u] for u in body["provider_summaries"]} == {"NUMA0", "NUMA1"}
+
+
+def test_from_1_29_summaries_show_every_provider_of_the_tree(numa_host):
+    body = numa_host.get("resources=VCPU:1", version="1.29")
+
+    summaries = body["provider_summaries"]
+    assert {numa_host.name[u] for u in summaries} == {"CN", "NUMA0", "NUMA1", "GPU"}
+    gpu = summaries[numa_host.uuid["GPU"]]
+    assert gpu["parent_provider_uuid"] == numa_host.uuid["CN"]
+    assert gpu["root_provider_uuid"] == numa_host.uuid["CN"]
+
+
+def test_before_1_27_summaries_show_only_requested_classes(tree):
+    tree.add("CN", inventory={"VCPU": 4, "MEMORY_MB": 64})
+
+    before = tree.get("resources=VCPU:1", version="1.26")
+    after = tree.get("resources=VCPU:1", version="1.27")
+
+    cn = tree.uuid["CN"]
+    assert before["provider_summaries"][cn]["resources"] == {"VCPU": {"capacity": 4, "used": 0}}
+    assert after["provider_summaries"][cn]["resources"] == {
+        "VCPU": {"capacity": 4, "used": 0}, "MEMORY_MB": {"capacity": 64, "used": 0},
+    }
+
+
+def test_1_34_maps_each_group_to_its_providers(numa_host):
+    body = numa_host.get("resources=DISK_GB:1&resources_G=PGPU:1")
+
+    [request] = body["allocation_requests"]
+    assert numa_host.mappings(request) == {"": {"CN"}, "_G": {"GPU"}}
+    older = numa_host.get("resources=DISK_GB:1&resources1=PGPU:1", version="1.33")
+    assert "mappings" not in older["allocation_requests"][0]
+
+
+def test_unsuffixed_traits_may_come_from_any_provider_it_uses(numa_host):
+    # STORAGE_DISK_SSD is on CN, which serves DISK_GB: the trait is met.
+    found = numa_host.candidates("resources=VCPU:1,DISK_GB:1&required=STORAGE_DISK_SSD")
+    # CN serves nothing here, so its trait cannot count.
+    unmet = numa_host.candidates("resources=VCPU:1&required=STORAGE_DISK_SSD")
+
+    assert len(found) == 2
+    assert unmet == []
+
+
+def test_forbidden_trait_in_a_nested_request_without_sharing_providers(numa_host):
+    # Upstream 16.0.0 answers 500 here; the answer is the trees whose providers lack it.
+    found = numa_host.candidates("resources=VCPU:1,DISK_GB:1&required=!HW_NUMA_ROOT")
+    allowed = numa_host.candidates("resources=DISK_GB:1&required=!HW_NUMA_ROOT")
+
+    assert found == []
+    assert allowed == [alloc(("CN", "DISK_GB", 1))]
+
+
+def test_any_of_traits_from_1_39(numa_host):
+    found = numa_host.candidates(
+        "resources=VCPU:1&required=in:HW_NUMA_ROOT,CUSTOM_NOPE_NOT_THERE".replace(
+            ",CUSTOM_NOPE_NOT_THERE", ",STORAGE_DISK_SSD"
+        )
+    )
+    refused = numa_host.api.get(
+        "/allocation_candidates?resources=VCPU:1&required=in:HW_NUMA_ROOT", version="1.38"
+    )
+
+    assert len(found) == 2
+    assert refused.status_code == 400
+
+
+def test_member_of_forbidden_on_the_root_excludes_its_tree(tree):
+    tree.add("CN", inventory={"DISK_GB": 10}, aggregates=["A"])
+    tree.add("NUMA", parent="CN", inventory={"VCPU": 4})
+
+    excluded = tree.candidates("resources=VCPU:1&member_of=!{A}")
+    granular = tree.candidates("resources1=VCPU:1&member_of1=!{A}")
+
+    assert excluded == []
+    # member_of$S looks at the provider itself only.
+    assert granular == [alloc(("NUMA", "VCPU", 1))]
+
+
+def test_unknown_aggregate_or_tree_matches_nothing(tree):
+    tree.add("CN", inventory={"VCPU": 4})
+
+    assert tree.candidates(
+        "resources=VCPU:1&member_of=00000000-0000-0000-0000-000000000001"
+    ) == []
+    assert tree.candidates("resources=VCPU:1&in_tree=00000000-0000-0000-0000-000000000001") == []
+
+
+def test_a_sharing_provider_alone_is_listed_once(tree):
+    tree.add("SS", inventory={"DISK_GB": 100}, traits=["MISC_SHARES_VIA_AGGREGATE"],
+             aggregates=["A"])
+    for name in ("CN1", "CN2"):
+        tree.add(name, inventory={"DISK_GB": 100}, aggregates=["A"])
+
+    found = tree.candidates("resources=DISK_GB:10")
+
+    assert sorted(found, key=sorted) == sorted(
+        [alloc(("CN1", "DISK_GB", 10)), alloc(("CN2", "DISK_GB", 10)),
+         alloc(("SS", "DISK_GB", 10))],
+        key=sorted,
+    )
+
+
+@pytest.fixture
+def gpu_hosts(tree) -> Providers:
+    """Three hosts, each with 2 NUMA nodes of 2 GPUs."""
+    for host in range(3):
+        tree.add(f"H{host}", inventory={"VCPU": 16})
+        for numa in range(2):
+            tree.add(f"H{host}N{numa}", parent=f"H{host}", traits=["HW_NUMA_ROOT"])
+            for gpu in range(2):
+                tree.add(f"H{host}N{numa}G{gpu}", parent=f"H{host}N{numa}",
+                         inventory={"PGPU": 1})
+    return tree
+
+
+def _gpu_groups(count: int) -> str:
+    return "&".join(f"resources_G{i}=PGPU:1" for i in range(count))
+
+
+def test_identical_isolated_groups_list_every_mapping(gpu_hosts):
+    body = gpu_hosts.get(f"{_gpu_groups(4)}&group_policy=isolate")
+
+    requests = body["allocation_requests"]
+    # Each host's 4 GPUs, in every order of the 4 identical groups.
+    assert len(requests) == 3 * math.factorial(4)
+    mappings = {tuple(sorted((k, v[0]) for k, v in r["mappings"].items())) for r in requests}
+    assert len(mappings) == len(requests)
+
+
+def test_same_subtree_with_identical_groups(gpu_hosts):
+    query = (
+        f"required_NUMA=HW_NUMA_ROOT&{_gpu_groups(2)}&group_policy=isolate"
+        "&same_subtree=_NUMA,_G0,_G1"
+    )
+    found = gpu_hosts.get(query)["allocation_requests"]
+
+    # 3 hosts x 2 NUMA nodes x 2 orders of their two GPUs.
+    assert len(found) == 12
+    for request in found:
+        mapping = gpu_hosts.mappings(request)
+        numa = next(iter(mapping["_NUMA"]))
+        assert {g for group in ("_G0", "_G1") for g in mapping[group]} == {
+            f"{numa}G0", f"{numa}G1",
+        }
+
+
+def test_limit_spreads_over_trees(gpu_hosts):
+    body = gpu_hosts.get(f"{_gpu_groups(2)}&group_policy=isolate&limit=3")
+
+    roots = {
+        gpu_hosts.name[body["provider_summaries"][uuid]["root_provider_uuid"]]
+        for request in body["allocation_requests"]
+        for uuid in request["allocations"]
+    }
+    assert len(body["allocation_requests"]) == 3
+    assert roots == {"H0", "H1", "H2"}
+    # Summaries cover only the trees of the returned candidates.
+    assert {gpu_hosts.name[u][:2] for u in body["provider_summaries"]} == {"H0", "H1", "H2"}
+
+
+def _with_config(tree: Providers, config, engine, **changes) -> Providers:
+    """The same providers, read through an app built with ``changes`` to the config."""
+    app = create_app(dataclasses.replace(config, **changes), engine=engine)
+    clone = Providers(Api(app.test_client()))
+    clone.uuid, clone.name, clone.aggregates = tree.uuid, tree.name, tree.aggregates
+    return clone
+
+
+def test_max_allocation_candidates_caps_an_unlimited_answer(gpu_hosts, config, engine):
+    capped = _with_config(gpu_hosts, config, engine, max_allocation_candidates=5)
+
+    body = capped.get(f"{_gpu_groups(4)}&group_policy=isolate")
+
+    assert len(body["allocation_requests"]) == 5
+
+
+def test_randomized_answers_are_the_same_set(gpu_hosts, config, engine):
+    query = f"{_gpu_groups(2)}&group_policy=isolate"
+    ordered = gpu_hosts.candidates(query)
+
+    shuffled = _with_config(
+        gpu_hosts, config, engine, randomize_allocation_candidates=True
+    ).candidates(query)
+
+    assert sorted(ordered, key=sorted) == sorted(shuffled, key=sorted)
+
+
+def test_every_candidate_can_be_claimed(numa_host, api):
+    body = numa_host.get("resources=VCPU:1,DISK_GB:10&resources_G=PGPU:1")
+
+    for number, request in enumerate(body["allocation_requests"]):
+        consumer = f"00000000-0000-0000-0000-{number:012d}"
+        claim = {**request, "project_id": "p", "user_id": "u", "consumer_generation": None}
+        claim.pop("mappings")
+        response = api.put(f"/allocations/{consumer}", json=claim, version="1.34")
+        assert response.status_code == 204, response.json
+        api.delete(f"/allocations/{consumer}")
+
+
+@pytest.mark.parametrize(
+    ("query", "version", "code"),
+    [
+        ("", "1.39", "placement.query.missing_value"),
+        ("required=HW_NUMA_ROOT", "1.39", "placement.query.missing_value"),
+        ("resources=VCPU:0", "1.39", "placement.query.bad_value"),
+        ("resources=VCPU", "1.39", "placement.query.bad_value"),
+        ("resources=VCPU:1&limit=0", "1.39", "placement.query.bad_value"),
+        ("resources=VCPU:1&limit=1", "1.15", None),  # no codes in bodies before 1.23
+        ("resources=VCPU:1&required=HW_NUMA_ROOT", "1.16", None),
+        ("resources=VCPU:1&required=!HW_NUMA_ROOT", "1.21", None),
+        ("resources=VCPU:1&resources1=VCPU:1", "1.24", "placement.query.bad_value"),
+        ("resources1=VCPU:1&resources2=VCPU:1", "1.25", "placement.query.missing_value"),
+        ("resources_A=VCPU:1", "1.32", "placement.query.bad_value"),
+        ("resources=VCPU:1&group_policy=sometimes", "1.39", "placement.query.bad_value"),
+        ("resources=VCPU:1&foo=bar", "1.39", "placement.query.bad_value"),
+        ("resources=VCPU:1&resources=VCPU:2", "1.39", "placement.query.duplicate_key"),
+        ("resources=VCPU:1&same_subtree=_X", "1.39", "placement.query.bad_value"),
+        ("resources=VCPU:1&same_subtree=,_X", "1.39", "placement.query.bad_value"),
+        ("resources=VCPU:1&required_X=HW_NUMA_ROOT", "1.39", "placement.query.bad_value"),
+        ("resources=VCPU:1&required_X=HW_NUMA_ROOT&same_subtree=_X", "1.35",
+         "placement.query.bad_value"),
+        ("resources1=VCPU:1&required=HW_NUMA_ROOT", "1.39", "placement.query.bad_value"),
+        ("resources=VCPU:1&root_required=in:HW_NUMA_ROOT", "1.39", "placement.query.bad_value"),
+        ("resources=VCPU:1&in_tree=not-a-uuid", "1.39", "placement.query.bad_value"),
+        ("resources=VCPU:1&member_of=not-a-uuid", "1.39", "placement.query.bad_value"),
+        ("resources=VCPU:1&member_of=!00000000-0000-0000-0000-000000000001", "1.31",
+         "placement.query.bad_value"),
+        ("resources=CUSTOM_NO_SUCH_CLASS:1", "1.39", None),
+        ("resources=VCPU:1&required=CUSTOM_NO_SUCH_TRAIT", "1.39", None),
+    ],
+)
+def test_bad_queries_are_400(api, query, version, code):
+    response = api.get(f"/allocation_candidates?{query}", version=version)
+
+    assert response.status_code == 400, response.json
+    if code:
+        assert error_code(response) == code
