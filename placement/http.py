@@ -8,6 +8,7 @@ from typing import Any
 
 import flask
 import marshmallow
+import orjson
 
 from placement import errors
 from placement.clock import utcnow
@@ -72,9 +73,9 @@ def json_response(
     last_modified: datetime.datetime | None = None,
     headers: dict[str, str] | None = None,
 ) -> flask.Response:
-    """A JSON response; from 1.15 it carries last-modified and cache-control."""
+    """A JSON response (compact, by orjson); from 1.15 with last-modified and cache-control."""
     response = flask.Response(
-        json.dumps(body, separators=(",", ":")), status=status, mimetype=JSON_TYPE
+        orjson.dumps(body), status=status, mimetype=JSON_TYPE
     )
     if ctx.at_least(1, 15):
         response.headers.update(cache_headers(last_modified or utcnow()))

@@ -27,6 +27,9 @@ from dataclasses import dataclass
 
 from placement.candidates.plan import SearchPlan
 
+# Trees whose parents and traits are read at once, as the search reaches them.
+TREE_READ_BATCH = 200
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -54,7 +57,11 @@ def collect(plan: SearchPlan, roots: list[int], cap: int | None) -> list[Candida
         return True
 
     chains: dict[int, list[int]] = {}
-    for root in roots:
+    # With a cap, read little more than the trees a first round needs.
+    batch = TREE_READ_BATCH if cap is None else max(16, min(cap, TREE_READ_BATCH))
+    for index, root in enumerate(roots):
+        if plan.needs_tree_reads and index % batch == 0:
+            plan.read_trees(roots[index:index + batch])
         placements = tree_candidates(plan, root, chains)
         for providers in placements:
             if take(root, providers):
@@ -120,7 +127,7 @@ class _TreeSearch:
     ) -> None:
         self.plan = plan
         self.options = options
-        self.option_sets: list[set[int]] | None = None  # made when same_subtree needs them
+        self.options_after: dict[tuple[tuple[int, ...], int], set[int]] = {}
         self.chosen: list[int] = [0] * len(options)  # option index per slot
         self.providers: list[int] = [0] * len(options)
         self.taken: dict[tuple[int, int], int] = {}
@@ -245,20 +252,29 @@ class _TreeSearch:
         be l itself (if l is in P) or an ancestor-or-self of l that a member
         still to be placed can take.
         """
-        placed = [self.providers[m] for m in members if m <= position]
+        providers = self.providers
+        placed = [providers[m] for m in members if m <= position]
         lowest: int | None = placed[0]
         for provider in placed[1:]:
             lowest = self._common_ancestor(lowest, provider)  # type: ignore[arg-type]
             if lowest is None:
                 return False
-        assert lowest is not None
         if lowest in placed:
             return True
-        above = self._chain(lowest)
-        if self.option_sets is None:
-            self.option_sets = [set(o) for o in self.options]
-        sets = self.option_sets
-        return any(any(a in sets[m] for a in above) for m in members if m > position)
+        still_open = self._options_after(members, position)
+        return any(a in still_open for a in self._chain(lowest))  # type: ignore[arg-type]
+
+    def _options_after(self, members: tuple[int, ...], position: int) -> set[int]:
+        """Every provider the members after ``position`` could still take."""
+        key = (members, position)
+        found = self.options_after.get(key)
+        if found is None:
+            found = set()
+            for member in members:
+                if member > position:
+                    found.update(self.options[member])
+            self.options_after[key] = found
+        return found
 
     def _chain(self, provider: int) -> list[int]:
         """``provider`` and its ancestors, up to its root."""
@@ -274,7 +290,7 @@ class _TreeSearch:
         return chain
 
     def _common_ancestor(self, a: int, b: int) -> int | None:
-        above_a = set(self._chain(a))
+        above_a = self._chain(a)
         for candidate in self._chain(b):
             if candidate in above_a:
                 return candidate

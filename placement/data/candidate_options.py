@@ -28,6 +28,7 @@ from sqlalchemy import (
     cast,
     exists,
     func,
+    intersect,
     literal,
     null,
     or_,
@@ -89,6 +90,7 @@ def slot_options(
     filters: Sequence[SlotFilter],
     root_filter: RootFilter,
     sharing_ids: set[int],
+    root_ids: Sequence[int] | None = None,
 ) -> list[tuple]:
     """Every provider that can serve each slot, as OPTION_COLUMNS tuples (one statement).
 
@@ -96,32 +98,77 @@ def slot_options(
 
     Sharing providers (``sharing_ids``) are returned whatever their root's
     traits (root_required applies to the tree they serve, not to theirs);
-    ``root_ok`` says whether their own tree passes.
+    ``root_ok`` says whether their own tree passes. ``root_ids`` limits the
+    answer to the providers of those trees.
     """
     # Per slot with resources, roughly:
     #   SELECT :slot, rp.id, rp.root_provider_id, <root_ok>,
-    #          (total - reserved) * allocation_ratio, used, min_unit, max_unit, step_size
-    #   FROM (SELECT ..., (SELECT COALESCE(SUM(a.used), 0) FROM allocations a
-    #                      WHERE a.resource_provider_id = i.resource_provider_id
-    #                        AND a.resource_class_id = i.resource_class_id) AS used
-    #         FROM inventories i JOIN resource_providers rp ON rp.id = i.resource_provider_id
-    #         WHERE i.resource_class_id = :class AND min_unit <= :amount <= max_unit
-    #           AND :amount % step_size = 0 AND <trait, aggregate, tree filters>) s
-    #   WHERE (total - reserved) * allocation_ratio >= used + :amount
-    #     AND (root_ok OR rp.id IN (:sharing_ids))
+    #          (i.total - i.reserved) * i.allocation_ratio,
+    #          (SELECT COALESCE(SUM(a.used), 0) FROM allocations a
+    #           WHERE a.resource_provider_id = i.resource_provider_id
+    #             AND a.resource_class_id = i.resource_class_id),
+    #          i.min_unit, i.max_unit, i.step_size
+    #   FROM inventories i JOIN resource_providers rp ON rp.id = i.resource_provider_id
+    #   WHERE i.resource_class_id = :class AND i.min_unit <= :amount <= i.max_unit
+    #     AND :amount % i.step_size = 0 AND <trait, aggregate, tree filters>
+    #     [AND (<root_ok> OR rp.id IN (:sharing_ids))]
     # and per resourceless slot the same filters over resource_providers alone.
     # All slots are joined with UNION ALL.
     root_ok = _root_ok_expr(root_filter)
-    selects = [
-        _slot_select(number, slot_filter, root_ok, sorted(sharing_ids))
-        for number, slot_filter in enumerate(filters)
-    ]
-    statement = selects[0] if len(selects) == 1 else union_all(*selects)
-    return [tuple(row) for row in conn.execute(statement).all()]
+    tree_conditions = (
+        [None] if root_ids is None else id_conditions(conn, rp.c.root_provider_id, root_ids)
+    )
+    rows: list[tuple] = []
+    for in_trees in tree_conditions:
+        selects = [
+            _slot_select(number, slot_filter, root_ok, sorted(sharing_ids), in_trees)
+            for number, slot_filter in enumerate(filters)
+        ]
+        statement = selects[0] if len(selects) == 1 else union_all(*selects)
+        rows.extend(tuple(row) for row in conn.execute(statement).all())
+    return rows
 
 
-def _slot_select(number: int, f: SlotFilter, root_ok, sharing_ids: list[int]) -> Select:
+def candidate_roots(
+    conn: Connection, filters: Sequence[SlotFilter], root_filter: RootFilter
+) -> list[int]:
+    """Roots of the trees where every filter has a provider with room (no sharing).
+
+    A superset of the trees with candidates: the search still checks what
+    needs several providers at once.
+    """
+    # SELECT rp.root_provider_id FROM inventories i JOIN resource_providers rp ...
+    #   WHERE <filter 1> AND (total - reserved) * allocation_ratio >= <usage> + :amount
+    # INTERSECT SELECT ... <filter 2> ... INTERSECT ...
+    root_ok = _root_ok_expr(root_filter)
+    selects = []
+    for f in filters:
+        conditions = _provider_conditions(f)
+        if root_ok is not None:
+            conditions.append(root_ok == 1)
+        if f.class_id is None:
+            selects.append(select(rp.c.root_provider_id).where(*conditions))
+            continue
+        selects.append(
+            select(rp.c.root_provider_id)
+            .select_from(inv.join(rp, rp.c.id == inv.c.resource_provider_id))
+            .where(
+                *_inventory_conditions(f),
+                (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio
+                >= _usage_of_inventory() + f.amount,
+                *conditions,
+            )
+        )
+    statement = selects[0].distinct() if len(selects) == 1 else intersect(*selects)
+    return sorted(conn.scalars(statement).all())
+
+
+def _slot_select(
+    number: int, f: SlotFilter, root_ok, sharing_ids: list[int], in_trees
+) -> Select:
     conditions = _provider_conditions(f)
+    if in_trees is not None:
+        conditions.append(in_trees)
     if root_ok is not None:
         allowed = rp.c.id.in_(sharing_ids) if sharing_ids else None
         conditions.append(root_ok == 1 if allowed is None else or_(root_ok == 1, allowed))
@@ -140,7 +187,36 @@ def _slot_select(number: int, f: SlotFilter, root_ok, sharing_ids: list[int]) ->
             cast(null(), Integer),
             cast(null(), Integer),
         ).where(*conditions)
-    used = (
+    return (
+        select(
+            literal(number, Integer),
+            rp.c.id,
+            rp.c.root_provider_id,
+            root_ok_column,
+            (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio,
+            _usage_of_inventory(),
+            inv.c.min_unit,
+            inv.c.max_unit,
+            inv.c.step_size,
+        )
+        .select_from(inv.join(rp, rp.c.id == inv.c.resource_provider_id))
+        .where(*_inventory_conditions(f), *conditions)
+    )
+
+
+def _inventory_conditions(f: SlotFilter) -> list:
+    """The inventory of the filter's class takes its amount in one allocation."""
+    return [
+        inv.c.resource_class_id == f.class_id,
+        inv.c.min_unit <= f.amount,
+        inv.c.max_unit >= f.amount,
+        literal(f.amount, Integer) % inv.c.step_size == 0,
+    ]
+
+
+def _usage_of_inventory():
+    """The amount allocated of the inventory row's class on its provider."""
+    return (
         select(func.coalesce(func.sum(allocations.c.used), 0))
         .where(
             allocations.c.resource_provider_id == inv.c.resource_provider_id,
@@ -149,38 +225,6 @@ def _slot_select(number: int, f: SlotFilter, root_ok, sharing_ids: list[int]) ->
         .correlate(inv)
         .scalar_subquery()
     )
-    inner = (
-        select(
-            rp.c.id.label("provider_id"),
-            rp.c.root_provider_id.label("root_id"),
-            root_ok_column.label("root_ok"),
-            ((inv.c.total - inv.c.reserved) * inv.c.allocation_ratio).label("capacity"),
-            used.label("used"),
-            inv.c.min_unit,
-            inv.c.max_unit,
-            inv.c.step_size,
-        )
-        .select_from(inv.join(rp, rp.c.id == inv.c.resource_provider_id))
-        .where(
-            inv.c.resource_class_id == f.class_id,
-            inv.c.min_unit <= f.amount,
-            inv.c.max_unit >= f.amount,
-            literal(f.amount, Integer) % inv.c.step_size == 0,
-            *conditions,
-        )
-        .subquery()
-    )
-    return select(
-        literal(number, Integer),
-        inner.c.provider_id,
-        inner.c.root_id,
-        inner.c.root_ok,
-        inner.c.capacity,
-        inner.c.used,
-        inner.c.min_unit,
-        inner.c.max_unit,
-        inner.c.step_size,
-    ).where(inner.c.capacity >= inner.c.used + f.amount)
 
 
 def _provider_conditions(f: SlotFilter) -> list:
@@ -272,6 +316,23 @@ def tree_parents(conn: Connection, root_ids: Iterable[int]) -> dict[int, int | N
         statement = select(rp.c.id, rp.c.parent_provider_id).where(condition)
         parents.update(conn.execute(statement).all())
     return parents
+
+
+def tree_traits(
+    conn: Connection, root_ids: Iterable[int], trait_ids: Iterable[int]
+) -> dict[int, set[int]]:
+    """provider id -> which of ``trait_ids`` it has, for the providers of the given trees."""
+    found: dict[int, set[int]] = {}
+    wanted = sorted(set(trait_ids))
+    for condition in id_conditions(conn, rp.c.root_provider_id, root_ids):
+        statement = (
+            select(rpt.c.resource_provider_id, rpt.c.trait_id)
+            .join(rp, rp.c.id == rpt.c.resource_provider_id)
+            .where(condition, rpt.c.trait_id.in_(wanted))
+        )
+        for provider_id, trait_id in conn.execute(statement).all():
+            found.setdefault(provider_id, set()).add(trait_id)
+    return found
 
 
 def provider_traits(

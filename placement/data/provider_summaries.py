@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, func, select
 
 from placement.data.sql import id_conditions
-from placement.db.aliases import parent_provider, root_provider
 from placement.db.tables import (
     allocations,
     inventories,
@@ -27,7 +26,7 @@ rp = resource_providers
 @dataclass
 class Summary:
     uuid: str
-    parent_uuid: str | None
+    parent_uuid: str | None  # known when the provider's whole tree was read
     root_uuid: str
     resources: dict[str, dict[str, int]] = field(default_factory=dict)
     traits: list[str] = field(default_factory=list)
@@ -52,22 +51,18 @@ def summaries(
 
 
 def _read_batch(conn, found, where, class_ids, with_traits) -> None:
-    # SELECT rp.id, rp.uuid, parent.uuid, root.uuid FROM resource_providers rp
-    #   JOIN resource_providers root ON ... LEFT JOIN resource_providers parent ON ...
-    #   WHERE <rp in chunk>
+    # SELECT id, uuid, parent_provider_id, root_provider_id FROM resource_providers
+    # WHERE <rp in batch>   (parents and roots are mapped to uuids below: a whole
+    # tree is read at once, so they are in the batch; a provider read alone
+    # (before 1.29) does not show them)
     rows = conn.execute(
-        select(rp.c.id, rp.c.uuid, parent_provider.c.uuid, root_provider.c.uuid)
-        .select_from(
-            rp.join(root_provider, root_provider.c.id == rp.c.root_provider_id).outerjoin(
-                parent_provider, parent_provider.c.id == rp.c.parent_provider_id
-            )
-        )
-        .where(where)
+        select(rp.c.id, rp.c.uuid, rp.c.parent_provider_id, rp.c.root_provider_id).where(where)
     ).all()
+    uuid_of = {id_: uuid for id_, uuid, _, _ in rows}
     new_ids = set()
-    for id_, uuid, parent_uuid, root_uuid in rows:
+    for id_, uuid, parent_id, root_id in rows:
         if id_ not in found:
-            found[id_] = Summary(uuid, parent_uuid, root_uuid)
+            found[id_] = Summary(uuid, uuid_of.get(parent_id), uuid_of.get(root_id, ""))
             new_ids.add(id_)
     if not new_ids:
         return

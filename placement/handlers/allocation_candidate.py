@@ -18,7 +18,7 @@ EMPTY: dict[str, list | dict] = {"allocation_requests": [], "provider_summaries"
 def list_allocation_candidates(ctx: RequestContext) -> flask.Response:
     request = parse_candidate_request(ctx.request.args.lists(), ctx.version)
     nested_aware = ctx.at_least(1, 29)
-    plan = build_plan(ctx.conn, request, nested_aware=nested_aware)
+    plan = build_plan(ctx.conn, request, nested_aware=nested_aware, lazy=request.limit is not None)
     if plan is None or not plan.candidate_roots:
         return json_response(ctx, EMPTY)
     randomize = ctx.config.randomize_allocation_candidates

@@ -364,3 +364,28 @@ def test_bad_queries_are_400(api, query, version, code):
     assert response.status_code == 400, response.json
     if code:
         assert error_code(response) == code
+
+
+@pytest.mark.parametrize("version", ["1.19", "1.39"])
+def test_a_sharing_provider_reached_through_a_child_is_listed_once(tree, version):
+    tree.add("T")
+    tree.add("T1", parent="T", aggregates=["A"])
+    tree.add("S", inventory={"IPV4_ADDRESS": 4}, traits=["MISC_SHARES_VIA_AGGREGATE"],
+             aggregates=["A"])
+
+    found = tree.candidates("resources=IPV4_ADDRESS:1", version=version)
+
+    assert found == [alloc(("S", "IPV4_ADDRESS", 1))]
+
+
+def test_unsuffixed_group_served_by_a_sharing_provider_alone(tree):
+    # Upstream 16.0.0 answers nothing here: it keeps the sharing-only unsuffixed
+    # request anchored in the sharing provider's own tree only.
+    tree.add("T")
+    tree.add("T1", parent="T", inventory={"FPGA": 8}, aggregates=["A"])
+    tree.add("S", inventory={"DISK_GB": 6}, traits=["MISC_SHARES_VIA_AGGREGATE"],
+             aggregates=["A"])
+
+    found = tree.candidates("resources=DISK_GB:1&resources2=FPGA:1")
+
+    assert found == [alloc(("S", "DISK_GB", 1), ("T1", "FPGA", 1))]
