@@ -106,8 +106,8 @@ OPTIONS: tuple[Option, ...] = (
         "randomize_allocation_candidates",
         "PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES",
         _parse_bool,
-        "Shuffle allocation candidates before applying 'limit', so that concurrent "
-        "schedulers spread over providers.",
+        "Visit provider trees in random order and shuffle the answer, so that concurrent "
+        "schedulers asking with 'limit' spread over providers.",
     ),
     Option(
         "max_allocation_candidates",
@@ -115,8 +115,9 @@ OPTIONS: tuple[Option, ...] = (
         "max_allocation_candidates",
         "PLACEMENT_MAX_ALLOCATION_CANDIDATES",
         int,
-        "Upper bound on the number of allocation candidates one request returns when it "
-        "gives no limit (-1: no bound).",
+        "Upper bound on the number of allocation candidates in one answer, with or without "
+        "'limit' (-1: no bound). Identical isolated request groups on wide trees have "
+        "millions of candidates; the answer is spread over trees round-robin.",
     ),
     Option(
         "log_level",

@@ -8,7 +8,7 @@ usage, and their trait names.
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, and_, func, select
 
 from placement.data.sql import id_conditions
 from placement.db.tables import (
@@ -67,30 +67,40 @@ def _read_batch(conn, found, where, class_ids, with_traits) -> None:
     if not new_ids:
         return
     # SELECT i.resource_provider_id, rc.name, (total - reserved) * allocation_ratio,
-    #        (SELECT COALESCE(SUM(used), 0) FROM allocations a
-    #         WHERE a.resource_provider_id = i.resource_provider_id
-    #           AND a.resource_class_id = i.resource_class_id)
+    #        COALESCE(u.used, 0)
     # FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
     # JOIN resource_providers rp ON rp.id = i.resource_provider_id
-    # WHERE <rp in chunk> [AND i.resource_class_id IN (:class_ids)]
-    used = (
-        select(func.coalesce(func.sum(allocations.c.used), 0))
-        .where(
-            allocations.c.resource_provider_id == inventories.c.resource_provider_id,
-            allocations.c.resource_class_id == inventories.c.resource_class_id,
+    # LEFT JOIN (SELECT a.resource_provider_id, a.resource_class_id, SUM(a.used) AS used
+    #            FROM allocations a JOIN resource_providers rp ON ...
+    #            WHERE <rp in batch> GROUP BY 1, 2) u ON <same provider and class>
+    # WHERE <rp in batch> [AND i.resource_class_id IN (:class_ids)]
+    usage = (
+        select(
+            allocations.c.resource_provider_id,
+            allocations.c.resource_class_id,
+            func.sum(allocations.c.used).label("used"),
         )
-        .correlate(inventories)
-        .scalar_subquery()
+        .join(rp, rp.c.id == allocations.c.resource_provider_id)
+        .where(where)
+        .group_by(allocations.c.resource_provider_id, allocations.c.resource_class_id)
+        .subquery()
     )
     inventory_query = (
         select(
             inventories.c.resource_provider_id,
             resource_classes.c.name,
             (inventories.c.total - inventories.c.reserved) * inventories.c.allocation_ratio,
-            used,
+            func.coalesce(usage.c.used, 0),
         )
         .join(resource_classes, resource_classes.c.id == inventories.c.resource_class_id)
         .join(rp, rp.c.id == inventories.c.resource_provider_id)
+        .outerjoin(
+            usage,
+            and_(
+                usage.c.resource_provider_id == inventories.c.resource_provider_id,
+                usage.c.resource_class_id == inventories.c.resource_class_id,
+            ),
+        )
         .where(where)
     )
     if class_ids is not None:
