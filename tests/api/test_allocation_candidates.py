@@ -389,3 +389,32 @@ def test_unsuffixed_group_served_by_a_sharing_provider_alone(tree):
     found = tree.candidates("resources=DISK_GB:1&resources2=FPGA:1")
 
     assert found == [alloc(("S", "DISK_GB", 1), ("T1", "FPGA", 1))]
+
+
+def test_a_resourceless_group_with_only_a_forbidden_trait(tree):
+    tree.add("R", inventory={"DISK_GB": 20})
+
+    body = tree.get("resources=DISK_GB:1&required3=!HW_CPU_X86_AVX2&same_subtree=3")
+
+    [request] = body["allocation_requests"]
+    assert tree.named(request) == alloc(("R", "DISK_GB", 1))
+    assert tree.mappings(request) == {"": {"R"}, "3": {"R"}}
+
+
+def test_in_tree_applies_to_a_resourceless_group(tree):
+    tree.add("T0", inventory={"FPGA": 16})
+    tree.add("T0_B", parent="T0", traits=["CUSTOM_B"])
+    tree.add("T3")
+    query = "resources_F=FPGA:1&required_N=CUSTOM_B&group_policy=isolate&same_subtree=_F,_N"
+
+    assert len(tree.candidates(query)) == 1
+    assert tree.candidates(f"{query}&in_tree_N=<T3>") == []
+
+
+def test_repeated_member_of_met_by_the_provider_and_by_its_root(tree):
+    tree.add("T0", aggregates=["A0"])
+    tree.add("T0_1", parent="T0", inventory={"FPGA": 8}, aggregates=["A1"])
+
+    found = tree.candidates("resources=FPGA:1&member_of={A0}&member_of={A1}")
+
+    assert found == [alloc(("T0_1", "FPGA", 1))]
