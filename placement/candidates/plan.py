@@ -97,6 +97,19 @@ class SearchPlan:
         shared = [s for s in self.sharing_options[position] if root in self.anchors[s]]
         return local + shared if shared else local
 
+    def providers_needed(self) -> list[int]:
+        """Per filter, the distinct providers a tree needs: isolated granular
+        groups sharing a filter (twins) each need their own."""
+        needed = [1] * len(self.filters)
+        if self.isolate:
+            granular_uses = [0] * len(self.filters)
+            for position, slot in enumerate(self.slots):
+                if slot.group.granular:
+                    for number in self.filters_of_slot[position]:
+                        granular_uses[number] += 1
+            needed = [max(1, uses) for uses in granular_uses]
+        return needed
+
     @property
     def needs_tree_reads(self) -> bool:
         return bool(self.options_read_lazily or self.subtree_sets or self.unsuffixed_traits)
@@ -217,7 +230,9 @@ def build_plan(
     )
     if lazy and not sharing_ids:
         plan.options_read_lazily = True
-        plan.candidate_roots = sql.candidate_roots(conn, plan.filters, plan.root_filter)
+        plan.candidate_roots = sql.candidate_roots(
+            conn, plan.filters, plan.root_filter, plan.providers_needed()
+        )
     else:
         rows = sql.slot_options(conn, plan.filters, plan.root_filter, sharing_ids)
         plan.add_rows(rows, sharing_ids)

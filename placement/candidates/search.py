@@ -57,11 +57,15 @@ def collect(plan: SearchPlan, roots: list[int], cap: int | None) -> list[Candida
         return True
 
     chains: dict[int, list[int]] = {}
-    # With a cap, read little more than the trees a first round needs.
+    # With a cap, read little more than the trees a first round needs, and
+    # twice as many each time the trees read so far were not enough.
     batch = TREE_READ_BATCH if cap is None else max(16, min(cap, TREE_READ_BATCH))
+    read_up_to = 0
     for index, root in enumerate(roots):
-        if plan.needs_tree_reads and index % batch == 0:
+        if plan.needs_tree_reads and index == read_up_to:
             plan.read_trees(roots[index:index + batch])
+            read_up_to = index + batch
+            batch = min(batch * 2, TREE_READ_BATCH)
         placements = tree_candidates(plan, root, chains)
         for providers in placements:
             if take(root, providers):

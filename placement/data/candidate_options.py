@@ -130,36 +130,46 @@ def slot_options(
 
 
 def candidate_roots(
-    conn: Connection, filters: Sequence[SlotFilter], root_filter: RootFilter
+    conn: Connection,
+    filters: Sequence[SlotFilter],
+    root_filter: RootFilter,
+    providers_needed: Sequence[int],
 ) -> list[int]:
-    """Roots of the trees where every filter has a provider with room (no sharing).
+    """Roots of the trees where every filter has enough providers with room (no sharing).
 
-    A superset of the trees with candidates: the search still checks what
-    needs several providers at once.
+    ``providers_needed[n]``: how many distinct providers filter ``n`` needs in
+    one tree (the number of isolated twins sharing it; 1 otherwise). A
+    superset of the trees with candidates: the search still checks what needs
+    several providers at once.
     """
     # SELECT rp.root_provider_id FROM inventories i JOIN resource_providers rp ...
     #   WHERE <filter 1> AND (total - reserved) * allocation_ratio >= <usage> + :amount
+    #   GROUP BY rp.root_provider_id HAVING COUNT(*) >= :providers_needed
     # INTERSECT SELECT ... <filter 2> ... INTERSECT ...
     root_ok = _root_ok_expr(root_filter)
     selects = []
-    for f in filters:
+    for f, needed in zip(filters, providers_needed, strict=True):
         conditions = _provider_conditions(f)
         if root_ok is not None:
             conditions.append(root_ok == 1)
         if f.class_id is None:
-            selects.append(select(rp.c.root_provider_id).where(*conditions))
-            continue
-        selects.append(
-            select(rp.c.root_provider_id)
-            .select_from(inv.join(rp, rp.c.id == inv.c.resource_provider_id))
-            .where(
-                *_inventory_conditions(f),
-                (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio
-                >= _usage_of_inventory() + f.amount,
-                *conditions,
+            roots = select(rp.c.root_provider_id).where(*conditions)
+        else:
+            roots = (
+                select(rp.c.root_provider_id)
+                .select_from(inv.join(rp, rp.c.id == inv.c.resource_provider_id))
+                .where(
+                    *_inventory_conditions(f),
+                    (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio
+                    >= _usage_of_inventory() + f.amount,
+                    *conditions,
+                )
             )
-        )
-    statement = selects[0].distinct() if len(selects) == 1 else intersect(*selects)
+        roots = roots.group_by(rp.c.root_provider_id)
+        if needed > 1:
+            roots = roots.having(func.count() >= needed)
+        selects.append(roots)
+    statement = selects[0] if len(selects) == 1 else intersect(*selects)
     return sorted(conn.scalars(statement).all())
 
 
