@@ -109,18 +109,42 @@ def tree_candidates(
     options = [plan.options(position, root) for position in range(len(plan.slots))]
     if not all(options):
         return
-    search = _TreeSearch(plan, options, chains)
     if all(len(o) == 1 for o in options):
         # One way to place everything (every flat compute node): check it whole.
         placement = tuple(o[0] for o in options)
-        if search.valid_whole(placement):
+        if plan.subtree_sets:
+            valid = _TreeSearch(plan, options, chains).valid_whole(placement)
+        else:
+            valid = _valid_whole_without_subtrees(plan, placement)
+        if valid:
             yield placement  # twins all on one provider: no other order exists
         return
+    search = _TreeSearch(plan, options, chains)
     if plan.twin_families:
         for placement in search.placements(0):
             yield from _reorder_families(list(placement), plan.twin_families, 0)
     else:
         yield from search.placements(0)
+
+
+def _valid_whole_without_subtrees(plan: SearchPlan, placement: tuple[int, ...]) -> bool:
+    """``_TreeSearch.valid_whole`` for a plan without same_subtree, without its state."""
+    if plan.isolate or plan.one_provider_per_tree:
+        return _TreeSearch(plan, [[p] for p in placement], {}).valid_whole(placement)
+    taken: dict[tuple[int, int], int] = {}
+    for slot, provider in zip(plan.slots, placement, strict=True):
+        for class_id, amount in slot.amounts:
+            key = (provider, class_id)
+            taken[key] = taken.get(key, 0) + amount
+    room = plan.room
+    if not all(room[key].takes_exactly(amount) for key, amount in taken.items()):
+        return False
+    if plan.unsuffixed_traits:
+        have: set[int] = set()
+        for position in plan.unsuffixed_slots:
+            have |= plan.traits_of.get(placement[position], set())
+        return all(any_of & have for any_of in plan.unsuffixed_traits)
+    return True
 
 
 class _TreeSearch:
