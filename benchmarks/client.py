@@ -153,10 +153,11 @@ def concurrent(
         with new_session() as session:
             while True:
                 with lock:
-                    if time.perf_counter() > deadline:
+                    index = next(next_index, None)
+                    if index is not None and time.perf_counter() > deadline:
+                        # Truncated only when a request is left undone.
                         timing.truncated = True
                         return
-                    index = next(next_index, None)
                 if index is None:
                     return
                 _timed_call(request, session, index, timing, lock)

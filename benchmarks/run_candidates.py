@@ -1,0 +1,367 @@
+"""Allocation-candidate benchmarks: GET /allocation_candidates on flat, nested and GPU trees.
+
+Starts a service (``benchmarks.service``: throwaway PostgreSQL + gunicorn, or
+``--database-url``, or ``--url`` of a running one, e.g. upstream placement),
+loads provider trees through the API (``benchmarks.load_trees``), then times
+each query, with and without ``&limit=10``:
+
+* ``flat`` (``--nodes`` compute nodes, one aggregate, AVX2 on all):
+  ``resources=VCPU:1,DISK_GB:10,MEMORY_MB:256&member_of=<agg>&required=HW_CPU_X86_AVX2``,
+  one candidate per node;
+* ``nested`` (7-provider trees; ``--trees 1000,5000,10000`` loads 1,000 trees,
+  runs the queries, grows the load to 5,000, runs them again, and so on):
+  DISK_GB on a multi-attach root, VCPU+MEMORY_MB on the CUSTOM_FOO NUMA node and
+  an FPGA in the same subtree: two candidates per tree;
+* ``gpu`` (``--hosts`` hosts of 2 NUMA nodes x 2 PCIe switches x (2 GPUs + 1 NIC)):
+  two GPUs and a NIC under one switch (2 candidates per switch, 8 per host),
+  four GPUs on one NUMA node (4! per NUMA node, 48 per host) and eight GPUs on
+  the host (8! per host), all with group_policy=isolate.
+
+Each query is first asked once (the probe: candidate count, distinct root
+providers among the candidates, size of the answer); if that fails (non-200,
+timeout) the query is not timed further. Then ``--warm-up`` untimed requests,
+``--requests`` sequential requests (p50/p95/p99) and ``--concurrent-requests``
+requests from ``--concurrency`` threads (req/s), every loop bounded by
+``--max-seconds`` and every request by a 60 s timeout. When requests timed out,
+the runner waits for the service to work them off before the next query.
+
+The expected count is per-tree candidates x trees loaded, cut to the service's
+``--max-candidates`` (its ``[placement] max_allocation_candidates``: 10000 for
+this service, -1, i.e. none, for upstream's default) and to ``limit``. The runner
+passes ``--max-candidates`` to the service it starts; against ``--url`` it only
+says what the given service is configured with. The counts assume the service
+held no other matching trees: on a reused service earlier runs' trees match too.
+
+Prints the configuration and a Markdown table; ``--json`` also writes both to a
+file. Exits 1 when any answer was unexpected (non-200, timeout, wrong count,
+loop stopped by its time limit).
+"""
+
+import argparse
+import math
+import os
+import shlex
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import requests
+
+from benchmarks import client, load_trees, report
+from benchmarks.load_trees import LoadedTrees, Shape
+from benchmarks.run_foundation import unexpected
+from benchmarks.service import running_service
+
+LIMIT = 10
+SETTLE_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class Query:
+    """A GET /allocation_candidates query and how many candidates each loaded tree offers."""
+
+    label: str
+    params: str
+    per_tree: int
+
+
+@dataclass
+class Probe:
+    """What the first answer to a query said."""
+
+    status: int | str  # HTTP status, or the exception's name
+    seconds: float
+    count: int = 0
+    roots: int = 0
+    foreign: int = 0  # candidates using providers this run did not load
+    kib: int = 0
+
+
+@dataclass
+class Context:
+    base_url: str
+    run_id: str
+    args: argparse.Namespace
+
+
+def gpu_groups(count: int) -> str:
+    return "&".join(f"resources_G{i}=PGPU:1" for i in range(1, count + 1))
+
+
+def gpu_suffixes(count: int) -> str:
+    return ",".join(f"_G{i}" for i in range(1, count + 1))
+
+
+def flat_queries(loaded: LoadedTrees) -> list[Query]:
+    return [Query(
+        "flat",
+        f"resources=VCPU:1,DISK_GB:10,MEMORY_MB:256&member_of={loaded.aggregate}"
+        f"&required={load_trees.AVX2}",
+        per_tree=1,
+    )]
+
+
+def nested_queries(loaded: LoadedTrees) -> list[Query]:
+    return [Query(
+        "nested",
+        "resources=DISK_GB:10&required=COMPUTE_VOLUME_MULTI_ATTACH"
+        "&resources_COMPUTE=VCPU:1,MEMORY_MB:256&required_COMPUTE=CUSTOM_FOO"
+        "&resources_FPGA=FPGA:1&group_policy=none&same_subtree=_COMPUTE,_FPGA",
+        per_tree=2,  # the two FPGAs under NUMA0
+    )]
+
+
+def gpu_queries(loaded: LoadedTrees) -> list[Query]:
+    return [
+        Query(
+            "gpu: 2 GPUs + NIC under one switch",
+            "required_SW=CUSTOM_PCIE_SWITCH&resources_G1=PGPU:1&resources_G2=PGPU:1"
+            "&resources_NIC=SRIOV_NET_VF:1&same_subtree=_SW,_G1,_G2,_NIC&group_policy=isolate",
+            per_tree=4 * 2,  # 4 switches, 2 orders of their two GPUs
+        ),
+        Query(
+            "gpu: 4 GPUs on one NUMA node",
+            f"required_NUMA=HW_NUMA_ROOT&{gpu_groups(4)}"
+            f"&same_subtree=_NUMA,{gpu_suffixes(4)}&group_policy=isolate",
+            per_tree=2 * math.factorial(4),
+        ),
+        Query(
+            "gpu: 8 GPUs on one host",
+            f"{gpu_groups(8)}&group_policy=isolate",
+            per_tree=math.factorial(8),
+        ),
+    ]
+
+
+def expected_count(query: Query, trees: int, limit: int | None, max_candidates: int) -> int:
+    count = query.per_tree * trees
+    if max_candidates >= 0:
+        count = min(count, max_candidates)
+    return count if limit is None else min(count, limit)
+
+
+def probe(url: str, loaded: LoadedTrees) -> Probe:
+    """Ask once; count the candidates and the distinct trees they come from."""
+    start = time.perf_counter()
+    try:
+        with client.new_session() as session:
+            response = session.get(url, timeout=client.REQUEST_TIMEOUT_S)
+    except requests.RequestException as exc:
+        return Probe(type(exc).__name__, time.perf_counter() - start)
+    found = Probe(response.status_code, time.perf_counter() - start)
+    if response.status_code != 200:
+        return found
+    candidates = response.json()["allocation_requests"]
+    roots = set()
+    for candidate in candidates:
+        providers = candidate["allocations"]
+        if any(rp not in loaded.root_of for rp in providers):
+            found.foreign += 1
+        roots.update(loaded.root_of[rp] for rp in providers if rp in loaded.root_of)
+    found.count, found.roots, found.kib = len(candidates), len(roots), len(response.content) // 1024
+    return found
+
+
+def probe_note(found: Probe, expected: int) -> str:
+    if found.status != 200:
+        return f"first answer: {found.status} after {found.seconds:.1f} s (EXPECTED 200)"
+    note = f"{found.count} candidates"
+    if found.count != expected:
+        note += f" (EXPECTED {expected})"
+    note += f", {found.roots} roots, {found.kib} KiB"
+    if found.foreign:
+        note += f"; {found.foreign} on providers not loaded by this run (EXPECTED none)"
+    return note
+
+
+def query_row(ctx: Context, loaded: LoadedTrees, query: Query, limit: int | None) -> report.Row:
+    args = ctx.args
+    url = f"{ctx.base_url}/allocation_candidates?{query.params}"
+    name = f"{query.label}, {len(loaded.roots)} {loaded.shape.unit}"
+    if limit is not None:
+        url += f"&limit={limit}"
+        name += f", limit={limit}"
+    print(f"running {name}...", file=sys.stderr, flush=True)
+    found = probe(url, loaded)
+    note = probe_note(
+        found, expected_count(query, len(loaded.roots), limit, args.max_candidates)
+    )
+    if found.status != 200:
+        if not isinstance(found.status, int):
+            settle(ctx.base_url, found.seconds)
+        return report.Row(name, None, None, note)
+
+    def request(session, index):
+        return session.get(url, timeout=client.REQUEST_TIMEOUT_S)
+
+    if args.warm_up:
+        client.warm_up(request, args.warm_up)
+    seq = client.sequential(request, args.requests, args.max_seconds)
+    conc = client.concurrent(request, args.concurrent_requests, args.concurrency,
+                             args.max_seconds)
+    if seq.errors or conc.errors:
+        settle(ctx.base_url, max(seq.latencies + conc.latencies))
+    return report.Row(name, seq, conc, note)
+
+
+def settle(base_url: str, longest: float) -> None:
+    """Let the service work off the requests its client gave up on, before the next query.
+
+    A sync gunicorn worker still computes an answer whose client timed out, and
+    the requests queued behind it wait their turn: without this the next query
+    would be timed against that backlog. ``GET /`` queues behind every request
+    not yet accepted; once it answers, the others in progress end within about
+    one request's time (the longest request of this query, at most the request timeout).
+    """
+    start = time.perf_counter()
+    try:
+        with client.new_session() as session:
+            session.get(f"{base_url}/", timeout=SETTLE_TIMEOUT_S)
+    except requests.RequestException:
+        pass  # the next probe will say whether the service is still there
+    time.sleep(min(longest, client.REQUEST_TIMEOUT_S))
+    print(f"  waited {time.perf_counter() - start:.0f} s for abandoned requests",
+          file=sys.stderr, flush=True)
+
+
+def query_rows(ctx: Context, loaded: LoadedTrees,
+               queries: Callable[[LoadedTrees], list[Query]]) -> list[report.Row]:
+    """Every query, without then with ``limit``."""
+    return [
+        query_row(ctx, loaded, query, limit)
+        for query in queries(loaded)
+        for limit in (None, LIMIT)
+    ]
+
+
+def load(ctx: Context, shape: Shape, count: int, first: int = 0,
+         aggregate: str | None = None) -> LoadedTrees:
+    print(f"loading {count} {shape.name} {shape.unit} ({count * len(shape.nodes)} providers, "
+          f"{count * shape.requests_per_tree} requests)...", file=sys.stderr, flush=True)
+    return load_trees.load_trees(
+        ctx.base_url, shape, count, ctx.args.load_threads,
+        prefix=f"bench-{ctx.run_id}", first=first, aggregate=aggregate, progress=True,
+    )
+
+
+def scenario_flat(ctx: Context, loads: list[str]) -> list[report.Row]:
+    loaded = load(ctx, load_trees.FLAT, ctx.args.nodes)
+    loads.append(describe_load(loaded))
+    return query_rows(ctx, loaded, flat_queries)
+
+
+def scenario_nested(ctx: Context, loads: list[str]) -> list[report.Row]:
+    """The nested queries at each size of ``--trees``, growing one load."""
+    rows: list[report.Row] = []
+    loaded = LoadedTrees(load_trees.NESTED, aggregate=str(uuid.uuid4()))
+    for size in ctx.args.trees:
+        more = size - len(loaded.roots)
+        loaded.extend(load(ctx, load_trees.NESTED, more, len(loaded.roots), loaded.aggregate))
+        rows += query_rows(ctx, loaded, nested_queries)
+    loads.append(describe_load(loaded))
+    return rows
+
+
+def scenario_gpu(ctx: Context, loads: list[str]) -> list[report.Row]:
+    loaded = load(ctx, load_trees.GPU_HOST, ctx.args.hosts)
+    loads.append(describe_load(loaded))
+    return query_rows(ctx, loaded, gpu_queries)
+
+
+SCENARIOS = {"flat": scenario_flat, "nested": scenario_nested, "gpu": scenario_gpu}
+
+
+def describe_load(loaded: LoadedTrees) -> str:
+    return (f"{len(loaded.roots)} {loaded.shape.name} {loaded.shape.unit}, "
+            f"{loaded.providers} providers in {loaded.seconds:.0f} s")
+
+
+def tree_sizes(text: str) -> list[int]:
+    sizes = [int(part) for part in text.split(",")]
+    if any(b <= a for a, b in zip([0, *sizes[:-1]], sizes, strict=True)):
+        raise argparse.ArgumentTypeError("tree counts must be positive and increasing")
+    return sizes
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        description="Allocation-candidate benchmarks (see benchmarks/README.md)."
+    )
+    parser.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="all")
+    parser.add_argument("--nodes", type=int, default=1000, help="flat: compute nodes")
+    parser.add_argument("--trees", type=tree_sizes, default=[1000],
+                        help="nested: trees, or increasing sizes to grow to (1000,5000,10000)")
+    parser.add_argument("--hosts", type=int, default=250, help="gpu: hosts")
+    parser.add_argument("--requests", type=int, default=30, help="sequential requests per query")
+    parser.add_argument("--concurrent-requests", type=int,
+                        help="requests per query at --concurrency (default: --requests)")
+    parser.add_argument("--concurrency", type=int, default=10, help="threads for req/s")
+    parser.add_argument("--warm-up", type=int, default=5,
+                        help="untimed requests per query after the probe")
+    parser.add_argument("--max-seconds", type=float, default=60.0,
+                        help="time limit of each timed loop")
+    parser.add_argument("--max-candidates", type=int, default=10000,
+                        help="the service's max_allocation_candidates (-1: none); "
+                             "passed to the service the runner starts")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
+    parser.add_argument("--load-threads", type=int, default=8, help="threads of the loader")
+    parser.add_argument("--json", metavar="PATH", help="also write configuration and results")
+    parser.add_argument("--log-dir", help="keep gunicorn.log in this folder")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--database-url", help="migrate and serve this database")
+    where.add_argument("--url", help="benchmark this running service (loopback only)")
+    args = parser.parse_args(argv)
+    if args.concurrent_requests is None:
+        args.concurrent_requests = args.requests
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    command = "python -m benchmarks.run_candidates " + shlex.join(
+        sys.argv[1:] if argv is None else argv
+    )
+    machine = report.environment()  # before the service adds its own load
+    if args.url is None:
+        # gunicorn inherits the environment: the service caps candidates as the checks expect.
+        os.environ["PLACEMENT_MAX_ALLOCATION_CANDIDATES"] = str(args.max_candidates)
+    chosen = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
+    with running_service(args.workers, args.database_url, args.url, args.log_dir) as service:
+        print(f"service at {service.base_url}", file=sys.stderr, flush=True)
+        ctx = Context(service.base_url, uuid.uuid4().hex[:6], args)
+        rows: list[report.Row] = []
+        loads: list[str] = []
+        for name in chosen:
+            rows += SCENARIOS[name](ctx, loads)
+        config = {
+            "command": command,
+            "service": service.base_url,
+            "database": " ".join(filter(None, [service.database, service.server_version()])),
+            "gunicorn workers": service.workers if service.workers else "(given service)",
+            "loaded through the API": f"{'; '.join(loads)} ({args.load_threads} threads)",
+            "requests": f"{args.requests} sequential, {args.concurrent_requests} concurrent "
+                        f"per query, after {args.warm_up} untimed warm-up",
+            "concurrency": args.concurrency,
+            "max seconds per loop": args.max_seconds,
+            "max_allocation_candidates": args.max_candidates,
+            **machine,
+        }
+    print()
+    print("Configuration:")
+    for key, value in config.items():
+        print(f"  {key}: {value}")
+    print()
+    print(report.table(rows, args.concurrency))
+    if args.json:
+        report.dump_json(args.json, config, rows)
+    problems = unexpected(rows)
+    if problems:
+        print("\nUNEXPECTED:", *problems, sep="\n  ")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
