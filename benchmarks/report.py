@@ -103,3 +103,37 @@ def dump_json(path: str, config: dict, rows: list[Row]) -> None:
     with open(path, "w") as out:
         json.dump({"config": config, "results": [r.as_dict() for r in rows]}, out, indent=2)
         out.write("\n")
+
+
+def unexpected(rows: list[Row]) -> list[str]:
+    """What went wrong in ``rows``: notes marked EXPECTED, non-2xx answers, errors, truncation."""
+    problems = []
+    for row in rows:
+        if "EXPECTED" in row.note:
+            problems.append(f"{row.scenario}: {row.note}")
+        for timing in (row.sequential, row.concurrent):
+            if timing is None:
+                continue
+            bad = {k: v for k, v in timing.statuses.items() if k not in (200, 204)}
+            if bad or timing.errors or timing.truncated:
+                problems.append(f"{row.scenario}: {timing.status_text()}"
+                                + (" (stopped by time limit)" if timing.truncated else ""))
+    return problems
+
+
+def finish(config: dict, rows: list[Row], concurrency: int, json_path: str | None) -> int:
+    """Print the configuration and the table (and write ``json_path``); the exit status:
+    1 when anything was unexpected, else 0."""
+    print()
+    print("Configuration:")
+    for key, value in config.items():
+        print(f"  {key}: {value}")
+    print()
+    print(table(rows, concurrency))
+    if json_path:
+        dump_json(json_path, config, rows)
+    problems = unexpected(rows)
+    if problems:
+        print("\nUNEXPECTED:", *problems, sep="\n  ")
+        return 1
+    return 0

@@ -51,7 +51,6 @@ import requests
 
 from benchmarks import client, load_trees, report
 from benchmarks.load_trees import LoadedTrees, Shape
-from benchmarks.run_foundation import unexpected
 from benchmarks.service import running_service
 
 LIMIT = 10
@@ -348,19 +347,7 @@ def main(argv: list[str] | None = None) -> int:
             "max_allocation_candidates": args.max_candidates,
             **machine,
         }
-    print()
-    print("Configuration:")
-    for key, value in config.items():
-        print(f"  {key}: {value}")
-    print()
-    print(report.table(rows, args.concurrency))
-    if args.json:
-        report.dump_json(args.json, config, rows)
-    problems = unexpected(rows)
-    if problems:
-        print("\nUNEXPECTED:", *problems, sep="\n  ")
-        return 1
-    return 0
+    return report.finish(config, rows, args.concurrency, args.json)
 
 
 if __name__ == "__main__":

@@ -168,21 +168,6 @@ def contention_inventory(args) -> load.Inventory:
     )
 
 
-def unexpected(rows: list[report.Row]) -> list[str]:
-    problems = []
-    for row in rows:
-        if "EXPECTED" in row.note:
-            problems.append(f"{row.scenario}: {row.note}")
-        for timing in (row.sequential, row.concurrent):
-            if timing is None:
-                continue
-            bad = {k: v for k, v in timing.statuses.items() if k not in (200, 204)}
-            if bad or timing.errors or timing.truncated:
-                problems.append(f"{row.scenario}: {timing.status_text()}"
-                                + (" (stopped by time limit)" if timing.truncated else ""))
-    return problems
-
-
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Foundation benchmarks (see benchmarks/README.md)."
@@ -245,19 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             "seed": args.seed,
             **machine,
         }
-    print()
-    print("Configuration:")
-    for key, value in config.items():
-        print(f"  {key}: {value}")
-    print()
-    print(report.table(rows, args.concurrency))
-    if args.json:
-        report.dump_json(args.json, config, rows)
-    problems = unexpected(rows)
-    if problems:
-        print("\nUNEXPECTED:", *problems, sep="\n  ")
-        return 1
-    return 0
+    return report.finish(config, rows, args.concurrency, args.json)
 
 
 if __name__ == "__main__":

@@ -127,7 +127,7 @@ class SearchPlan:
             self.parents.update(sql.tree_parents(self.conn, roots))
         if self.unsuffixed_traits:
             wanted = set().union(*self.unsuffixed_traits)
-            for provider, traits in sql.tree_traits(self.conn, roots, wanted).items():
+            for provider, traits in sql.requested_traits(self.conn, wanted, roots).items():
                 self.traits_of.setdefault(provider, set()).update(traits)
 
     def add_rows(self, rows: list[tuple], sharing_ids: Set[int] = frozenset()) -> None:
@@ -246,7 +246,7 @@ def build_plan(
         )
         # Sharing providers live in other trees: their traits are read now,
         # those of each tree's own providers when the search gets to it.
-        plan.traits_of = sql.provider_traits(
-            conn, plan.sharing, set().union(*plan.unsuffixed_traits)
+        plan.traits_of = sql.requested_traits(
+            conn, set().union(*plan.unsuffixed_traits), provider_ids=plan.sharing
         )
     return plan

@@ -66,9 +66,6 @@ class CandidateRequest:
             names |= group.traits.names()
         return names
 
-    def granular_groups(self) -> list[RequestGroup]:
-        return [group for group in self.groups if group.granular]
-
 
 def parse_candidate_request(args: Iterable[tuple[str, list[str]]], version) -> CandidateRequest:
     """The query string (``request.args.lists()``) at microversion ``version``."""

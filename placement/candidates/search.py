@@ -41,8 +41,6 @@ def collect(plan: SearchPlan, roots: list[int], cap: int | None) -> list[Candida
     """Up to ``cap`` candidates (all when None), round-robin over ``roots``."""
     found: list[Candidate] = []
     seen_outside_anchor: set[tuple] = set()
-    live: list[Iterator[tuple[int, ...]]] = []
-    live_roots: list[int] = []
 
     def take(root: int, providers: tuple[int, ...]) -> bool:
         """Keep one placement unless it repeats one from another anchor tree."""
@@ -56,36 +54,34 @@ def collect(plan: SearchPlan, roots: list[int], cap: int | None) -> list[Candida
         found.append(Candidate(root, providers))
         return True
 
+    def advance(placements: Iterator[tuple[int, ...]], root: int) -> bool:
+        """Take the next kept placement of one tree; False when it has no more."""
+        return any(take(root, providers) for providers in placements)
+
     chains: dict[int, list[int]] = {}
     # With a cap, read little more than the trees a first round needs, and
     # twice as many each time the trees read so far were not enough.
     batch = TREE_READ_BATCH if cap is None else max(16, min(cap, TREE_READ_BATCH))
     read_up_to = 0
+    live: list[tuple[Iterator[tuple[int, ...]], int]] = []
     for index, root in enumerate(roots):
         if plan.needs_tree_reads and index == read_up_to:
             plan.read_trees(roots[index:index + batch])
             read_up_to = index + batch
             batch = min(batch * 2, TREE_READ_BATCH)
         placements = tree_candidates(plan, root, chains)
-        for providers in placements:
-            if take(root, providers):
-                live.append(placements)
-                live_roots.append(root)
-                break
+        if advance(placements, root):
+            live.append((placements, root))
         if cap is not None and len(found) >= cap:
             return found
-    while live:
+    while live:  # the second candidate of every tree, then the third, ...
         still_live = []
-        still_roots = []
-        for placements, root in zip(live, live_roots, strict=True):
-            for providers in placements:
-                if take(root, providers):
-                    still_live.append(placements)
-                    still_roots.append(root)
-                    break
+        for placements, root in live:
+            if advance(placements, root):
+                still_live.append((placements, root))
             if cap is not None and len(found) >= cap:
                 return found
-        live, live_roots = still_live, still_roots
+        live = still_live
     return found
 
 
@@ -112,11 +108,7 @@ def tree_candidates(
     if all(len(o) == 1 for o in options):
         # One way to place everything (every flat compute node): check it whole.
         placement = tuple(o[0] for o in options)
-        if plan.subtree_sets:
-            valid = _TreeSearch(plan, options, chains).valid_whole(placement)
-        else:
-            valid = _valid_whole_without_subtrees(plan, placement)
-        if valid:
+        if _TreeSearch(plan, options, chains).valid_whole(placement):
             yield placement  # twins all on one provider: no other order exists
         return
     search = _TreeSearch(plan, options, chains)
@@ -125,26 +117,6 @@ def tree_candidates(
             yield from _reorder_families(list(placement), plan.twin_families, 0)
     else:
         yield from search.placements(0)
-
-
-def _valid_whole_without_subtrees(plan: SearchPlan, placement: tuple[int, ...]) -> bool:
-    """``_TreeSearch.valid_whole`` for a plan without same_subtree, without its state."""
-    if plan.isolate or plan.one_provider_per_tree:
-        return _TreeSearch(plan, [[p] for p in placement], {}).valid_whole(placement)
-    taken: dict[tuple[int, int], int] = {}
-    for slot, provider in zip(plan.slots, placement, strict=True):
-        for class_id, amount in slot.amounts:
-            key = (provider, class_id)
-            taken[key] = taken.get(key, 0) + amount
-    room = plan.room
-    if not all(room[key].takes_exactly(amount) for key, amount in taken.items()):
-        return False
-    if plan.unsuffixed_traits:
-        have: set[int] = set()
-        for position in plan.unsuffixed_slots:
-            have |= plan.traits_of.get(placement[position], set())
-        return all(any_of & have for any_of in plan.unsuffixed_traits)
-    return True
 
 
 class _TreeSearch:

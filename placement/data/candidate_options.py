@@ -328,35 +328,25 @@ def tree_parents(conn: Connection, root_ids: Iterable[int]) -> dict[int, int | N
     return parents
 
 
-def tree_traits(
-    conn: Connection, root_ids: Iterable[int], trait_ids: Iterable[int]
+def requested_traits(
+    conn: Connection,
+    trait_ids: Iterable[int],
+    root_ids: Iterable[int] = (),
+    provider_ids: Iterable[int] = (),
 ) -> dict[int, set[int]]:
-    """provider id -> which of ``trait_ids`` it has, for the providers of the given trees."""
+    """provider id -> which of ``trait_ids`` it has, for the providers of the
+    trees ``root_ids`` and for ``provider_ids`` (providers with none are absent)."""
     found: dict[int, set[int]] = {}
     wanted = sorted(set(trait_ids))
-    for condition in id_conditions(conn, rp.c.root_provider_id, root_ids):
-        statement = (
-            select(rpt.c.resource_provider_id, rpt.c.trait_id)
-            .join(rp, rp.c.id == rpt.c.resource_provider_id)
-            .where(condition, rpt.c.trait_id.in_(wanted))
-        )
-        for provider_id, trait_id in conn.execute(statement).all():
-            found.setdefault(provider_id, set()).add(trait_id)
-    return found
-
-
-def provider_traits(
-    conn: Connection, provider_ids: Iterable[int], trait_ids: Iterable[int]
-) -> dict[int, set[int]]:
-    """provider id -> which of ``trait_ids`` it has (providers with none are absent)."""
-    found: dict[int, set[int]] = {}
-    wanted = sorted(set(trait_ids))
-    for condition in id_conditions(conn, rpt.c.resource_provider_id, provider_ids):
-        statement = select(rpt.c.resource_provider_id, rpt.c.trait_id).where(
-            condition, rpt.c.trait_id.in_(wanted)
-        )
-        for provider_id, trait_id in conn.execute(statement).all():
-            found.setdefault(provider_id, set()).add(trait_id)
+    for column, ids in ((rp.c.root_provider_id, root_ids), (rp.c.id, provider_ids)):
+        for condition in id_conditions(conn, column, ids):
+            statement = (
+                select(rpt.c.resource_provider_id, rpt.c.trait_id)
+                .join(rp, rp.c.id == rpt.c.resource_provider_id)
+                .where(condition, rpt.c.trait_id.in_(wanted))
+            )
+            for provider_id, trait_id in conn.execute(statement).all():
+                found.setdefault(provider_id, set()).add(trait_id)
     return found
 
 
