@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from placement.group_resources.naming import DEFAULT_BYTE_UNITS, DEFAULT_STANDARD_CLASSES
+
 DEFAULT_CONFIG_FILE = "/etc/placement/placement.conf"
 DEFAULT_DATABASE_URL = "sqlite:///placement.sqlite"
 AUTH_STRATEGIES = ("noauth2", "token")
@@ -24,6 +26,19 @@ def _parse_bool(text: str) -> bool:
     if lowered in ("0", "false", "no", "off"):
         return False
     raise ValueError(f"not a boolean: {text!r}")
+
+
+def _parse_mapping(text: str) -> dict[str, str]:
+    """``a:B, c:D`` -> {"a": "B", "c": "D"}."""
+    mapping = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip() or not value.strip():
+            raise ValueError(f"expected name:VALUE pairs separated by commas, got {item!r}")
+        mapping[name.strip()] = value.strip()
+    return mapping
 
 
 @dataclass(frozen=True)
@@ -120,6 +135,24 @@ OPTIONS: tuple[Option, ...] = (
         "millions of candidates; the answer is spread over trees round-robin.",
     ),
     Option(
+        "group_resource_classes",
+        "group_resources",
+        "standard_classes",
+        "PLACEMENT_GROUP_RESOURCE_CLASSES",
+        _parse_mapping,
+        "Group-resource translator: node-level resource names and the standard classes "
+        "they become, as name:CLASS pairs. Other names become CUSTOM_<NAME>.",
+    ),
+    Option(
+        "group_resource_byte_units",
+        "group_resources",
+        "byte_units",
+        "PLACEMENT_GROUP_RESOURCE_BYTE_UNITS",
+        _parse_mapping,
+        "Group-resource translator: resource names whose amounts are bytes, and the unit "
+        "(MB or GB, binary) their class counts in, as name:UNIT pairs.",
+    ),
+    Option(
         "log_level",
         "DEFAULT",
         "log_level",
@@ -143,6 +176,12 @@ class Config:
     allow_noauth_on_public_address: bool = False
     randomize_allocation_candidates: bool = False
     max_allocation_candidates: int = 10000
+    group_resource_classes: Mapping[str, str] = dataclasses.field(
+        default_factory=lambda: dict(DEFAULT_STANDARD_CLASSES)
+    )
+    group_resource_byte_units: Mapping[str, str] = dataclasses.field(
+        default_factory=lambda: dict(DEFAULT_BYTE_UNITS)
+    )
     log_level: str = "INFO"
 
     def __post_init__(self) -> None:
@@ -153,6 +192,15 @@ class Config:
             )
         if self.auth_strategy == "token" and not self.tokens_file:
             raise ConfigError("auth_strategy = token needs tokens_file")
+        for name, unit in self.group_resource_byte_units.items():
+            if unit not in ("MB", "GB"):
+                raise ConfigError(f"group_resources byte_units: {name}:{unit} is not MB or GB")
+        for name, class_name in self.group_resource_classes.items():
+            if not class_name or not all(c.isupper() or c.isdigit() or c == "_"
+                                         for c in class_name):
+                raise ConfigError(
+                    f"group_resources standard_classes: {name}:{class_name} is not a class name"
+                )
 
     def replace(self, **changes: Any) -> "Config":
         return dataclasses.replace(self, **changes)
@@ -212,6 +260,8 @@ def render_sample() -> str:
             default = getattr(defaults, option.field)
             if isinstance(default, bool):
                 default = str(default).lower()
+            elif isinstance(default, Mapping):
+                default = ", ".join(f"{key}:{value}" for key, value in default.items())
             lines.append(f"# {option.help}")
             lines.append(f"# Environment variable: {option.env}")
             lines.append(f"#{option.key} = {'' if default is None else default}")

@@ -15,6 +15,7 @@ from placement.handlers import (
     aggregate,
     allocation,
     allocation_candidate,
+    group_resources,
     inventory,
     reshaper,
     resource_class,
@@ -78,6 +79,16 @@ ROUTES: dict[str, dict[str, Callable]] = {
     "/allocation_candidates": {"GET": allocation_candidate.list_allocation_candidates},
     "/reshaper": {"POST": reshaper.reshape},
     "/traits": {"GET": trait.list_traits},
+    # The group-resource key translator (not part of the Placement API).
+    "/group_resources/nodes": {"GET": group_resources.list_nodes},
+    "/group_resources/nodes/<name>": {
+        "GET": group_resources.show_node,
+        "PUT": group_resources.sync_node,
+        "DELETE": group_resources.delete_node,
+    },
+    "/group_resources/queries": {"POST": group_resources.translate},
+    "/group_resources/candidates": {"POST": group_resources.find_candidates},
+    "/group_resources/claims": {"POST": group_resources.claim},
     "/traits/<name>": {
         "GET": trait.show_trait,
         "PUT": trait.put_trait,

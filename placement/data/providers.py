@@ -79,6 +79,16 @@ def get_provider(conn: Connection, uuid: str) -> Provider | None:
     return Provider(**row._mapping) if row else None
 
 
+def get_provider_by_name(conn: Connection, name: str) -> Provider | None:
+    row = conn.execute(_select_providers().where(rp.c.name == name)).first()
+    return Provider(**row._mapping) if row else None
+
+
+def require_provider_by_id(conn: Connection, provider_id: int) -> Provider:
+    row = conn.execute(_select_providers().where(rp.c.id == provider_id)).one()
+    return Provider(**row._mapping)
+
+
 def require_provider(conn: Connection, uuid: str) -> Provider:
     """The provider with ``uuid``, or 404."""
     provider = get_provider(conn, uuid)

@@ -1,0 +1,161 @@
+"""SQL for the group-resource translator: the nodes it manages, read whole.
+
+A node is a provider tree whose root carries ``CUSTOM_GROUP_RESOURCES_NODE``.
+``read_nodes`` reads every such tree (or the named ones) in two queries:
+providers, and inventories with their usage.
+"""
+
+from sqlalchemy import Connection, exists, func, select
+
+from placement.data import names
+from placement.db.aliases import root_provider
+from placement.db.tables import (
+    allocations,
+    inventories,
+    resource_classes,
+    resource_provider_traits,
+    resource_providers,
+    traits,
+)
+from placement.group_resources.naming import NODE_TRAIT
+from placement.group_resources.snapshot import InventoryRow, ProviderRow
+
+rp = resource_providers
+
+
+def _managed_roots(node_names: list[str] | None):
+    """Ids of the roots carrying the node trait (optionally only the named ones)."""
+    # SELECT root.id FROM resource_providers root
+    #   JOIN resource_provider_traits rpt ON rpt.resource_provider_id = root.id
+    #   JOIN traits t ON t.id = rpt.trait_id AND t.name = 'CUSTOM_GROUP_RESOURCES_NODE'
+    #   WHERE root.parent_provider_id IS NULL [AND root.name IN (:names)]
+    query = (
+        select(root_provider.c.id)
+        .join(
+            resource_provider_traits,
+            resource_provider_traits.c.resource_provider_id == root_provider.c.id,
+        )
+        .join(traits, traits.c.id == resource_provider_traits.c.trait_id)
+        .where(traits.c.name == NODE_TRAIT, root_provider.c.parent_provider_id.is_(None))
+    )
+    if node_names is not None:
+        query = query.where(root_provider.c.name.in_(node_names))
+    return query
+
+
+def read_nodes(
+    conn: Connection, node_names: list[str] | None = None
+) -> tuple[list[ProviderRow], list[InventoryRow]]:
+    """Every provider of the managed trees, and every inventory with its usage."""
+    roots = _managed_roots(node_names).subquery()
+    providers = [
+        ProviderRow(*row)
+        for row in conn.execute(
+            select(rp.c.id, rp.c.uuid, rp.c.name, rp.c.parent_provider_id, rp.c.root_provider_id)
+            .join(roots, roots.c.id == rp.c.root_provider_id)
+            .order_by(rp.c.id)
+        )
+    ]
+    # SELECT inv.resource_provider_id, rc.name, inv.total, ..., COALESCE(usage.used, 0)
+    #   FROM inventories inv JOIN resource_classes rc ON rc.id = inv.resource_class_id
+    #   JOIN resource_providers rp ON rp.id = inv.resource_provider_id
+    #   JOIN (<managed roots>) roots ON roots.id = rp.root_provider_id
+    #   LEFT JOIN (SELECT resource_provider_id, resource_class_id, SUM(used) AS used
+    #              FROM allocations GROUP BY 1, 2) usage
+    #     ON usage.resource_provider_id = inv.resource_provider_id
+    #    AND usage.resource_class_id = inv.resource_class_id
+    usage = (
+        select(
+            allocations.c.resource_provider_id,
+            allocations.c.resource_class_id,
+            func.sum(allocations.c.used).label("used"),
+        )
+        .group_by(allocations.c.resource_provider_id, allocations.c.resource_class_id)
+        .subquery()
+    )
+    inventory_rows = [
+        InventoryRow(
+            provider_id=row[0],
+            resource_class=row[1],
+            total=row[2],
+            reserved=row[3],
+            min_unit=row[4],
+            max_unit=row[5],
+            step_size=row[6],
+            allocation_ratio=float(row[7]),
+            used=int(row[8]),
+        )
+        for row in conn.execute(
+            select(
+                inventories.c.resource_provider_id,
+                resource_classes.c.name,
+                inventories.c.total,
+                inventories.c.reserved,
+                inventories.c.min_unit,
+                inventories.c.max_unit,
+                inventories.c.step_size,
+                inventories.c.allocation_ratio,
+                func.coalesce(usage.c.used, 0),
+            )
+            .join(resource_classes, resource_classes.c.id == inventories.c.resource_class_id)
+            .join(rp, rp.c.id == inventories.c.resource_provider_id)
+            .join(roots, roots.c.id == rp.c.root_provider_id)
+            .outerjoin(
+                usage,
+                (usage.c.resource_provider_id == inventories.c.resource_provider_id)
+                & (usage.c.resource_class_id == inventories.c.resource_class_id),
+            )
+        )
+    ]
+    return providers, inventory_rows
+
+
+def node_names(conn: Connection) -> list[tuple[str, str]]:
+    """(name, uuid) of every managed node, by name."""
+    roots = _managed_roots(None).subquery()
+    return [
+        (name, uuid)
+        for name, uuid in conn.execute(
+            select(rp.c.name, rp.c.uuid).join(roots, roots.c.id == rp.c.id).order_by(rp.c.name)
+        )
+    ]
+
+
+def is_managed(conn: Connection, provider_id: int) -> bool:
+    return bool(
+        conn.scalar(
+            select(
+                exists()
+                .where(resource_provider_traits.c.resource_provider_id == provider_id)
+                .where(resource_provider_traits.c.trait_id == traits.c.id)
+                .where(traits.c.name == NODE_TRAIT)
+            )
+        )
+    )
+
+
+def tree_provider_ids_by_name(conn: Connection, root_id: int) -> dict[str, int]:
+    return dict(
+        conn.execute(select(rp.c.name, rp.c.id).where(rp.c.root_provider_id == root_id)).all()
+    )
+
+
+def providers_with_allocations(conn: Connection, provider_ids: list[int]) -> set[int]:
+    if not provider_ids:
+        return set()
+    return set(
+        conn.scalars(
+            select(allocations.c.resource_provider_id)
+            .where(allocations.c.resource_provider_id.in_(provider_ids))
+            .distinct()
+        )
+    )
+
+
+def ensure_custom_names(conn: Connection, classes: set[str], trait_names: set[str]) -> None:
+    """Create the custom classes and traits that do not exist yet."""
+    for table, wanted in ((resource_classes, classes), (traits, trait_names)):
+        custom = {name for name in wanted if name.startswith(names.CUSTOM_PREFIX)}
+        missing = custom - set(names.ids_by_name(conn, table, custom))
+        for name in sorted(missing):
+            names.create_name(conn, table, name)

@@ -1,0 +1,158 @@
+"""A requested key map -> request groups, and those groups fitted to a node's levels.
+
+``parse_request`` reads the map once (amounts in class units, every key
+kept). ``fit_to_levels`` then completes it for the levels of one node:
+
+- A *hierarchical* request (one that names at least one group holding
+  subgroups, e.g. ``Gpugrp0/RA/gpu/gpu0/cards``) may skip levels the node
+  has above or between the ones it names. Each skipped level is filled in
+  per request group, with the group's own index: ``Gpugrp0/RA`` and
+  ``Gpugrp0/RB`` on a node that also has ``Gpugrp1`` become
+  ``Gpugrp1/RA/Gpugrp0/RA`` and ``Gpugrp1/RB/Gpugrp0/RB``, so each lower group
+  gets a unique higher group, a different one per lower group (seed 000,
+  section V).
+- A *flat* request (every group holds only base resources, e.g.
+  ``gpu/0/cards``, seed 000 section II) expresses no affinity: each group
+  lands on any group of that level anywhere on the node.
+
+Distinct request groups always land on distinct groups of the node.
+"""
+
+from dataclasses import dataclass
+
+from placement import errors
+from placement.group_resources.keys import KeyGroup, parse_key_map
+from placement.group_resources.levels import Levels
+from placement.group_resources.naming import Naming
+from placement.group_resources.quantities import amount_in_unit
+
+
+@dataclass(frozen=True)
+class Demand:
+    resource_class: str
+    amount: int
+    key: str  # the requested key
+    base_name: str
+
+
+@dataclass(frozen=True, eq=False)
+class RequestGroup:
+    level: str | None  # None for the top of the request
+    index: str | None
+    path: tuple[str, ...]  # as requested; filled-in levels get their lower group's index
+    demands: tuple[Demand, ...]
+    children: tuple["RequestGroup", ...]
+    filled_in: bool = False  # a level the request skipped (section V)
+
+    def walk(self):
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+    def first_key(self) -> str:
+        for group in self.walk():
+            for demand in group.demands:
+                return demand.key
+        return "/".join(self.path)
+
+    def shape(self) -> tuple:
+        """Equal for groups that can stand in for each other (twins)."""
+        return (
+            self.level,
+            tuple(sorted((d.resource_class, d.amount) for d in self.demands)),
+            tuple(sorted(child.shape() for child in self.children)),
+        )
+
+
+@dataclass(frozen=True)
+class GroupRequest:
+    top: RequestGroup
+    flat: bool
+
+    def keys(self) -> list[str]:
+        return [d.key for g in self.top.walk() for d in g.demands]
+
+
+@dataclass(frozen=True)
+class Unplaced:
+    """Why a request cannot go on a node, naming a requested key."""
+
+    key: str
+    reason: str
+
+
+def parse_request(resources: object, naming: Naming) -> GroupRequest:
+    root = parse_key_map(resources, "requested resources")
+    if not root.base and not root.subgroups:
+        raise errors.BadRequest("The requested resources are empty.")
+    top = _request_group(root, naming)
+    flat = all(not child.subgroups for child in root.subgroups.values())
+    return GroupRequest(top=top, flat=flat)
+
+
+def _request_group(group: KeyGroup, naming: Naming) -> RequestGroup:
+    demands: list[Demand] = []
+    for base_name, (key, value) in group.base.items():
+        resource_class = naming.resource_class(group.name, base_name)
+        amount = amount_in_unit(value, naming.unit(base_name), key, resource_class)
+        if amount == 0:
+            raise errors.BadRequest(f"{key}: a requested amount must be positive.")
+        for other in demands:
+            if other.resource_class == resource_class:
+                raise errors.BadRequest(
+                    f"Keys {other.key!r} and {key!r} both become resource class "
+                    f"{resource_class}."
+                )
+        demands.append(Demand(resource_class, amount, key, base_name))
+    return RequestGroup(
+        level=group.name,
+        index=group.index,
+        path=group.path,
+        demands=tuple(demands),
+        children=tuple(_request_group(child, naming) for child in group.subgroups.values()),
+    )
+
+
+def fit_to_levels(request: GroupRequest, levels: Levels) -> RequestGroup | Unplaced:
+    """The request's groups as they must land on a node with ``levels``."""
+    if request.flat:
+        for child in request.top.children:
+            if child.level not in levels.parents:
+                return Unplaced(child.first_key(), f"the node has no {child.level!r} groups")
+        return request.top
+    return _fit(request.top, levels)
+
+
+def _fit(group: RequestGroup, levels: Levels) -> RequestGroup | Unplaced:
+    children = []
+    for child in group.children:
+        assert child.level is not None
+        between = levels.levels_between(group.level, child.level)
+        if between is None:
+            where = "the node" if group.level is None else f"its {group.level!r} group"
+            return Unplaced(
+                child.first_key(), f"the node has no {child.level!r} groups under {where}"
+            )
+        fitted = _fit(child, levels)
+        if isinstance(fitted, Unplaced):
+            return fitted
+        index = child.index or ""
+        for depth in reversed(range(len(between))):
+            filled_path = tuple(s for level in between[: depth + 1] for s in (level, index))
+            fitted = RequestGroup(
+                level=between[depth],
+                index=child.index,
+                path=(*group.path, *filled_path),
+                demands=(),
+                children=(fitted,),
+                filled_in=True,
+            )
+        children.append(fitted)
+    return RequestGroup(
+        level=group.level,
+        index=group.index,
+        path=group.path,
+        demands=group.demands,
+        children=tuple(children),
+        filled_in=group.filled_in,
+    )

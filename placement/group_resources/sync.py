@@ -1,0 +1,168 @@
+"""Node sync: make a node's provider tree exactly what its key map says.
+
+Idempotent: a map equal to the last one changes no row and no generation.
+A changed map adds, updates and removes group providers and inventories in
+the request's one transaction; anything that would take away resources still
+allocated is refused with a 409 naming the keys, before anything is written.
+"""
+
+import uuid as uuid_lib
+from dataclasses import dataclass
+
+from sqlalchemy import Connection
+
+from placement import errors
+from placement.data import group_nodes, provider_traits
+from placement.data import inventories as inventory_data
+from placement.data import providers as provider_data
+from placement.data.inventories import Inventory
+from placement.group_resources.naming import (
+    NODE_TRAIT,
+    Naming,
+    level_trait,
+    path_of,
+    provider_name,
+)
+from placement.group_resources.node_tree import DesiredProvider, desired_tree
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    created: bool  # the node did not exist before
+    changed: bool  # something was written
+
+
+def sync_node(
+    conn: Connection, node: str, resources: object, naming: Naming, node_uuid: str | None = None
+) -> SyncResult:
+    desired = desired_tree(resources, naming)
+    group_nodes.ensure_custom_names(
+        conn,
+        {c for p in desired.providers for c in p.inventories},
+        {NODE_TRAIT} | {level_trait(p.level) for p in desired.providers if p.level},
+    )
+    root, created = _root(conn, node, node_uuid)
+    existing = {
+        path: provider_id
+        for name, provider_id in group_nodes.tree_provider_ids_by_name(conn, root.id).items()
+        if (path := path_of(node, name)) is not None
+    }
+    wanted_paths = {p.path for p in desired.providers}
+    removed = sorted(
+        (path for path in existing if path not in wanted_paths), key=len, reverse=True
+    )
+    _refuse_removing_allocated(conn, node, [existing[p] for p in removed], removed)
+    changed = created
+    for wanted in desired.providers:
+        provider = _provider_for(conn, node, root, wanted, existing)
+        changed |= _sync_provider(conn, node, provider, wanted)
+    for path in removed:
+        provider = provider_data.require_provider_by_id(conn, existing[path])
+        provider_data.delete_provider(conn, provider)
+        changed = True
+    return SyncResult(created=created, changed=changed)
+
+
+def delete_node(conn: Connection, node: str) -> None:
+    root = require_node(conn, node)
+    by_name = group_nodes.tree_provider_ids_by_name(conn, root.id)
+    ordered = sorted(by_name.items(), key=lambda item: item[0].count("/"), reverse=True)
+    in_use = group_nodes.providers_with_allocations(conn, list(by_name.values()))
+    if in_use:
+        held = sorted(name for name, provider_id in by_name.items() if provider_id in in_use)
+        raise errors.Conflict(
+            f"Node {node} still has allocations on: {', '.join(held)}.",
+            code=errors.PROVIDER_IN_USE,
+        )
+    for _name, provider_id in ordered:
+        provider_data.delete_provider(conn, provider_data.require_provider_by_id(conn, provider_id))
+
+
+def require_node(conn: Connection, node: str) -> provider_data.Provider:
+    provider = provider_data.get_provider_by_name(conn, node)
+    if provider is None or not group_nodes.is_managed(conn, provider.id):
+        raise errors.NotFound(f"No group-resource node named {node}.")
+    return provider
+
+
+def _root(conn, node: str, node_uuid: str | None) -> tuple[provider_data.Provider, bool]:
+    provider = provider_data.get_provider_by_name(conn, node)
+    if provider is None:
+        provider = provider_data.create_provider(
+            conn, node_uuid or str(uuid_lib.uuid4()), node, None
+        )
+        provider_traits.set_provider_traits(conn, provider, [NODE_TRAIT], provider.generation)
+        return provider_data.require_provider(conn, provider.uuid), True
+    if provider.parent_provider_id is not None or not group_nodes.is_managed(conn, provider.id):
+        raise errors.Conflict(
+            f"A resource provider named {node} exists and is not a group-resource node.",
+            code=errors.DUPLICATE_NAME,
+        )
+    if node_uuid is not None and node_uuid != provider.uuid:
+        raise errors.Conflict(
+            f"Node {node} exists with uuid {provider.uuid}, not {node_uuid}.",
+            code=errors.DUPLICATE_NAME,
+        )
+    return provider, False
+
+
+def _refuse_removing_allocated(conn, node: str, provider_ids: list[int], paths) -> None:
+    in_use = group_nodes.providers_with_allocations(conn, provider_ids)
+    held = [path for path, provider_id in zip(paths, provider_ids, strict=True)
+            if provider_id in in_use]
+    if held:
+        keys = ", ".join("/".join(path) for path in sorted(held))
+        raise errors.Conflict(
+            f"Node {node}: cannot remove groups that still have allocations: {keys}.",
+            code=errors.PROVIDER_IN_USE,
+        )
+
+
+def _provider_for(conn, node, root, wanted: DesiredProvider, existing) -> provider_data.Provider:
+    if not wanted.path:
+        return provider_data.require_provider(conn, root.uuid)
+    if wanted.path in existing:
+        return provider_data.require_provider_by_id(conn, existing[wanted.path])
+    parent_id = existing[wanted.parent_path] if wanted.parent_path else root.id
+    parent = provider_data.require_provider_by_id(conn, parent_id)
+    provider = provider_data.create_provider(
+        conn, str(uuid_lib.uuid4()), provider_name(node, wanted.path), parent.uuid
+    )
+    existing[wanted.path] = provider.id
+    return provider
+
+
+def _sync_provider(conn, node: str, provider, wanted: DesiredProvider) -> bool:
+    changed = False
+    if wanted.level is not None:
+        trait = level_trait(wanted.level)
+        current_traits = provider_traits.get_provider_traits(conn, provider)
+        if trait not in current_traits:
+            provider_traits.set_provider_traits(
+                conn, provider, [*current_traits, trait], provider.generation
+            )
+            provider = provider_data.require_provider(conn, provider.uuid)
+            changed = True
+    current = inventory_data.get_inventories(conn, provider)
+    target = {
+        resource_class: Inventory(
+            resource_class=resource_class,
+            total=total,
+            reserved=0,
+            min_unit=1,
+            max_unit=total,
+            step_size=1,
+            allocation_ratio=1.0,
+        )
+        for resource_class, total in wanted.inventories.items()
+    }
+    if {c: i.fields() for c, i in current.items()} != {c: i.fields() for c, i in target.items()}:
+        try:
+            inventory_data.replace_inventories(conn, provider, target, provider.generation)
+        except errors.Conflict as exc:
+            where = "/".join(wanted.path) or node
+            raise errors.Conflict(
+                f"Node {node}, group {where}: {exc.detail}", code=exc.code
+            ) from exc
+        changed = True
+    return changed

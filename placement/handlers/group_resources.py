@@ -1,0 +1,119 @@
+"""/group_resources: the group-resource key translator over HTTP.
+
+Thin views over ``placement.group_resources.service``; bodies are in the
+client's keys (``gpu/0/cards``), answers map them back to the node's keys.
+"""
+
+import flask
+
+from placement import errors
+from placement.context import RequestContext
+from placement.data import group_nodes
+from placement.group_resources import service
+from placement.group_resources.allocator import Placement
+from placement.group_resources.naming import Naming
+from placement.http import json_response, load_body, no_content
+from placement.schemas import group_resources as schemas
+from placement.schemas.group_resources import NODE_NAME_PATTERN
+
+
+def naming_of(ctx: RequestContext) -> Naming:
+    return Naming(
+        standard_classes=ctx.config.group_resource_classes,
+        byte_units=ctx.config.group_resource_byte_units,
+    )
+
+
+def list_nodes(ctx: RequestContext) -> flask.Response:
+    nodes = [{"name": name, "uuid": uuid} for name, uuid in group_nodes.node_names(ctx.conn)]
+    return json_response(ctx, {"nodes": nodes})
+
+
+def show_node(ctx: RequestContext, name: str) -> flask.Response:
+    return json_response(ctx, service.node_view(ctx.conn, name))
+
+
+def sync_node(ctx: RequestContext, name: str) -> flask.Response:
+    if not NODE_NAME_PATTERN.match(name) or len(name) > 200:
+        raise errors.BadRequest("A node name is 1 to 200 characters without '/'.")
+    data = load_body(ctx, schemas.SyncNode())
+    result = service.sync_node(ctx.conn, name, data["resources"], naming_of(ctx), data.get("uuid"))
+    body = service.node_view(ctx.conn, name)
+    body["changed"] = result.changed
+    return json_response(ctx, body, status=201 if result.created else 200)
+
+
+def delete_node(ctx: RequestContext, name: str) -> flask.Response:
+    service.delete_node(ctx.conn, name)
+    return no_content()
+
+
+def translate(ctx: RequestContext) -> flask.Response:
+    data = load_body(ctx, schemas.Translate())
+    translations = service.translate(
+        ctx.conn, data["resources"], naming_of(ctx), data.get("nodes")
+    )
+    queries = []
+    for translation in translations:
+        entry: dict = {"nodes": translation.nodes}
+        if translation.query is not None:
+            entry["microversion"] = service.QUERY_MICROVERSION
+            entry["query"] = translation.query.query_string()
+            entry["groups"] = translation.query.groups
+        else:
+            assert translation.unplaced is not None
+            entry["unplaced"] = {
+                "key": translation.unplaced.key,
+                "reason": translation.unplaced.reason,
+            }
+        queries.append(entry)
+    return json_response(ctx, {"queries": queries})
+
+
+def find_candidates(ctx: RequestContext) -> flask.Response:
+    data = load_body(ctx, schemas.FindCandidates())
+    answer = service.find_candidates(
+        ctx.conn,
+        data["resources"],
+        naming_of(ctx),
+        scorer=data.get("scorer", "pack"),
+        limit=data.get("limit"),
+        node_names=data.get("nodes"),
+    )
+    body = {
+        "candidates": [_placement_body(p, data["resources"]) for p in answer.placements],
+        "feasible_nodes": answer.feasible_nodes,
+        "unplaced": [
+            {"key": b.key, "reason": b.reason, "nodes": b.nodes} for b in answer.blocking
+        ],
+    }
+    return json_response(ctx, body)
+
+
+def claim(ctx: RequestContext) -> flask.Response:
+    data = load_body(ctx, schemas.Claim())
+    placement = service.claim(
+        ctx.conn,
+        data["resources"],
+        naming_of(ctx),
+        consumer_uuid=data["consumer_uuid"],
+        project_id=data["project_id"],
+        user_id=data["user_id"],
+        consumer_type=data.get("consumer_type"),
+        scorer=data.get("scorer", "pack"),
+        node_names=data.get("nodes"),
+    )
+    body = {"consumer_uuid": data["consumer_uuid"], **_placement_body(placement, data["resources"])}
+    return json_response(ctx, body)
+
+
+def _placement_body(placement: Placement, requested: dict) -> dict:
+    return {
+        "node": placement.node.name,
+        "node_uuid": placement.node.root.uuid,
+        "score": round(placement.score, 6),
+        "mappings": {key: placement.mappings[key] for key in requested},
+        "allocations": {
+            uuid: {"resources": resources} for uuid, resources in placement.allocations.items()
+        },
+    }

@@ -1,0 +1,49 @@
+"""Request bodies for the /group_resources endpoints (the key translator).
+
+``resources`` maps keys to amounts; the keys and amounts are checked by the
+translator itself, which names the offending key.
+"""
+
+import re
+
+from marshmallow import Schema, fields, validate
+
+from placement.group_resources.scoring import SCORERS
+from placement.schemas.fields import StrictInteger, StrictString, UuidString
+
+NODE_NAME_PATTERN = re.compile(r"^[^/]+$")
+CONSUMER_TYPE_PATTERN = re.compile(r"^[A-Z0-9_]+$")
+
+_scorer = StrictString(validate=validate.OneOf(sorted(SCORERS)))
+_node_names = fields.List(StrictString(max_length=200), validate=validate.Length(min=1))
+
+
+class SyncNode(Schema):
+    """PUT /group_resources/nodes/{name}."""
+
+    resources = fields.Dict(required=True)
+    uuid = UuidString()
+
+
+class Translate(Schema):
+    """POST /group_resources/queries (dry-run)."""
+
+    resources = fields.Dict(required=True)
+    nodes = _node_names
+
+
+class FindCandidates(Translate):
+    """POST /group_resources/candidates."""
+
+    scorer = _scorer
+    limit = StrictInteger(minimum=1)
+
+
+class Claim(Translate):
+    """POST /group_resources/claims."""
+
+    consumer_uuid = UuidString(required=True)
+    project_id = StrictString(required=True)
+    user_id = StrictString(required=True)
+    consumer_type = StrictString(pattern=CONSUMER_TYPE_PATTERN)
+    scorer = _scorer
