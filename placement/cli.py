@@ -1,4 +1,4 @@
-"""The ``placement`` command: ``db upgrade``, ``serve`` and ``sample-config``."""
+"""The ``placement`` command: ``db``, ``serve``, ``group-resources`` and ``sample-config``."""
 
 import argparse
 import ipaddress
@@ -8,6 +8,7 @@ import sys
 from placement.config import Config, ConfigError, load_config, render_sample
 from placement.db import migrate
 from placement.db.engine import is_sqlite, make_engine
+from placement.group_resources import commands as group_commands
 
 LOG = logging.getLogger("placement")
 
@@ -48,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
         help="allow auth_strategy = noauth2 on a non-loopback address (unsafe)",
     )
     serve.set_defaults(run=_serve)
+
+    group_commands.add_commands(commands)
 
     sample = commands.add_parser("sample-config", help="print the sample configuration file")
     sample.set_defaults(run=lambda config, args: print(render_sample()) or 0)

@@ -4,6 +4,7 @@ Each function takes an open connection inside a transaction and leaves the
 commit to its caller, so one call is one transaction.
 """
 
+import random
 from collections import Counter
 from dataclasses import dataclass
 
@@ -15,7 +16,6 @@ from placement.data import consumers as consumer_data
 from placement.data import group_nodes
 from placement.group_resources.allocator import Allocator, Placement
 from placement.group_resources.naming import Naming
-from placement.group_resources.query_text import MICROVERSION as QUERY_MICROVERSION
 from placement.group_resources.query_text import CandidateQuery, candidate_query
 from placement.group_resources.request_tree import (
     GroupRequest,
@@ -29,7 +29,6 @@ from placement.group_resources.snapshot import Location, Node, build_nodes
 from placement.group_resources.sync import SyncResult, delete_node, require_node, sync_node
 
 __all__ = [
-    "QUERY_MICROVERSION",
     "CandidateAnswer",
     "SyncResult",
     "claim",
@@ -40,7 +39,7 @@ __all__ = [
     "translate",
 ]
 
-CLAIM_ATTEMPTS = 5
+CLAIM_ATTEMPTS = 10
 GROUP_UNPLACEABLE = "placement.group_resources.unplaceable"
 CONSUMER_EXISTS = "placement.group_resources.consumer_exists"
 
@@ -158,7 +157,10 @@ def claim(
     """Place ``resources`` on the best node and allocate them to a new consumer.
 
     Another claim committing first may take what was chosen: the write then
-    fails its capacity check, and the choice is made again from fresh data.
+    fails its capacity check (PostgreSQL: after waiting for the other's
+    provider locks), and the choice is made again from fresh data, at random
+    among the nodes that score as well as the best, so that claimers racing
+    for one node spread out.
     """
     if consumer_data.get_consumer(conn, consumer_uuid) is not None:
         raise errors.Conflict(
@@ -168,12 +170,16 @@ def claim(
         )
     request = parse_request(resources, naming)
     last_conflict = None
-    for _attempt in range(CLAIM_ATTEMPTS):
+    for attempt in range(CLAIM_ATTEMPTS):
         nodes = build_nodes(*group_nodes.read_nodes(conn, node_names))
-        answer = _rank(request, nodes, scorer, limit=1)
+        answer = _rank(request, nodes, scorer, limit=None if attempt else 1)
         if not answer.placements:
             raise unplaceable(answer)
         best = answer.placements[0]
+        if attempt:
+            # Others chose the same best node; spread the retries over its equals.
+            equals = [p for p in answer.placements if p.score >= best.score - 1e-9]
+            best = random.choice(equals)
         write = allocation_data.ConsumerWrite(
             consumer_uuid=consumer_uuid,
             project_id=project_id,

@@ -9,8 +9,7 @@ import flask
 from placement import errors
 from placement.context import RequestContext
 from placement.data import group_nodes
-from placement.group_resources import service
-from placement.group_resources.allocator import Placement
+from placement.group_resources import bodies, service
 from placement.group_resources.naming import Naming
 from placement.http import json_response, load_body, no_content
 from placement.schemas import group_resources as schemas
@@ -53,21 +52,7 @@ def translate(ctx: RequestContext) -> flask.Response:
     translations = service.translate(
         ctx.conn, data["resources"], naming_of(ctx), data.get("nodes")
     )
-    queries = []
-    for translation in translations:
-        entry: dict = {"nodes": translation.nodes}
-        if translation.query is not None:
-            entry["microversion"] = service.QUERY_MICROVERSION
-            entry["query"] = translation.query.query_string()
-            entry["groups"] = translation.query.groups
-        else:
-            assert translation.unplaced is not None
-            entry["unplaced"] = {
-                "key": translation.unplaced.key,
-                "reason": translation.unplaced.reason,
-            }
-        queries.append(entry)
-    return json_response(ctx, {"queries": queries})
+    return json_response(ctx, bodies.translations_body(translations))
 
 
 def find_candidates(ctx: RequestContext) -> flask.Response:
@@ -80,14 +65,7 @@ def find_candidates(ctx: RequestContext) -> flask.Response:
         limit=data.get("limit"),
         node_names=data.get("nodes"),
     )
-    body = {
-        "candidates": [_placement_body(p, data["resources"]) for p in answer.placements],
-        "feasible_nodes": answer.feasible_nodes,
-        "unplaced": [
-            {"key": b.key, "reason": b.reason, "nodes": b.nodes} for b in answer.blocking
-        ],
-    }
-    return json_response(ctx, body)
+    return json_response(ctx, bodies.candidates_body(answer, data["resources"]))
 
 
 def claim(ctx: RequestContext) -> flask.Response:
@@ -103,17 +81,8 @@ def claim(ctx: RequestContext) -> flask.Response:
         scorer=data.get("scorer", "pack"),
         node_names=data.get("nodes"),
     )
-    body = {"consumer_uuid": data["consumer_uuid"], **_placement_body(placement, data["resources"])}
-    return json_response(ctx, body)
-
-
-def _placement_body(placement: Placement, requested: dict) -> dict:
-    return {
-        "node": placement.node.name,
-        "node_uuid": placement.node.root.uuid,
-        "score": round(placement.score, 6),
-        "mappings": {key: placement.mappings[key] for key in requested},
-        "allocations": {
-            uuid: {"resources": resources} for uuid, resources in placement.allocations.items()
-        },
+    body = {
+        "consumer_uuid": data["consumer_uuid"],
+        **bodies.placement_body(placement, data["resources"]),
     }
+    return json_response(ctx, body)

@@ -152,3 +152,52 @@ def test_concurrent_claims_never_over_commit(service):
 
     final = requests.get(f"{base}/resource_providers/{provider}/usages", headers=HEADERS).json()
     assert final["usages"]["VCPU"] <= CAPACITY
+
+
+def _gpu_node(index):
+    resources = {"cpu": 64}
+    for device in range(8):
+        resources[f"Gpugrp1/{device // 4}/Gpugrp0/{device // 2}/gpu/dev{device}/cards"] = 1
+    return resources
+
+
+@pytest.mark.slow
+def test_concurrent_group_resource_claims_never_share_a_device(service):
+    base = service
+    for index in range(2):
+        response = requests.put(
+            f"{base}/group_resources/nodes/gpu-{index}",
+            json={"resources": _gpu_node(index)},
+            headers=HEADERS,
+        )
+        assert response.status_code == 201, response.text
+    # 2 nodes x 4 GPU pairs: 8 pair claims fit, 4 cannot.
+    pair = {"cpu": 1, "Gpugrp0/RA/gpu/a/cards": 1, "Gpugrp0/RA/gpu/b/cards": 1}
+
+    def claim(consumer):
+        body = {"resources": pair, "consumer_uuid": consumer, "project_id": "p", "user_id": "u"}
+        return requests.post(f"{base}/group_resources/claims", json=body, headers=HEADERS,
+                             timeout=60)
+
+    consumers = [str(uuid.uuid4()) for _ in range(12)]
+    responses = _race([lambda c=c: claim(c) for c in consumers])
+    statuses = [r.status_code for r in responses]
+    assert sorted(statuses) == [200] * 8 + [409] * 4, [r.text for r in responses]
+    devices = []
+    for response in responses:
+        if response.status_code == 200:
+            body = response.json()
+            devices += [(body["node"], key) for key in body["mappings"].values()
+                        if "/gpu/" in key]
+        else:
+            assert response.json()["errors"][0]["code"] == (
+                "placement.group_resources.unplaceable"
+            )
+    assert len(devices) == 16 == len(set(devices))
+    for index in range(2):
+        node = requests.get(f"{base}/group_resources/nodes/gpu-{index}", headers=HEADERS).json()
+        for group in node["groups"]:
+            cards = group["inventories"].get("CUSTOM_GPU_CARDS")
+            if cards:
+                assert cards["used"] == 1
+        assert node["inventories"]["VCPU"]["used"] == 4

@@ -1,0 +1,183 @@
+"""Node sync through /group_resources/nodes: trees, idempotence, changes, refusals."""
+
+import uuid
+
+from tests.api.group_resource_helpers import SECTION_II_NODE, claim, eight_gpu_node, sync
+from tests.conftest import error_code
+
+
+def _groups(api, name):
+    body = api.get(f"/group_resources/nodes/{name}").json
+    return {group["key"]: group for group in body["groups"]}
+
+
+def test_a_synced_node_is_a_provider_tree_named_by_key_paths(api):
+    response = sync(api, "n1", eight_gpu_node())
+    assert response.status_code == 201
+    body = response.json
+    assert body["inventories"]["VCPU"]["total"] == 16
+    assert body["inventories"]["MEMORY_MB"]["total"] == 65536
+    keys = {group["key"] for group in body["groups"]}
+    assert "Gpugrp1/0/Gpugrp0/1/gpu/dev3" in keys and "Gpugrp1/1" in keys
+    assert len(keys) == 2 + 4 + 8
+    dev3 = next(g for g in body["groups"] if g["key"] == "Gpugrp1/0/Gpugrp0/1/gpu/dev3")
+    provider = api.get(f"/resource_providers/{dev3['uuid']}").json
+    assert provider["name"] == "n1/Gpugrp1/0/Gpugrp0/1/gpu/dev3"
+    assert provider["root_provider_uuid"] == body["uuid"]
+    parent = api.get(f"/resource_providers/{provider['parent_provider_uuid']}").json
+    assert parent["name"] == "n1/Gpugrp1/0/Gpugrp0/1"
+    traits = api.get(f"/resource_providers/{dev3['uuid']}/traits").json["traits"]
+    assert traits == ["CUSTOM_GROUP_LEVEL_GPU"]
+    inventories = api.get(f"/resource_providers/{dev3['uuid']}/inventories").json
+    assert inventories["inventories"]["CUSTOM_GPU_MEMORY_MB"]["total"] == 16384
+    assert inventories["inventories"]["CUSTOM_GPU_CARDS"]["max_unit"] == 1
+    listed = api.get("/group_resources/nodes").json["nodes"]
+    assert listed == [{"name": "n1", "uuid": body["uuid"]}]
+
+
+def test_syncing_the_same_map_again_changes_nothing(api):
+    first = sync(api, "n1", eight_gpu_node()).json
+    generations = {
+        g["uuid"]: api.generation(g["uuid"]) for g in first["groups"]
+    } | {first["uuid"]: api.generation(first["uuid"])}
+    again = sync(api, "n1", eight_gpu_node())
+    assert again.status_code == 200
+    assert again.json["changed"] is False
+    assert {u: api.generation(u) for u in generations} == generations
+
+
+def test_a_changed_map_adds_updates_and_removes(api):
+    sync(api, "n1", SECTION_II_NODE)
+    changed = dict(SECTION_II_NODE)
+    del changed["gpu/dev3/cards"], changed["gpu/dev3/memory"]
+    changed["gpu/dev1/memory"] = "6GiB"
+    changed["gpu/dev4/cards"] = 1
+    changed["cpu"] = 8
+    body = sync(api, "n1", changed).json
+    assert body["changed"] is True
+    groups = {g["key"]: g for g in body["groups"]}
+    assert set(groups) == {"gpu/dev0", "gpu/dev1", "gpu/dev2", "gpu/dev4"}
+    assert groups["gpu/dev1"]["inventories"]["CUSTOM_GPU_MEMORY_MB"]["total"] == 6144
+    assert groups["gpu/dev4"]["inventories"] == {"CUSTOM_GPU_CARDS": {
+        "total": 1, "reserved": 0, "allocation_ratio": 1.0, "used": 0}}
+    assert body["inventories"]["VCPU"]["total"] == 8
+
+
+def test_removing_an_allocated_group_is_refused_and_changes_nothing(api):
+    sync(api, "n1", SECTION_II_NODE)
+    response = claim(api, {"gpu/0/cards": 1, "gpu/0/memory": "4GiB"}, str(uuid.uuid4()))
+    assert response.status_code == 200, response.json
+    assert set(response.json["mappings"].values()) == {"gpu/dev3/cards", "gpu/dev3/memory"}
+    before = _groups(api, "n1")
+    shrunk = {k: v for k, v in SECTION_II_NODE.items() if not k.startswith("gpu/dev3/")}
+    shrunk["cpu"] = 99  # would change, but the whole sync is refused
+    refused = sync(api, "n1", shrunk, expect=(409,))
+    assert error_code(refused) == "placement.resource_provider.inuse"
+    assert "gpu/dev3" in refused.json["errors"][0]["detail"]
+    assert _groups(api, "n1") == before
+    node = api.get("/group_resources/nodes/n1").json
+    assert node["inventories"]["VCPU"]["total"] == 4
+
+
+def test_shrinking_an_allocated_inventory_below_its_usage_is_refused(api):
+    sync(api, "n1", SECTION_II_NODE)
+    claim(api, {"gpu/0/cards": 1, "gpu/0/memory": "4GiB"}, str(uuid.uuid4()))
+    smaller = dict(SECTION_II_NODE, **{"gpu/dev3/memory": "2GiB"})
+    refused = sync(api, "n1", smaller, expect=(409,))
+    assert error_code(refused) == "placement.inventory.inuse"
+    assert "gpu/dev3" in refused.json["errors"][0]["detail"]
+
+
+def test_a_provider_with_the_name_that_is_not_a_node_is_left_alone(api):
+    api.create_provider("compute1")
+    refused = sync(api, "compute1", SECTION_II_NODE, expect=(409,))
+    assert error_code(refused) == "placement.duplicate_name"
+    assert api.get("/group_resources/nodes/compute1").status_code == 404
+
+
+def test_bad_node_maps_are_refused_naming_the_key(api):
+    cases = {
+        "gpu/0": "gpu/0",
+        "gpu/dev0/memory": "gpu/dev0/memory",  # with "1G": not whole MiB
+    }
+    response = sync(api, "n1", {"gpu/0": 1}, expect=(400,))
+    assert cases["gpu/0"] in response.json["errors"][0]["detail"]
+    response = sync(api, "n1", {"gpu/dev0/memory": "1G"}, expect=(400,))
+    assert cases["gpu/dev0/memory"] in response.json["errors"][0]["detail"]
+    response = sync(api, "n1", {"cpu": "many"}, expect=(400,))
+    assert "cpu" in response.json["errors"][0]["detail"]
+    response = api.put("/group_resources/nodes/n1", json={"resources": [1]})
+    assert response.status_code == 400
+    response = api.put("/group_resources/nodes/n1", json={"resource": {}})
+    assert response.status_code == 400
+    assert api.get("/group_resources/nodes").json["nodes"] == []
+
+
+def test_delete_removes_the_whole_tree_unless_allocated(api):
+    root = sync(api, "n1", SECTION_II_NODE).json["uuid"]
+    consumer = str(uuid.uuid4())
+    claim(api, {"gpu/0/cards": 1}, consumer)
+    refused = api.delete("/group_resources/nodes/n1")
+    assert refused.status_code == 409
+    assert error_code(refused) == "placement.resource_provider.inuse"
+    assert api.delete(f"/allocations/{consumer}").status_code == 204
+    assert api.delete("/group_resources/nodes/n1").status_code == 204
+    assert api.get(f"/resource_providers/{root}").status_code == 404
+    assert api.get("/resource_providers").json["resource_providers"] == []
+    assert api.delete("/group_resources/nodes/n1").status_code == 404
+
+
+def test_claims_refuse_an_existing_consumer_and_bad_bodies(api):
+    sync(api, "n1", SECTION_II_NODE)
+    consumer = str(uuid.uuid4())
+    assert claim(api, {"gpu/0/cards": 1}, consumer).status_code == 200
+    again = claim(api, {"gpu/0/cards": 1}, consumer)
+    assert again.status_code == 409
+    assert error_code(again) == "placement.group_resources.consumer_exists"
+    bad_scorer = claim(api, {"gpu/0/cards": 1}, str(uuid.uuid4()), scorer="best")
+    assert bad_scorer.status_code == 400
+    bad_key = claim(api, {"gpu/0/cards/x": 1}, str(uuid.uuid4()))
+    assert bad_key.status_code == 400
+    assert "gpu/0/cards/x" in bad_key.json["errors"][0]["detail"]
+    # Nothing was written by the refused claims: one consumer, one GPU used.
+    used = [
+        g for g in _groups(api, "n1").values()
+        if g["inventories"].get("CUSTOM_GPU_CARDS", {}).get("used")
+    ]
+    assert len(used) == 1
+
+
+def test_candidates_name_the_key_no_node_can_take(api):
+    sync(api, "n1", SECTION_II_NODE)
+    sync(api, "n2", SECTION_II_NODE)
+    answer = api.post(
+        "/group_resources/candidates",
+        json={"resources": {"gpu/0/cards": 1, "gpu/0/memory": "8GiB"}},
+    ).json
+    assert answer["candidates"] == []
+    assert answer["feasible_nodes"] == 0
+    [blocking] = answer["unplaced"]
+    assert blocking["key"] == "gpu/0/cards" or blocking["key"] == "gpu/0/memory"
+    assert blocking["nodes"] == 2
+
+
+def test_candidates_rank_nodes_and_honour_limit_and_node_filter(api):
+    sync(api, "n1", SECTION_II_NODE)
+    sync(api, "n2", SECTION_II_NODE)
+    claim(api, {"gpu/0/cards": 1}, str(uuid.uuid4()), nodes=["n2"])
+    request = {"gpu/0/cards": 1}
+    packed = api.post("/group_resources/candidates", json={"resources": request}).json
+    assert [c["node"] for c in packed["candidates"]] == ["n2", "n1"]
+    assert packed["candidates"][0]["score"] > packed["candidates"][1]["score"]
+    spread = api.post(
+        "/group_resources/candidates", json={"resources": request, "scorer": "spread"}
+    ).json
+    assert [c["node"] for c in spread["candidates"]] == ["n1", "n2"]
+    limited = api.post(
+        "/group_resources/candidates", json={"resources": request, "limit": 1}
+    ).json
+    assert len(limited["candidates"]) == 1 and limited["feasible_nodes"] == 2
+    only = api.post(
+        "/group_resources/candidates", json={"resources": request, "nodes": ["n1"]}
+    ).json
+    assert [c["node"] for c in only["candidates"]] == ["n1"]

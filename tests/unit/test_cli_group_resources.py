@@ -1,0 +1,92 @@
+"""``placement group-resources``: sync, candidates, claim and query from files."""
+
+import json
+import uuid
+
+import pytest
+import yaml
+
+from placement import cli
+from placement.config import OPTIONS
+
+
+@pytest.fixture
+def run(tmp_path, monkeypatch, capsys):
+    """Run the CLI on a tmp SQLite database; returns (exit status, parsed stdout, stderr)."""
+    for name in [option.env for option in OPTIONS] + ["PLACEMENT_CONFIG_FILE"]:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("placement.config.DEFAULT_CONFIG_FILE", str(tmp_path / "absent.conf"))
+    monkeypatch.setenv("PLACEMENT_DATABASE_URL", f"sqlite:///{tmp_path / 'placement.sqlite'}")
+
+    def invoke(*argv):
+        status = cli.main(list(argv))
+        captured = capsys.readouterr()
+        return status, json.loads(captured.out) if captured.out else None, captured.err
+
+    return invoke
+
+
+def _write(tmp_path, name, data, as_yaml=True):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data) if as_yaml else json.dumps(data))
+    return str(path)
+
+
+NODE = {
+    "cpu": 8,
+    "memory": "16Gi",
+    **{f"grp/{d // 2}/gpu/dev{d}/cards": 1 for d in range(4)},
+}
+
+
+def test_sync_candidates_claim_and_query_from_files(run, tmp_path):
+    node_file = _write(tmp_path, "node.yaml", NODE)
+    status, body, _ = run("group-resources", "sync", "n1", node_file)
+    assert status == 0
+    assert {g["key"] for g in body["groups"]} >= {"grp/0", "grp/1/gpu/dev3"}
+    assert body["changed"] is True
+    status, body, _ = run("group-resources", "sync", "n1", node_file)
+    assert (status, body["changed"]) == (0, False)
+
+    request = {"cpu": 2, "grp/R/gpu/a/cards": 1, "grp/R/gpu/b/cards": 1}
+    request_file = _write(tmp_path, "request.json", {"resources": request}, as_yaml=False)
+    status, body, _ = run("group-resources", "candidates", request_file, "--limit", "1")
+    assert status == 0
+    [best] = body["candidates"]
+    assert best["node"] == "n1"
+    assert set(best["mappings"]) == set(request)
+
+    status, body, _ = run("group-resources", "query", request_file)
+    assert status == 0
+    assert "same_subtree=" in body["queries"][0]["query"]
+
+    consumer = str(uuid.uuid4())
+    claim = ("group-resources", "claim", request_file, "--consumer", consumer,
+             "--project", "p", "--user", "u")
+    status, body, _ = run(*claim)
+    assert status == 0
+    claimed = {body["mappings"]["grp/R/gpu/a/cards"], body["mappings"]["grp/R/gpu/b/cards"]}
+    assert len({key.split("/")[1] for key in claimed}) == 1  # one grp for both GPUs
+
+    status, body, _ = run("group-resources", "show", "n1")
+    used = [g["key"] for g in body["groups"] if g["inventories"].get("CUSTOM_GPU_CARDS", {})
+            .get("used")]
+    assert len(used) == 2
+
+    status, _body, err = run(*claim)
+    assert status == 1
+    assert "placement.group_resources.consumer_exists" in err
+
+
+def test_errors_name_the_problem_and_exit_non_zero(run, tmp_path):
+    status, _body, err = run(
+        "group-resources", "sync", "n1", _write(tmp_path, "bad.yaml", {"gpu/0": 1})
+    )
+    assert status == 1
+    assert "gpu/0" in err
+    status, _body, err = run("group-resources", "sync", "n1", str(tmp_path / "missing.yaml"))
+    assert status == 1
+    assert "Cannot read" in err
+    status, _body, err = run("group-resources", "show", "nobody")
+    assert status == 1
+    assert "nobody" in err
