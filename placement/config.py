@@ -12,7 +12,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from placement.group_resources.naming import DEFAULT_BYTE_UNITS, DEFAULT_STANDARD_CLASSES
+from placement.group_resources.naming import (
+    DEFAULT_BYTE_UNITS,
+    DEFAULT_STANDARD_CLASSES,
+    unit_of_class,
+)
 
 DEFAULT_CONFIG_FILE = "/etc/placement/placement.conf"
 DEFAULT_DATABASE_URL = "sqlite:///placement.sqlite"
@@ -200,6 +204,12 @@ class Config:
                                          for c in class_name):
                 raise ConfigError(
                     f"group_resources standard_classes: {name}:{class_name} is not a class name"
+                )
+            unit = self.group_resource_byte_units.get(name, "count")
+            if unit != unit_of_class(class_name):
+                raise ConfigError(
+                    f"group_resources: {name} becomes {class_name}, which counts in "
+                    f"{unit_of_class(class_name)}, but byte_units gives it {unit}"
                 )
 
     def replace(self, **changes: Any) -> "Config":

@@ -17,6 +17,9 @@ RESOURCE_PROVIDER_NOT_FOUND = "placement.resource_provider.not_found"
 ILLEGAL_DUPLICATE_QUERYPARAM = "placement.query.duplicate_key"
 QUERYPARAM_BAD_VALUE = "placement.query.bad_value"
 QUERYPARAM_MISSING_VALUE = "placement.query.missing_value"
+# The group-resource translator (/group_resources, not part of the Placement API).
+GROUP_UNPLACEABLE = "placement.group_resources.unplaceable"
+GROUP_CONSUMER_EXISTS = "placement.group_resources.consumer_exists"
 
 
 class PlacementError(Exception):

@@ -5,7 +5,9 @@ A node is a provider tree whose root carries ``CUSTOM_GROUP_RESOURCES_NODE``.
 providers, and inventories with their usage.
 """
 
-from sqlalchemy import Connection, exists, func, select
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, case, exists, func, literal, select
 
 from placement.data import names
 from placement.db.aliases import root_provider
@@ -44,10 +46,16 @@ def _managed_roots(node_names: list[str] | None):
 
 
 def read_nodes(
-    conn: Connection, node_names: list[str] | None = None
+    conn: Connection, node_names: list[str] | None = None, root_ids: list[int] | None = None
 ) -> tuple[list[ProviderRow], list[InventoryRow]]:
-    """Every provider of the managed trees, and every inventory with its usage."""
-    roots = _managed_roots(node_names).subquery()
+    """Every provider of the managed trees, and every inventory with its usage.
+
+    ``node_names`` or ``root_ids`` limit the read to those nodes.
+    """
+    managed = _managed_roots(node_names)
+    if root_ids is not None:
+        managed = managed.where(root_provider.c.id.in_(root_ids))
+    roots = managed.subquery()
     providers = [
         ProviderRow(*row)
         for row in conn.execute(
@@ -64,15 +72,7 @@ def read_nodes(
     #              FROM allocations GROUP BY 1, 2) usage
     #     ON usage.resource_provider_id = inv.resource_provider_id
     #    AND usage.resource_class_id = inv.resource_class_id
-    usage = (
-        select(
-            allocations.c.resource_provider_id,
-            allocations.c.resource_class_id,
-            func.sum(allocations.c.used).label("used"),
-        )
-        .group_by(allocations.c.resource_provider_id, allocations.c.resource_class_id)
-        .subquery()
-    )
+    usage = _usage()
     inventory_rows = [
         InventoryRow(
             provider_id=row[0],
@@ -108,6 +108,76 @@ def read_nodes(
         )
     ]
     return providers, inventory_rows
+
+
+def _usage():
+    return (
+        select(
+            allocations.c.resource_provider_id,
+            allocations.c.resource_class_id,
+            func.sum(allocations.c.used).label("used"),
+        )
+        .group_by(allocations.c.resource_provider_id, allocations.c.resource_class_id)
+        .subquery()
+    )
+
+
+@dataclass(frozen=True)
+class NodeSummary:
+    root_id: int
+    name: str
+    inventory_count: int
+    utilisation: float  # sum of used/capacity over the tree's inventories
+
+
+def node_summaries(conn: Connection, node_names: list[str] | None = None) -> list[NodeSummary]:
+    """Per managed node: how many inventories its tree has and how used they are."""
+    # SELECT root.id, root.name, COUNT(inv.resource_provider_id),
+    #        SUM(CASE WHEN capacity > 0 THEN COALESCE(usage.used, 0) / capacity ELSE 0 END)
+    #   FROM (<managed roots>) roots JOIN resource_providers root ON root.id = roots.id
+    #   JOIN resource_providers rp ON rp.root_provider_id = roots.id
+    #   LEFT JOIN inventories inv ON inv.resource_provider_id = rp.id
+    #   LEFT JOIN (<usage per provider and class>) usage ON ...
+    #   GROUP BY root.id, root.name
+    roots = _managed_roots(node_names).subquery()
+    usage = _usage()
+    capacity = (inventories.c.total - inventories.c.reserved) * inventories.c.allocation_ratio
+    used_share = case(
+        (capacity > 0, func.coalesce(usage.c.used, 0) / capacity), else_=literal(0.0)
+    )
+    rows = conn.execute(
+        select(root_provider.c.id, root_provider.c.name,
+               func.count(inventories.c.resource_provider_id), func.sum(used_share))
+        .select_from(roots)
+        .join(root_provider, root_provider.c.id == roots.c.id)
+        .join(rp, rp.c.root_provider_id == roots.c.id)
+        .outerjoin(inventories, inventories.c.resource_provider_id == rp.c.id)
+        .outerjoin(
+            usage,
+            (usage.c.resource_provider_id == inventories.c.resource_provider_id)
+            & (usage.c.resource_class_id == inventories.c.resource_class_id),
+        )
+        .group_by(root_provider.c.id, root_provider.c.name)
+    )
+    return [
+        NodeSummary(root_id=id_, name=name, inventory_count=count,
+                    utilisation=float(share or 0.0))
+        for id_, name, count, share in rows
+    ]
+
+
+def capacity_ranges(conn: Connection, classes: set[str]) -> dict[str, tuple[float, float]]:
+    """Per class, the smallest and largest capacity of any inventory of it."""
+    if not classes:
+        return {}
+    capacity = (inventories.c.total - inventories.c.reserved) * inventories.c.allocation_ratio
+    rows = conn.execute(
+        select(resource_classes.c.name, func.min(capacity), func.max(capacity))
+        .join(inventories, inventories.c.resource_class_id == resource_classes.c.id)
+        .where(resource_classes.c.name.in_(sorted(classes)))
+        .group_by(resource_classes.c.name)
+    )
+    return {name: (float(low), float(high)) for name, low, high in rows}
 
 
 def node_names(conn: Connection) -> list[tuple[str, str]]:

@@ -69,13 +69,7 @@ def parse_key_map(resources: object, what: str) -> KeyGroup:
                 (name, index),
                 KeyGroup(name=name, index=index, path=tuple(segments[: position + 2])),
             )
-        base_name = segments[-1]
-        if base_name in group.base:
-            raise errors.BadRequest(
-                f"The {what} name {base_name!r} twice at the same place: "
-                f"{group.base[base_name][0]!r} and {key!r}."
-            )
-        group.base[base_name] = (key, value)
+        group.base[segments[-1]] = (key, value)
     return root
 
 
@@ -84,6 +78,11 @@ def split_key(key: str, what: str) -> list[str]:
         raise errors.BadRequest(f"Empty key in the {what}.")
     segments = key.split("/")
     if len(segments) == 2 and "." in segments[0]:
+        if not all(SEGMENT.match(segment) for segment in segments):
+            raise errors.BadRequest(
+                f"Key {key!r} in the {what}: a domain-qualified name is 'domain/name', each "
+                "1 to 63 letters, digits, '_', '-' or '.', starting with a letter or digit."
+            )
         return [key]  # domain-qualified base resource (nvidia.com/gpu)
     if len(segments) % 2 == 0:
         raise errors.BadRequest(
@@ -96,14 +95,9 @@ def split_key(key: str, what: str) -> list[str]:
                 f"Key {key!r} in the {what}: segment {segment!r} must be 1 to 63 letters, "
                 "digits, '_', '-' or '.', starting with a letter or digit."
             )
-    if len(segments) == 1 and not SEGMENT.match(key) and not _is_domain_name(key):
+    if len(segments) == 1 and not SEGMENT.match(key):
         raise errors.BadRequest(
             f"Key {key!r} in the {what}: a resource name must be 1 to 63 letters, digits, "
             "'_', '-' or '.', starting with a letter or digit."
         )
     return segments
-
-
-def _is_domain_name(key: str) -> bool:
-    domain, _, name = key.partition("/")
-    return bool(SEGMENT.match(domain) and SEGMENT.match(name))

@@ -4,10 +4,15 @@ A node advertises ``Gpugrp1/0/Gpugrp0/1/gpu/dev2/cards``: level ``gpu`` sits
 under ``Gpugrp0``, under ``Gpugrp1``, under the node. The translator needs
 one place per level name on a node, so that a request naming only a lower
 level can be completed with the levels above it (seed 000, section V).
+
+Levels are known by their normalized name (``naming.normalized``: ``gpu``,
+``GPU`` and ``Gpu`` are one level), as their traits and classes are.
 """
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from placement.group_resources.naming import normalized
 
 
 class LevelConflict(ValueError):
@@ -24,7 +29,7 @@ class Levels:
         """Levels from group paths (name, index, name, index, ...); LevelConflict if irregular."""
         parents: dict[str, str | None] = {}
         for path in paths:
-            names = path[0::2]
+            names = [normalized(name) for name in path[0::2]]
             for depth, name in enumerate(names):
                 parent = names[depth - 1] if depth else None
                 if name in names[:depth]:

@@ -53,14 +53,34 @@ class Naming:
         unit = self.unit(base_name)
         suffix = "" if unit == "count" else f"_{unit}"
         if level is None:
-            if base_name in self.standard_classes:
-                return self.standard_classes[base_name]
+            standard = _lookup(self.standard_classes, base_name)
+            if standard is not None:
+                return standard
             return f"CUSTOM_{normalized(base_name)}{suffix}"
         return f"CUSTOM_{normalized(level)}_{normalized(base_name)}{suffix}"
 
     def unit(self, base_name: str) -> str:
         """``count``, ``MB`` or ``GB``: what one unit of the class is."""
-        return self.byte_units.get(base_name, "count")
+        return _lookup(self.byte_units, base_name) or "count"
+
+
+def _lookup(mapping: Mapping[str, str], name: str) -> str | None:
+    """``mapping[name]``, ignoring case (``Memory`` is ``memory``)."""
+    if name in mapping:
+        return mapping[name]
+    lowered = name.lower()
+    for key, value in mapping.items():
+        if key.lower() == lowered:
+            return value
+    return None
+
+
+def unit_of_class(resource_class: str) -> str:
+    """The unit a standard class counts in, by placement's naming (MEMORY_MB, DISK_GB)."""
+    for unit in ("MB", "GB"):
+        if resource_class.endswith(f"_{unit}"):
+            return unit
+    return "count"
 
 
 def level_trait(level: str) -> str:

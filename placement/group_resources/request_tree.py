@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from placement import errors
 from placement.group_resources.keys import KeyGroup, parse_key_map
 from placement.group_resources.levels import Levels
-from placement.group_resources.naming import Naming
+from placement.group_resources.naming import Naming, normalized
 from placement.group_resources.quantities import amount_in_unit
 
 
@@ -37,12 +37,17 @@ class Demand:
 
 @dataclass(frozen=True, eq=False)
 class RequestGroup:
-    level: str | None  # None for the top of the request
+    level: str | None  # normalized level name (naming.normalized); None for the top
     index: str | None
     path: tuple[str, ...]  # as requested; filled-in levels get their lower group's index
     demands: tuple[Demand, ...]
     children: tuple["RequestGroup", ...]
     filled_in: bool = False  # a level the request skipped (section V)
+
+    @property
+    def written_level(self) -> str | None:
+        """The level as the client wrote it."""
+        return self.path[-2] if self.path else None
 
     def walk(self):
         yield self
@@ -105,7 +110,7 @@ def _request_group(group: KeyGroup, naming: Naming) -> RequestGroup:
                 )
         demands.append(Demand(resource_class, amount, key, base_name))
     return RequestGroup(
-        level=group.name,
+        level=normalized(group.name) if group.name is not None else None,
         index=group.index,
         path=group.path,
         demands=tuple(demands),
@@ -118,7 +123,9 @@ def fit_to_levels(request: GroupRequest, levels: Levels) -> RequestGroup | Unpla
     if request.flat:
         for child in request.top.children:
             if child.level not in levels.parents:
-                return Unplaced(child.first_key(), f"the node has no {child.level!r} groups")
+                return Unplaced(
+                    child.first_key(), f"the node has no {child.written_level!r} groups"
+                )
         return request.top
     return _fit(request.top, levels)
 
@@ -129,9 +136,10 @@ def _fit(group: RequestGroup, levels: Levels) -> RequestGroup | Unplaced:
         assert child.level is not None
         between = levels.levels_between(group.level, child.level)
         if between is None:
-            where = "the node" if group.level is None else f"its {group.level!r} group"
+            where = "the node" if group.level is None else f"its {group.written_level!r} group"
             return Unplaced(
-                child.first_key(), f"the node has no {child.level!r} groups under {where}"
+                child.first_key(),
+                f"the node has no {child.written_level!r} groups under {where}",
             )
         fitted = _fit(child, levels)
         if isinstance(fitted, Unplaced):

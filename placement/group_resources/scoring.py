@@ -2,7 +2,8 @@
 
 Seed 000, section II-C: a location's score sums, over every allocatable
 resource, a function of what is allocatable, what is used and what the
-request puts there. The linear "most allocated" scorer is used'/allocatable.
+request puts there. Its linear "most allocated" scorer (eq. 21) is
+(used + requested) / allocatable.
 We average instead of summing (documented in api-ref), so that a node does
 not win merely for having more devices:
 
@@ -14,9 +15,28 @@ one maximising ``direction * sum(amount / capacity)``, which is what the
 allocator maximises; the node's score then follows from that sum.
 """
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from placement.group_resources.request_tree import GroupRequest
 from placement.group_resources.snapshot import Node, Room
+
+SCORE_SCALE = 10**9  # scores are compared, and tie, at nine decimals
+
+
+def score_key(score: float) -> int:
+    """A score as compared: nine decimals, as an integer."""
+    return round(score * SCORE_SCALE)
+
+
+def bound_key(bound: float) -> int:
+    """A bound as compared: never below the ``score_key`` of a score it bounds.
+
+    A bound equal to a score but computed in another order may differ from it
+    in the last bits; rounding half a unit up (plus a little) absorbs that.
+    """
+    return math.floor(bound * SCORE_SCALE + 0.501)
 
 
 @dataclass(frozen=True)
@@ -29,9 +49,34 @@ class Scorer:
         return self.direction * amount / room.capacity if room.capacity > 0 else 0.0
 
     def node_score(self, node: Node, gain: float) -> float:
-        if node.inventory_count == 0:
+        return self._score(node.utilisation, node.inventory_count, self.direction * gain)
+
+    def bound(
+        self,
+        utilisation: float,
+        inventory_count: int,
+        request: GroupRequest,
+        capacity_ranges: Mapping[str, tuple[float, float]],
+    ) -> float:
+        """The best score a node with this use could reach with ``request`` placed on it.
+
+        Every requested amount lands on some inventory of its class, whose
+        capacity lies within that class's range over all nodes: the smallest
+        adds the most to pack, the largest the least (the best for spread).
+        """
+        placed = 0.0
+        for group in request.top.walk():
+            for demand in group.demands:
+                smallest, largest = capacity_ranges.get(demand.resource_class, (0.0, 0.0))
+                capacity = smallest if self.direction > 0 else largest
+                if capacity > 0:
+                    placed += demand.amount / capacity
+        return self._score(utilisation, inventory_count, placed)
+
+    def _score(self, utilisation: float, inventory_count: int, placed: float) -> float:
+        if inventory_count == 0:
             return 0.0
-        packed = (node.utilisation + self.direction * gain) / node.inventory_count
+        packed = (utilisation + placed) / inventory_count
         return packed if self.direction > 0 else 1.0 - packed
 
 

@@ -15,7 +15,7 @@ from placement.data import allocations as allocation_data
 from placement.data import consumers as consumer_data
 from placement.data import group_nodes
 from placement.group_resources.allocator import Allocator, Placement
-from placement.group_resources.naming import Naming
+from placement.group_resources.naming import Naming, path_of
 from placement.group_resources.query_text import CandidateQuery, candidate_query
 from placement.group_resources.request_tree import (
     GroupRequest,
@@ -24,7 +24,7 @@ from placement.group_resources.request_tree import (
     fit_to_levels,
     parse_request,
 )
-from placement.group_resources.scoring import SCORERS
+from placement.group_resources.scoring import SCORERS, Scorer, bound_key, score_key
 from placement.group_resources.snapshot import Location, Node, build_nodes
 from placement.group_resources.sync import SyncResult, delete_node, require_node, sync_node
 
@@ -40,8 +40,6 @@ __all__ = [
 ]
 
 CLAIM_ATTEMPTS = 10
-GROUP_UNPLACEABLE = "placement.group_resources.unplaceable"
-CONSUMER_EXISTS = "placement.group_resources.consumer_exists"
 
 
 @dataclass(frozen=True)
@@ -56,8 +54,8 @@ class BlockingKey:
 @dataclass(frozen=True)
 class CandidateAnswer:
     placements: list[Placement]  # best first
-    feasible_nodes: int
-    blocking: list[BlockingKey]  # most blocking first; empty when every node fits
+    feasible_nodes: int | None  # None when a limit stopped the search early
+    blocking: list[BlockingKey]  # when nothing fits: the keys that blocked, most first
 
 
 def find_candidates(
@@ -68,44 +66,105 @@ def find_candidates(
     limit: int | None = None,
     node_names: list[str] | None = None,
 ) -> CandidateAnswer:
-    """Every node's best placement of ``resources``, best node first."""
+    """Every node's best placement of ``resources``, best node first.
+
+    Without ``limit`` every node is read and placed. With ``limit`` the nodes
+    are visited best bound first (``_bounded_ranking``) and the search stops
+    as soon as no node left can beat the ``limit`` found.
+    """
     request = parse_request(resources, naming)
-    nodes = build_nodes(*group_nodes.read_nodes(conn, node_names))
-    return _rank(request, nodes, scorer, limit)
+    ranking = Ranking(request, SCORERS[scorer])
+    if limit is None:
+        for node in build_nodes(*group_nodes.read_nodes(conn, node_names)):
+            ranking.consider(node)
+        return ranking.answer(None, complete=True)
+    return _bounded_ranking(conn, ranking, limit, node_names)
 
 
-def _rank(request: GroupRequest, nodes: list[Node], scorer: str, limit: int | None):
-    allocator = Allocator(SCORERS[scorer])
-    fitted_by_shape: dict[tuple, RequestGroup | Unplaced] = {}
-    placements: list[Placement] = []
-    blocked: Counter[str] = Counter()
-    reasons: dict[str, str] = {}
-    for node in nodes:
-        shape = node.levels.shape()
-        if shape not in fitted_by_shape:
-            fitted_by_shape[shape] = fit_to_levels(request, node.levels)
-        fitted = fitted_by_shape[shape]
-        placement = None
-        if not isinstance(fitted, Unplaced):
-            placement = allocator.place(node, fitted, request.flat)
-            if placement is None:
-                fitted_reason = _explain(allocator, node, fitted, request.flat)
-        else:
-            fitted_reason = fitted
-        if placement is not None:
-            placements.append(placement)
-            continue
-        blocked[fitted_reason.key] += 1
-        reasons.setdefault(fitted_reason.key, f"{node.name}: {fitted_reason.reason}")
-    placements.sort(key=lambda p: (-p.score, p.node.name))
-    feasible = len(placements)
-    if limit is not None:
-        placements = placements[:limit]
-    blocking = [
-        BlockingKey(key=key, reason=reasons[key], nodes=count)
-        for key, count in blocked.most_common()
+FIRST_BATCH = 32  # nodes read at once by the bounded search; doubles each time
+
+
+def _bounded_ranking(conn, ranking: "Ranking", limit: int, node_names) -> CandidateAnswer:
+    """The ``limit`` best nodes, reading nodes in batches in order of their bound.
+
+    A node's bound is the best score it could reach (``Scorer.bound``): its
+    current use plus the request placed on the smallest (pack) or largest
+    (spread) inventories of each class anywhere. A node whose bound is below
+    the ``limit``-th best score found (or equal, and after it by name) cannot
+    enter the answer, nor can any node after it, so the search stops there.
+    """
+    classes = {d.resource_class for g in ranking.request.top.walk() for d in g.demands}
+    ranges = group_nodes.capacity_ranges(conn, classes)
+    bounded = [
+        (ranking.scorer.bound(s.utilisation, s.inventory_count, ranking.request, ranges), s)
+        for s in group_nodes.node_summaries(conn, node_names)
     ]
-    return CandidateAnswer(placements=placements, feasible_nodes=feasible, blocking=blocking)
+    bounded.sort(key=lambda pair: (-bound_key(pair[0]), pair[1].name))
+    position, batch = 0, FIRST_BATCH
+    while position < len(bounded):
+        bound, summary = bounded[position]
+        if not ranking.could_enter(bound, summary.name, limit):
+            return ranking.answer(limit, complete=False)
+        chunk = bounded[position : position + batch]
+        position, batch = position + batch, batch * 2
+        root_ids = [s.root_id for _bound, s in chunk]
+        for node in build_nodes(*group_nodes.read_nodes(conn, root_ids=root_ids)):
+            ranking.consider(node)
+    return ranking.answer(limit, complete=True)
+
+
+class Ranking:
+    """The nodes placed so far for one request, and why the others were not."""
+
+    def __init__(self, request: GroupRequest, scorer: Scorer) -> None:
+        self.request = request
+        self.scorer = scorer
+        self.allocator = Allocator(scorer)
+        self.placements: list[Placement] = []
+        self._fitted: dict[tuple, RequestGroup | Unplaced] = {}
+        self._blocked: Counter[str] = Counter()
+        self._reasons: dict[str, str] = {}
+
+    def consider(self, node: Node) -> None:
+        shape = node.levels.shape()
+        if shape not in self._fitted:
+            self._fitted[shape] = fit_to_levels(self.request, node.levels)
+        fitted = self._fitted[shape]
+        if isinstance(fitted, Unplaced):
+            self._block(node, fitted)
+            return
+        placement = self.allocator.place(node, fitted, self.request.flat)
+        if placement is None:
+            self._block(node, _explain(self.allocator, node, fitted, self.request.flat))
+            return
+        self.placements.append(placement)
+
+    def _block(self, node: Node, unplaced: Unplaced) -> None:
+        self._blocked[unplaced.key] += 1
+        self._reasons.setdefault(unplaced.key, f"{node.name}: {unplaced.reason}")
+
+    def could_enter(self, bound: float, name: str, limit: int) -> bool:
+        """Whether a node with this bound and name could still be among the ``limit`` best."""
+        if len(self.placements) < limit:
+            return True
+        last = sorted(self.placements, key=_rank_key)[limit - 1]
+        return (-bound_key(bound), name) < _rank_key(last)
+
+    def answer(self, limit: int | None, complete: bool) -> CandidateAnswer:
+        ranked = sorted(self.placements, key=_rank_key)
+        blocking = [
+            BlockingKey(key=key, reason=self._reasons[key], nodes=count)
+            for key, count in self._blocked.most_common()
+        ]
+        return CandidateAnswer(
+            placements=ranked if limit is None else ranked[:limit],
+            feasible_nodes=len(ranked) if complete else None,
+            blocking=blocking if not ranked else [],
+        )
+
+
+def _rank_key(placement: Placement) -> tuple:
+    return (-score_key(placement.score), placement.node.name)
 
 
 def _explain(allocator: Allocator, node: Node, top: RequestGroup, flat: bool) -> Unplaced:
@@ -134,7 +193,7 @@ def _explain_group(allocator, node, group: RequestGroup, location: Location, fla
                 return _explain_group(allocator, node, child, slots[0], False)
             label = "/".join(child.path)
             return Unplaced(
-                child.first_key(), f"no {child.level!r} group has room for {label}"
+                child.first_key(), f"no {child.written_level!r} group has room for {label}"
             )
     label = ", ".join("/".join(child.path) for child in group.children)
     return Unplaced(
@@ -166,20 +225,25 @@ def claim(
         raise errors.Conflict(
             f"Consumer {consumer_uuid} already has allocations; a claim allocates for a new "
             "consumer.",
-            code=CONSUMER_EXISTS,
+            code=errors.GROUP_CONSUMER_EXISTS,
         )
     request = parse_request(resources, naming)
     last_conflict = None
     for attempt in range(CLAIM_ATTEMPTS):
-        nodes = build_nodes(*group_nodes.read_nodes(conn, node_names))
-        answer = _rank(request, nodes, scorer, limit=None if attempt else 1)
+        ranking = Ranking(request, SCORERS[scorer])
+        if attempt == 0:
+            answer = _bounded_ranking(conn, ranking, 1, node_names)
+        else:
+            for node in build_nodes(*group_nodes.read_nodes(conn, node_names)):
+                ranking.consider(node)
+            answer = ranking.answer(None, complete=True)
         if not answer.placements:
             raise unplaceable(answer)
         best = answer.placements[0]
         if attempt:
             # Others chose the same best node; spread the retries over its equals.
-            equals = [p for p in answer.placements if p.score >= best.score - 1e-9]
-            best = random.choice(equals)
+            top = score_key(best.score)
+            best = random.choice([p for p in answer.placements if score_key(p.score) == top])
         write = allocation_data.ConsumerWrite(
             consumer_uuid=consumer_uuid,
             project_id=project_id,
@@ -207,13 +271,14 @@ def claim(
 def unplaceable(answer: CandidateAnswer) -> errors.Conflict:
     if not answer.blocking:
         return errors.Conflict(
-            "No group-resource node exists to place the request on.", code=GROUP_UNPLACEABLE
+            "No group-resource node exists to place the request on.",
+            code=errors.GROUP_UNPLACEABLE,
         )
     first = answer.blocking[0]
     return errors.Conflict(
         f"No node can take the request: {first.key} could not be placed on {first.nodes} "
         f"node(s) ({first.reason}).",
-        code=GROUP_UNPLACEABLE,
+        code=errors.GROUP_UNPLACEABLE,
     )
 
 
@@ -261,11 +326,12 @@ def node_view(conn: Connection, node: str) -> dict:
         }
     groups = []
     for provider in providers:
-        if provider.id == root.id:
-            continue
-        path = provider.name[len(node) + 1 :]
+        path = path_of(node, provider.name)
+        if not path:
+            continue  # the node itself, or a provider the translator does not own
         groups.append(
-            {"key": path, "uuid": provider.uuid, "inventories": rooms.get(provider.id, {})}
+            {"key": "/".join(path), "uuid": provider.uuid,
+             "inventories": rooms.get(provider.id, {})}
         )
     groups.sort(key=lambda group: str(group["key"]))
     return {

@@ -9,13 +9,13 @@ thousand identical servers it searches one.
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from placement.group_resources.levels import LevelConflict, Levels
-from placement.group_resources.naming import path_of
+from placement.group_resources.levels import Levels
+from placement.group_resources.naming import normalized, path_of
 
 
-@dataclass(frozen=True)
-class Room:
+class Room(NamedTuple):
     """One inventory of a group and how much of it is used."""
 
     capacity: float
@@ -32,15 +32,16 @@ class Room:
         )
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Location:
     uuid: str
-    path: tuple[str, ...]
-    level: str | None
+    path: tuple[str, ...]  # as the node's map wrote it
+    level: str | None  # normalized (naming.normalized)
     rooms: dict[str, Room] = field(default_factory=dict)
     # level -> subgroups of that level, in signature order then index order
     children: dict[str, list["Location"]] = field(default_factory=dict)
     signature: int = -1
+    order: tuple = ()  # (signature, natural order of the index): how lists are sorted
 
     def key(self, base_name: str) -> str:
         return "/".join((*self.path, base_name))
@@ -57,8 +58,7 @@ class Node:
     inventory_count: int
 
 
-@dataclass(frozen=True)
-class ProviderRow:
+class ProviderRow(NamedTuple):
     id: int
     uuid: str
     name: str
@@ -66,8 +66,7 @@ class ProviderRow:
     root_provider_id: int
 
 
-@dataclass(frozen=True)
-class InventoryRow:
+class InventoryRow(NamedTuple):
     provider_id: int
     resource_class: str
     total: int
@@ -106,8 +105,7 @@ def build_nodes(
 
 
 def _build_node(root_id, rows, rooms, signatures) -> Node | None:
-    by_id = {row.id: row for row in rows}
-    root_row = by_id.get(root_id)
+    root_row = next((row for row in rows if row.id == root_id), None)
     if root_row is None:
         return None
     locations: dict[int, Location] = {}
@@ -118,27 +116,36 @@ def _build_node(root_id, rows, rooms, signatures) -> Node | None:
         locations[row.id] = Location(
             uuid=row.uuid,
             path=path,
-            level=path[-2] if path else None,
+            level=normalized(path[-2]) if path else None,
             rooms=rooms.get(row.id, {}),
         )
-    try:
-        levels = Levels.from_paths(loc.path for loc in locations.values() if loc.path)
-    except LevelConflict:
-        return None  # not something the translator wrote; leave it out
+    level_parents: dict[str, str | None] = {}
     for row in rows:
         location = locations.get(row.id)
-        parent = locations.get(row.parent_provider_id) if row.parent_provider_id else None
-        if location is not None and parent is not None and location.level is not None:
-            parent.children.setdefault(location.level, []).append(location)
+        if location is None or location.level is None:
+            continue
+        parent = locations.get(row.parent_provider_id)
+        if parent is None:
+            continue
+        known = level_parents.setdefault(location.level, parent.level)
+        if known != parent.level or location.level == parent.level:
+            return None  # irregular levels: not something the translator wrote
+        parent.children.setdefault(location.level, []).append(location)
+    levels = Levels(level_parents)
+    # Children before parents, so each signature is built from finished ones.
+    ordered = sorted(locations.values(), key=lambda loc: len(loc.path), reverse=True)
+    for location in ordered:
+        _sign(location, signatures)
     root = locations[root_id]
-    _sign(root, signatures)
     by_level: dict[str, list[Location]] = {}
-    for location in _walk(root):
+    all_rooms: list[Room] = []
+    for row in rows:  # every inventory of the tree counts in the score, ours or not
+        all_rooms += rooms.get(row.id, {}).values()
+    for location in ordered:
         if location.level is not None:
             by_level.setdefault(location.level, []).append(location)
     for level_locations in by_level.values():
         level_locations.sort(key=_order)
-    all_rooms = [room for loc in _walk(root) for room in loc.rooms.values()]
     return Node(
         name=root_row.name,
         root=root,
@@ -149,35 +156,27 @@ def _build_node(root_id, rows, rooms, signatures) -> Node | None:
     )
 
 
-def _sign(location: Location, signatures: dict[tuple, int]) -> int:
+def _sign(location: Location, signatures: dict[tuple, int]) -> None:
+    """Give ``location`` its signature; its children must have theirs already."""
     child_signatures = []
     for level, children in location.children.items():
-        for child in children:
-            child_signatures.append((level, _sign(child, signatures)))
         children.sort(key=_order)
+        child_signatures += [(level, child.signature) for child in children]
     key = (
         location.level,
-        tuple(sorted((c, r.capacity, r.used, r.min_unit, r.max_unit, r.step_size)
-                     for c, r in location.rooms.items())),
+        tuple(sorted((c, *r) for c, r in location.rooms.items())),
         tuple(sorted(child_signatures)),
     )
     location.signature = signatures.setdefault(key, len(signatures))
-    return location.signature
-
-
-def _order(location: Location):
     index = location.path[-1] if location.path else ""
-    return (location.signature, _natural(index))
+    location.order = (location.signature, _natural(index))
+
+
+def _order(location: Location) -> tuple:
+    return location.order
 
 
 def _natural(text: str) -> tuple:
     """dev2 before dev10."""
     digits = "".join(ch for ch in text if ch.isdigit())
     return (text.rstrip("0123456789"), int(digits) if digits else -1, text)
-
-
-def _walk(location: Location):
-    yield location
-    for children in location.children.values():
-        for child in children:
-            yield from _walk(child)

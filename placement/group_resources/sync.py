@@ -2,8 +2,13 @@
 
 Idempotent: a map equal to the last one changes no row and no generation.
 A changed map adds, updates and removes group providers and inventories in
-the request's one transaction; anything that would take away resources still
-allocated is refused with a 409 naming the keys, before anything is written.
+the request's one transaction. Removing groups that have allocations is
+refused before anything is written; an inventory change that would leave
+allocations without room is refused when it is reached. Either way the 409
+names the group, and the transaction rolls back: nothing changes.
+
+Providers that others added to a node's tree (names not under
+``<node>/``) are left alone.
 """
 
 import uuid as uuid_lib
@@ -25,6 +30,8 @@ from placement.group_resources.naming import (
 )
 from placement.group_resources.node_tree import DesiredProvider, desired_tree
 
+MAX_NAME = 200  # resource provider names
+
 
 @dataclass(frozen=True)
 class SyncResult:
@@ -35,7 +42,15 @@ class SyncResult:
 def sync_node(
     conn: Connection, node: str, resources: object, naming: Naming, node_uuid: str | None = None
 ) -> SyncResult:
+    if not node or "/" in node or len(node) > MAX_NAME:
+        raise errors.BadRequest(f"A node name is 1 to {MAX_NAME} characters without '/'.")
     desired = desired_tree(resources, naming)
+    for wanted in desired.providers:
+        if len(provider_name(node, wanted.path)) > MAX_NAME:
+            raise errors.BadRequest(
+                f"Group {'/'.join(wanted.path)}: its provider name "
+                f"'{provider_name(node, wanted.path)}' is longer than {MAX_NAME} characters."
+            )
     group_nodes.ensure_custom_names(
         conn,
         {c for p in desired.providers for c in p.inventories},
@@ -66,6 +81,13 @@ def sync_node(
 def delete_node(conn: Connection, node: str) -> None:
     root = require_node(conn, node)
     by_name = group_nodes.tree_provider_ids_by_name(conn, root.id)
+    foreign = sorted(name for name in by_name if path_of(node, name) is None)
+    if foreign:
+        raise errors.Conflict(
+            f"Node {node} holds providers the translator did not create: "
+            f"{', '.join(foreign)}. Delete or move them first.",
+            code=errors.PROVIDER_CANNOT_DELETE_PARENT,
+        )
     ordered = sorted(by_name.items(), key=lambda item: item[0].count("/"), reverse=True)
     in_use = group_nodes.providers_with_allocations(conn, list(by_name.values()))
     if in_use:
@@ -160,9 +182,7 @@ def _sync_provider(conn, node: str, provider, wanted: DesiredProvider) -> bool:
         try:
             inventory_data.replace_inventories(conn, provider, target, provider.generation)
         except errors.Conflict as exc:
-            where = "/".join(wanted.path) or node
-            raise errors.Conflict(
-                f"Node {node}, group {where}: {exc.detail}", code=exc.code
-            ) from exc
+            where = f"group {'/'.join(wanted.path)}" if wanted.path else "node resources"
+            raise errors.Conflict(f"Node {node}, {where}: {exc.detail}", code=exc.code) from exc
         changed = True
     return changed

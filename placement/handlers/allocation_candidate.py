@@ -1,15 +1,13 @@
 """GET /allocation_candidates (from 1.10): parse, plan, search, summarize."""
 
-import gc
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import flask
 
 from placement.candidates import response, search
 from placement.candidates.plan import build_plan
 from placement.candidates.request import parse_candidate_request
+from placement.collector import collector_paused
 from placement.context import RequestContext
 from placement.data import provider_summaries
 from placement.http import json_response, min_version
@@ -17,28 +15,9 @@ from placement.http import json_response, min_version
 EMPTY: dict[str, list | dict] = {"allocation_requests": [], "provider_summaries": {}}
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while one answer is built.
-
-    A large answer allocates hundreds of thousands of small objects that all
-    stay alive until the response is sent; each collection would traverse
-    them again, so collections alone would make the time grow faster than the
-    answer. Nothing here creates cycles that must be freed before the end of
-    the request; the collector resumes (and catches up) right after it.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 @min_version(1, 10)
 def list_allocation_candidates(ctx: RequestContext) -> flask.Response:
-    with _collector_paused():
+    with collector_paused():
         return _list_allocation_candidates(ctx)
 
 

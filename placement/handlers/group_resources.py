@@ -6,14 +6,13 @@ client's keys (``gpu/0/cards``), answers map them back to the node's keys.
 
 import flask
 
-from placement import errors
+from placement.collector import collector_paused
 from placement.context import RequestContext
 from placement.data import group_nodes
 from placement.group_resources import bodies, service
 from placement.group_resources.naming import Naming
 from placement.http import json_response, load_body, no_content
 from placement.schemas import group_resources as schemas
-from placement.schemas.group_resources import NODE_NAME_PATTERN
 
 
 def naming_of(ctx: RequestContext) -> Naming:
@@ -33,8 +32,6 @@ def show_node(ctx: RequestContext, name: str) -> flask.Response:
 
 
 def sync_node(ctx: RequestContext, name: str) -> flask.Response:
-    if not NODE_NAME_PATTERN.match(name) or len(name) > 200:
-        raise errors.BadRequest("A node name is 1 to 200 characters without '/'.")
     data = load_body(ctx, schemas.SyncNode())
     result = service.sync_node(ctx.conn, name, data["resources"], naming_of(ctx), data.get("uuid"))
     body = service.node_view(ctx.conn, name)
@@ -57,30 +54,32 @@ def translate(ctx: RequestContext) -> flask.Response:
 
 def find_candidates(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.FindCandidates())
-    answer = service.find_candidates(
-        ctx.conn,
-        data["resources"],
-        naming_of(ctx),
-        scorer=data.get("scorer", "pack"),
-        limit=data.get("limit"),
-        node_names=data.get("nodes"),
-    )
+    with collector_paused():
+        answer = service.find_candidates(
+            ctx.conn,
+            data["resources"],
+            naming_of(ctx),
+            scorer=data.get("scorer", "pack"),
+            limit=data.get("limit"),
+            node_names=data.get("nodes"),
+        )
     return json_response(ctx, bodies.candidates_body(answer, data["resources"]))
 
 
 def claim(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.Claim())
-    placement = service.claim(
-        ctx.conn,
-        data["resources"],
-        naming_of(ctx),
-        consumer_uuid=data["consumer_uuid"],
-        project_id=data["project_id"],
-        user_id=data["user_id"],
-        consumer_type=data.get("consumer_type"),
-        scorer=data.get("scorer", "pack"),
-        node_names=data.get("nodes"),
-    )
+    with collector_paused():
+        placement = service.claim(
+            ctx.conn,
+            data["resources"],
+            naming_of(ctx),
+            consumer_uuid=data["consumer_uuid"],
+            project_id=data["project_id"],
+            user_id=data["user_id"],
+            consumer_type=data.get("consumer_type"),
+            scorer=data.get("scorer", "pack"),
+            node_names=data.get("nodes"),
+        )
     body = {
         "consumer_uuid": data["consumer_uuid"],
         **bodies.placement_body(placement, data["resources"]),

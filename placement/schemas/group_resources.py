@@ -11,7 +11,6 @@ from marshmallow import Schema, fields, validate
 from placement.group_resources.scoring import SCORERS
 from placement.schemas.fields import StrictInteger, StrictString, UuidString
 
-NODE_NAME_PATTERN = re.compile(r"^[^/]+$")
 CONSUMER_TYPE_PATTERN = re.compile(r"^[A-Z0-9_]+$")
 
 _scorer = StrictString(validate=validate.OneOf(sorted(SCORERS)))

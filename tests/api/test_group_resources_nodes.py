@@ -181,3 +181,31 @@ def test_candidates_rank_nodes_and_honour_limit_and_node_filter(api):
         "/group_resources/candidates", json={"resources": request, "nodes": ["n1"]}
     ).json
     assert [c["node"] for c in only["candidates"]] == ["n1"]
+
+
+def test_names_too_long_for_a_provider_are_refused_naming_the_group(api):
+    deep = "/".join(f"level{depth}/{'i' * 20}" for depth in range(8)) + "/cards"
+    response = sync(api, "n1", {deep: 1}, expect=(400,))
+    assert "longer than 200" in response.json["errors"][0]["detail"]
+    assert sync(api, "x" * 201, {"cpu": 1}, expect=(400,)).status_code == 400
+
+
+def test_level_names_match_without_case(api):
+    sync(api, "n1", {"GPU/dev0/cards": 1, "Gpu/dev1/cards": 1})
+    [best] = api.post(
+        "/group_resources/candidates",
+        json={"resources": {"gpu/a/cards": 1, "gpu/b/cards": 1}},
+    ).json["candidates"]
+    assert set(best["mappings"].values()) == {"GPU/dev0/cards", "Gpu/dev1/cards"}
+
+
+def test_providers_added_by_others_are_left_alone_and_block_delete(api):
+    node = sync(api, "n1", SECTION_II_NODE).json
+    api.create_provider("extra", parent=node["uuid"])
+    assert {g["key"] for g in _groups(api, "n1").values()} == {
+        "gpu/dev0", "gpu/dev1", "gpu/dev2", "gpu/dev3"
+    }
+    assert sync(api, "n1", SECTION_II_NODE).json["changed"] is False
+    refused = api.delete("/group_resources/nodes/n1")
+    assert refused.status_code == 409
+    assert "extra" in refused.json["errors"][0]["detail"]

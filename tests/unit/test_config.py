@@ -92,6 +92,8 @@ def test_every_option_has_an_environment_variable(tmp_path):
         "allow_noauth_on_public_address": "on",
         "randomize_allocation_candidates": "1",
         "max_allocation_candidates": "7",
+        "group_resource_classes": "cpu:VCPU, ram:MEMORY_MB",
+        "group_resource_byte_units": "ram:MB, vram:GB",
         "log_level": "ERROR",
     }
     assert {option.field for option in OPTIONS} == set(values)
@@ -107,8 +109,28 @@ def test_every_option_has_an_environment_variable(tmp_path):
         allow_noauth_on_public_address=True,
         randomize_allocation_candidates=True,
         max_allocation_candidates=7,
+        group_resource_classes={"cpu": "VCPU", "ram": "MEMORY_MB"},
+        group_resource_byte_units={"ram": "MB", "vram": "GB"},
         log_level="ERROR",
     )
+
+
+@pytest.mark.parametrize(
+    ("classes", "units", "message"),
+    [
+        ("memory:MEMORY_MB", "memory:GB", "counts in MB"),
+        ("cpu:vcpu", "", "not a class name"),
+        ("", "memory:KB", "not MB or GB"),
+        ("cpu", "", "name:VALUE"),
+    ],
+)
+def test_inconsistent_group_resource_options_are_refused(tmp_path, classes, units, message):
+    environ = {
+        "PLACEMENT_GROUP_RESOURCE_CLASSES": classes,
+        "PLACEMENT_GROUP_RESOURCE_BYTE_UNITS": units,
+    }
+    with pytest.raises(ConfigError, match=message):
+        load_config(_write(tmp_path, ""), environ=environ)
 
 
 @pytest.mark.parametrize("strategy", ["keystone", "", "NOAUTH2"])
