@@ -15,6 +15,7 @@ from typing import Any
 from placement.group_resources.naming import (
     DEFAULT_BYTE_UNITS,
     DEFAULT_STANDARD_CLASSES,
+    lookup_ignoring_case,
     unit_of_class,
 )
 
@@ -205,7 +206,7 @@ class Config:
                 raise ConfigError(
                     f"group_resources standard_classes: {name}:{class_name} is not a class name"
                 )
-            unit = self.group_resource_byte_units.get(name, "count")
+            unit = lookup_ignoring_case(self.group_resource_byte_units, name) or "count"
             if unit != unit_of_class(class_name):
                 raise ConfigError(
                     f"group_resources: {name} becomes {class_name}, which counts in "

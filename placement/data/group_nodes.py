@@ -100,11 +100,7 @@ def read_nodes(
             .join(resource_classes, resource_classes.c.id == inventories.c.resource_class_id)
             .join(rp, rp.c.id == inventories.c.resource_provider_id)
             .join(roots, roots.c.id == rp.c.root_provider_id)
-            .outerjoin(
-                usage,
-                (usage.c.resource_provider_id == inventories.c.resource_provider_id)
-                & (usage.c.resource_class_id == inventories.c.resource_class_id),
-            )
+            .outerjoin(usage, _usage_of_inventory(usage))
         )
     ]
     return providers, inventory_rows
@@ -119,6 +115,13 @@ def _usage():
         )
         .group_by(allocations.c.resource_provider_id, allocations.c.resource_class_id)
         .subquery()
+    )
+
+
+def _usage_of_inventory(usage):
+    """Join condition: the usage row of each inventory row."""
+    return (usage.c.resource_provider_id == inventories.c.resource_provider_id) & (
+        usage.c.resource_class_id == inventories.c.resource_class_id
     )
 
 
@@ -152,11 +155,7 @@ def node_summaries(conn: Connection, node_names: list[str] | None = None) -> lis
         .join(root_provider, root_provider.c.id == roots.c.id)
         .join(rp, rp.c.root_provider_id == roots.c.id)
         .outerjoin(inventories, inventories.c.resource_provider_id == rp.c.id)
-        .outerjoin(
-            usage,
-            (usage.c.resource_provider_id == inventories.c.resource_provider_id)
-            & (usage.c.resource_class_id == inventories.c.resource_class_id),
-        )
+        .outerjoin(usage, _usage_of_inventory(usage))
         .group_by(root_provider.c.id, root_provider.c.name)
     )
     return [
@@ -167,14 +166,15 @@ def node_summaries(conn: Connection, node_names: list[str] | None = None) -> lis
 
 
 def capacity_ranges(conn: Connection, classes: set[str]) -> dict[str, tuple[float, float]]:
-    """Per class, the smallest and largest capacity of any inventory of it."""
+    """Per class, the smallest and largest capacity above 0 of any inventory of it."""
     if not classes:
         return {}
     capacity = (inventories.c.total - inventories.c.reserved) * inventories.c.allocation_ratio
+    # Inventories without capacity can hold nothing, so they bound nothing.
     rows = conn.execute(
         select(resource_classes.c.name, func.min(capacity), func.max(capacity))
         .join(inventories, inventories.c.resource_class_id == resource_classes.c.id)
-        .where(resource_classes.c.name.in_(sorted(classes)))
+        .where(resource_classes.c.name.in_(sorted(classes)), capacity > 0)
         .group_by(resource_classes.c.name)
     )
     return {name: (float(low), float(high)) for name, low, high in rows}

@@ -10,7 +10,7 @@ Levels are known by their normalized name (``naming.normalized``: ``gpu``,
 """
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from placement.group_resources.naming import normalized
 
@@ -21,25 +21,34 @@ class LevelConflict(ValueError):
 
 @dataclass(frozen=True)
 class Levels:
-    # level name -> the level it sits directly under (None: the node itself)
+    # level -> the level it sits directly under (None: the node itself)
     parents: dict[str, str | None]
+    # level -> how the node's map first wrote it (for messages and filled-in paths)
+    spelling: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_paths(cls, paths: Iterable[tuple[str, ...]]) -> "Levels":
         """Levels from group paths (name, index, name, index, ...); LevelConflict if irregular."""
         parents: dict[str, str | None] = {}
+        spelling: dict[str, str] = {}
         for path in paths:
-            names = [normalized(name) for name in path[0::2]]
+            written = path[0::2]
+            names = [normalized(name) for name in written]
             for depth, name in enumerate(names):
+                spelling.setdefault(name, written[depth])
                 parent = names[depth - 1] if depth else None
                 if name in names[:depth]:
-                    raise LevelConflict(f"level {name!r} is nested inside itself")
+                    raise LevelConflict(f"level {written[depth]!r} is nested inside itself")
                 if parents.setdefault(name, parent) != parent:
                     raise LevelConflict(
-                        f"level {name!r} sits under {_describe(parents[name])} and under "
-                        f"{_describe(parent)}"
+                        f"level {written[depth]!r} sits under "
+                        f"{_describe(parents[name], spelling)} and under "
+                        f"{_describe(parent, spelling)}"
                     )
-        return cls(parents)
+        return cls(parents, spelling)
+
+    def written(self, level: str) -> str:
+        return self.spelling.get(level, level)
 
     def ancestors(self, level: str) -> list[str]:
         """The levels above ``level``, the top one first."""
@@ -69,5 +78,5 @@ class Levels:
         return tuple(sorted((name, parent or "") for name, parent in self.parents.items()))
 
 
-def _describe(level: str | None) -> str:
-    return "the node" if level is None else repr(level)
+def _describe(level: str | None, spelling: dict[str, str]) -> str:
+    return "the node" if level is None else repr(spelling.get(level, level))

@@ -53,7 +53,7 @@ class Naming:
         unit = self.unit(base_name)
         suffix = "" if unit == "count" else f"_{unit}"
         if level is None:
-            standard = _lookup(self.standard_classes, base_name)
+            standard = lookup_ignoring_case(self.standard_classes, base_name)
             if standard is not None:
                 return standard
             return f"CUSTOM_{normalized(base_name)}{suffix}"
@@ -61,10 +61,10 @@ class Naming:
 
     def unit(self, base_name: str) -> str:
         """``count``, ``MB`` or ``GB``: what one unit of the class is."""
-        return _lookup(self.byte_units, base_name) or "count"
+        return lookup_ignoring_case(self.byte_units, base_name) or "count"
 
 
-def _lookup(mapping: Mapping[str, str], name: str) -> str | None:
+def lookup_ignoring_case(mapping: Mapping[str, str], name: str) -> str | None:
     """``mapping[name]``, ignoring case (``Memory`` is ``memory``)."""
     if name in mapping:
         return mapping[name]

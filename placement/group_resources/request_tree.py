@@ -146,7 +146,9 @@ def _fit(group: RequestGroup, levels: Levels) -> RequestGroup | Unplaced:
             return fitted
         index = child.index or ""
         for depth in reversed(range(len(between))):
-            filled_path = tuple(s for level in between[: depth + 1] for s in (level, index))
+            filled_path = tuple(
+                s for level in between[: depth + 1] for s in (levels.written(level), index)
+            )
             fitted = RequestGroup(
                 level=between[depth],
                 index=child.index,

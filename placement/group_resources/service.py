@@ -25,7 +25,13 @@ from placement.group_resources.request_tree import (
     parse_request,
 )
 from placement.group_resources.scoring import SCORERS, Scorer, bound_key, score_key
-from placement.group_resources.snapshot import Location, Node, build_nodes
+from placement.group_resources.snapshot import (
+    InventoryRow,
+    Location,
+    Node,
+    ProviderRow,
+    build_nodes,
+)
 from placement.group_resources.sync import SyncResult, delete_node, require_node, sync_node
 
 __all__ = [
@@ -75,8 +81,7 @@ def find_candidates(
     request = parse_request(resources, naming)
     ranking = Ranking(request, SCORERS[scorer])
     if limit is None:
-        for node in build_nodes(*group_nodes.read_nodes(conn, node_names)):
-            ranking.consider(node)
+        ranking.consider_all(group_nodes.read_nodes(conn, node_names))
         return ranking.answer(None, complete=True)
     return _bounded_ranking(conn, ranking, limit, node_names)
 
@@ -108,8 +113,7 @@ def _bounded_ranking(conn, ranking: "Ranking", limit: int, node_names) -> Candid
         chunk = bounded[position : position + batch]
         position, batch = position + batch, batch * 2
         root_ids = [s.root_id for _bound, s in chunk]
-        for node in build_nodes(*group_nodes.read_nodes(conn, root_ids=root_ids)):
-            ranking.consider(node)
+        ranking.consider_all(group_nodes.read_nodes(conn, root_ids=root_ids))
     return ranking.answer(limit, complete=True)
 
 
@@ -123,7 +127,15 @@ class Ranking:
         self.placements: list[Placement] = []
         self._fitted: dict[tuple, RequestGroup | Unplaced] = {}
         self._blocked: Counter[str] = Counter()
-        self._reasons: dict[str, str] = {}
+        self._reasons: dict[str, tuple[str, str]] = {}  # key -> (node, reason)
+        # One numbering of groups for all the nodes of this search: the
+        # allocator remembers fits by these numbers.
+        self._signatures: dict[tuple, int] = {}
+
+    def consider_all(self, rows: tuple[list[ProviderRow], list[InventoryRow]]) -> None:
+        """Place the request on every node of ``rows`` (from ``group_nodes.read_nodes``)."""
+        for node in build_nodes(*rows, signatures=self._signatures):
+            self.consider(node)
 
     def consider(self, node: Node) -> None:
         shape = node.levels.shape()
@@ -140,8 +152,11 @@ class Ranking:
         self.placements.append(placement)
 
     def _block(self, node: Node, unplaced: Unplaced) -> None:
+        """Count the node against the key; the reason shown is the first node's by name."""
         self._blocked[unplaced.key] += 1
-        self._reasons.setdefault(unplaced.key, f"{node.name}: {unplaced.reason}")
+        known = self._reasons.get(unplaced.key)
+        if known is None or node.name < known[0]:
+            self._reasons[unplaced.key] = (node.name, unplaced.reason)
 
     def could_enter(self, bound: float, name: str, limit: int) -> bool:
         """Whether a node with this bound and name could still be among the ``limit`` best."""
@@ -153,8 +168,8 @@ class Ranking:
     def answer(self, limit: int | None, complete: bool) -> CandidateAnswer:
         ranked = sorted(self.placements, key=_rank_key)
         blocking = [
-            BlockingKey(key=key, reason=self._reasons[key], nodes=count)
-            for key, count in self._blocked.most_common()
+            BlockingKey(key=key, reason=": ".join(self._reasons[key]), nodes=count)
+            for key, count in sorted(self._blocked.items(), key=lambda kv: (-kv[1], kv[0]))
         ]
         return CandidateAnswer(
             placements=ranked if limit is None else ranked[:limit],
@@ -234,8 +249,7 @@ def claim(
         if attempt == 0:
             answer = _bounded_ranking(conn, ranking, 1, node_names)
         else:
-            for node in build_nodes(*group_nodes.read_nodes(conn, node_names)):
-                ranking.consider(node)
+            ranking.consider_all(group_nodes.read_nodes(conn, node_names))
             answer = ranking.answer(None, complete=True)
         if not answer.placements:
             raise unplaceable(answer)

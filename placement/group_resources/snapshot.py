@@ -79,9 +79,15 @@ class InventoryRow(NamedTuple):
 
 
 def build_nodes(
-    providers: Iterable[ProviderRow], inventories: Iterable[InventoryRow]
+    providers: Iterable[ProviderRow],
+    inventories: Iterable[InventoryRow],
+    signatures: dict[tuple, int] | None = None,
 ) -> list[Node]:
-    """The nodes of ``providers`` (whole trees), ordered by name."""
+    """The nodes of ``providers`` (whole trees), ordered by name.
+
+    ``signatures`` numbers the distinct groups; nodes built in several calls
+    for one search must share it, so that equal numbers mean equal groups.
+    """
     rooms: dict[int, dict[str, Room]] = {}
     for row in inventories:
         rooms.setdefault(row.provider_id, {})[row.resource_class] = Room(
@@ -94,7 +100,8 @@ def build_nodes(
     trees: dict[int, list[ProviderRow]] = {}
     for provider in providers:
         trees.setdefault(provider.root_provider_id, []).append(provider)
-    signatures: dict[tuple, int] = {}
+    if signatures is None:
+        signatures = {}
     nodes = []
     for root_id, rows in trees.items():
         node = _build_node(root_id, rows, rooms, signatures)
@@ -120,6 +127,7 @@ def _build_node(root_id, rows, rooms, signatures) -> Node | None:
             rooms=rooms.get(row.id, {}),
         )
     level_parents: dict[str, str | None] = {}
+    spelling: dict[str, str] = {}
     for row in rows:
         location = locations.get(row.id)
         if location is None or location.level is None:
@@ -127,11 +135,12 @@ def _build_node(root_id, rows, rooms, signatures) -> Node | None:
         parent = locations.get(row.parent_provider_id)
         if parent is None:
             continue
+        spelling.setdefault(location.level, location.path[-2])
         known = level_parents.setdefault(location.level, parent.level)
         if known != parent.level or location.level == parent.level:
             return None  # irregular levels: not something the translator wrote
         parent.children.setdefault(location.level, []).append(location)
-    levels = Levels(level_parents)
+    levels = Levels(level_parents, spelling)
     # Children before parents, so each signature is built from finished ones.
     ordered = sorted(locations.values(), key=lambda loc: len(loc.path), reverse=True)
     for location in ordered:

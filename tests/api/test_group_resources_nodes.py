@@ -209,3 +209,34 @@ def test_providers_added_by_others_are_left_alone_and_block_delete(api):
     refused = api.delete("/group_resources/nodes/n1")
     assert refused.status_code == 409
     assert "extra" in refused.json["errors"][0]["detail"]
+
+
+def test_limit_answers_are_the_head_of_the_full_ranking(api):
+    """The best-first search (more nodes than its first batch) answers as a full search."""
+    for index in range(40):
+        devices = 2 if index % 2 else 6  # nodes of two sizes: bounds and scores order apart
+        sync(api, f"n{index:02d}", {"cpu": 8, **{f"gpu/dev{d}/cards": 1 for d in range(devices)}})
+    # Uneven use: some nodes get one GPU taken, some more.
+    for index in range(0, 40, 3):
+        for _ in range(1 + (index % 2) * 0 + (index % 4 == 0) * 2):
+            response = claim(api, {"gpu/0/cards": 1}, str(uuid.uuid4()), nodes=[f"n{index:02d}"])
+            assert response.status_code == 200, response.json
+    # A GPU whose whole inventory is reserved: capacity 0 must not spoil the bounds.
+    dev3 = _groups(api, "n07")["gpu/dev1"]["uuid"]
+    reserved = api.put(
+        f"/resource_providers/{dev3}/inventories/CUSTOM_GPU_CARDS",
+        json={"resource_provider_generation": api.generation(dev3), "total": 1, "reserved": 1},
+    )
+    assert reserved.status_code == 200, reserved.json
+    for request in ({"gpu/0/cards": 1}, {"cpu": 2, "gpu/a/cards": 1, "gpu/b/cards": 1}):
+        for scorer in ("pack", "spread"):
+            full = api.post(
+                "/group_resources/candidates", json={"resources": request, "scorer": scorer}
+            ).json
+            assert full["feasible_nodes"] == len(full["candidates"]) >= 30
+            for limit in (1, 3, 10):
+                head = api.post(
+                    "/group_resources/candidates",
+                    json={"resources": request, "scorer": scorer, "limit": limit},
+                ).json
+                assert head["candidates"] == full["candidates"][:limit], (scorer, limit)
