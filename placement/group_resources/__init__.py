@@ -1,0 +1,25 @@
+"""The group-resource key translator: seed 000's group allocator over provider trees.
+
+Nodes and requests are flat maps of hierarchical keys
+(``Gpugrp1/0/Gpugrp0/1/gpu/dev2/cards: 1``). One module per step:
+
+- ``keys``, ``quantities``, ``naming``, ``levels``: reading keys and amounts,
+  the classes, traits and provider names they become, a node's group levels.
+- ``node_tree`` and ``sync``: a node's map -> the provider tree it should
+  have -> that tree written (idempotent, refusing to drop what is allocated).
+- ``request_tree``: a request map -> request groups, fitted to a node's
+  levels (seed section V fills skipped levels in, one per request group).
+- ``snapshot``: the managed trees as read in one moment, each group with a
+  signature so that equal groups are searched once.
+- ``allocator`` and ``scoring``: the exact best placement per node (a
+  recursive assignment, pack or spread), and the score bounds that let a
+  search with ``limit`` read only the nodes that can win.
+- ``service``: the Python API (candidates, claims, dry-run, sync, views);
+  ``query_text`` gives the equivalent GET /allocation_candidates query;
+  ``bodies`` the JSON answers; ``commands`` the ``placement group-resources``
+  CLI. SQL lives in ``placement.data.group_nodes``; HTTP in
+  ``placement.handlers.group_resources``.
+
+Nothing is cached between requests; a claim re-checks capacity as it writes
+and chooses again when a concurrent claim took its choice.
+"""
