@@ -11,6 +11,8 @@ Layout (each layer only calls the one below it):
   ``required``, ``member_of``); ``schemas`` validate JSON bodies (marshmallow).
 * ``data`` is the data layer: functions taking a connection first; all SQL is
   there. ``db`` holds the schema (``db.tables``), engines and migrations.
+* ``candidates`` is the allocation-candidate search; ``group_resources`` the
+  group-resource key translator (an extension under /group_resources).
 
 One request is one transaction (see ``routes``). Provider generations guard
 every read-modify-write: the UPDATE that bumps a generation checks the value
