@@ -67,9 +67,25 @@ def sync_node(
         (path for path in existing if path not in wanted_paths), key=len, reverse=True
     )
     _refuse_removing_allocated(conn, node, [existing[p] for p in removed], removed)
-    changed = created
+    new_groups = [wanted for wanted in desired.providers if wanted.path not in existing]
+    group_nodes.create_groups(
+        conn,
+        root.id,
+        [
+            group_nodes.NewGroup(
+                name=provider_name(node, wanted.path),
+                parent_name=provider_name(node, wanted.parent_path or ()),
+                trait=level_trait(wanted.level or ""),
+                inventories=wanted.inventories,
+            )
+            for wanted in new_groups
+        ],
+    )
+    changed = created or bool(new_groups)
     for wanted in desired.providers:
-        provider = _provider_for(conn, node, root, wanted, existing)
+        if wanted.path and wanted.path not in existing:
+            continue  # created just now, complete
+        provider = _provider(conn, root, wanted, existing)
         changed |= _sync_provider(conn, node, provider, wanted)
     for path in removed:
         provider = provider_data.require_provider_by_id(conn, existing[path])
@@ -140,18 +156,10 @@ def _refuse_removing_allocated(conn, node: str, provider_ids: list[int], paths) 
         )
 
 
-def _provider_for(conn, node, root, wanted: DesiredProvider, existing) -> provider_data.Provider:
+def _provider(conn, root, wanted: DesiredProvider, existing) -> provider_data.Provider:
     if not wanted.path:
         return provider_data.require_provider(conn, root.uuid)
-    if wanted.path in existing:
-        return provider_data.require_provider_by_id(conn, existing[wanted.path])
-    parent_id = existing[wanted.parent_path] if wanted.parent_path else root.id
-    parent = provider_data.require_provider_by_id(conn, parent_id)
-    provider = provider_data.create_provider(
-        conn, str(uuid_lib.uuid4()), provider_name(node, wanted.path), parent.uuid
-    )
-    existing[wanted.path] = provider.id
-    return provider
+    return provider_data.require_provider_by_id(conn, existing[wanted.path])
 
 
 def _sync_provider(conn, node: str, provider, wanted: DesiredProvider) -> bool:
