@@ -240,3 +240,11 @@ def test_limit_answers_are_the_head_of_the_full_ranking(api):
                     json={"resources": request, "scorer": scorer, "limit": limit},
                 ).json
                 assert head["candidates"] == full["candidates"][:limit], (scorer, limit)
+
+
+def test_a_group_name_taken_by_another_provider_is_a_conflict(api):
+    api.create_provider("n1/gpu/dev0")
+    refused = sync(api, "n1", SECTION_II_NODE, expect=(409,))
+    assert error_code(refused) == "placement.duplicate_name"
+    assert "n1/gpu/dev0" in refused.json["errors"][0]["detail"]
+    assert api.get("/group_resources/nodes").json["nodes"] == []  # nothing half-written
