@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 CLAIM_ATTEMPTS = 10
+RETRY_CHOICES = 16  # nodes a retried claim chooses among, if they score as well as the best
 
 
 @dataclass(frozen=True)
@@ -246,11 +247,8 @@ def claim(
     last_conflict = None
     for attempt in range(CLAIM_ATTEMPTS):
         ranking = Ranking(request, SCORERS[scorer])
-        if attempt == 0:
-            answer = _bounded_ranking(conn, ranking, 1, node_names)
-        else:
-            ranking.consider_all(group_nodes.read_nodes(conn, node_names))
-            answer = ranking.answer(None, complete=True)
+        # A retry looks at a few more nodes, to spread over those as good as the best.
+        answer = _bounded_ranking(conn, ranking, RETRY_CHOICES if attempt else 1, node_names)
         if not answer.placements:
             raise unplaceable(answer)
         best = answer.placements[0]
