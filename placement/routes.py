@@ -97,13 +97,19 @@ ROUTES: dict[str, dict[str, Callable]] = {
 }
 
 
+# POSTs that only read (a body too rich for a query string): they run as read
+# transactions, which on SQLite do not take the database's one write lock.
+READ_ONLY_POSTS = frozenset({group_resources.translate, group_resources.find_candidates})
+
+
 def register_routes(app: flask.Flask) -> None:
     for path, methods in ROUTES.items():
         for method, view in methods.items():
+            writes = method not in READ_METHODS and view not in READ_ONLY_POSTS
             app.add_url_rule(
                 path,
                 endpoint=f"{method} {path}",
-                view_func=_transactional(view, write=method not in READ_METHODS),
+                view_func=_transactional(view, write=writes),
                 methods=[method],
                 provide_automatic_options=False,
             )

@@ -194,11 +194,16 @@ def lock_providers(conn: Connection, provider_ids) -> None:
     """
     now = utcnow()
     for provider_id in sorted(provider_ids):
-        conn.execute(
+        locked = conn.execute(
             update(resource_providers)
             .where(resource_providers.c.id == provider_id)
             .values(generation=resource_providers.c.generation + 1, updated_at=now)
         )
+        if locked.rowcount != 1:
+            # Deleted by a transaction that committed while this one waited.
+            raise errors.ConcurrentUpdate(
+                "A resource provider of these allocations was deleted concurrently; retry."
+            )
 
 
 def check_allocations_fit(

@@ -7,6 +7,7 @@ providers, and inventories with their usage.
 
 import uuid as uuid_lib
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from sqlalchemy import Connection, case, exists, func, insert, literal, select
 
@@ -24,9 +25,28 @@ from placement.db.tables import (
     traits,
 )
 from placement.group_resources.naming import NODE_TRAIT
-from placement.group_resources.snapshot import InventoryRow, ProviderRow
 
 rp = resource_providers
+
+
+class ProviderRow(NamedTuple):
+    id: int
+    uuid: str
+    name: str
+    parent_provider_id: int | None
+    root_provider_id: int
+
+
+class InventoryRow(NamedTuple):
+    provider_id: int
+    resource_class: str
+    total: int
+    reserved: int
+    min_unit: int
+    max_unit: int
+    step_size: int
+    allocation_ratio: float
+    used: int
 
 
 def _managed_roots(node_names: list[str] | None):
@@ -76,7 +96,7 @@ def read_nodes(
     #              FROM allocations GROUP BY 1, 2) usage
     #     ON usage.resource_provider_id = inv.resource_provider_id
     #    AND usage.resource_class_id = inv.resource_class_id
-    usage = _usage()
+    usage = _usage(roots)
     inventory_rows = [
         InventoryRow(
             provider_id=row[0],
@@ -110,13 +130,23 @@ def read_nodes(
     return providers, inventory_rows
 
 
-def _usage():
+def _usage(roots):
+    """Usage per provider and class, of the providers in the trees of ``roots`` only.
+
+    Summing only those (not every allocation of the deployment) keeps the
+    statement proportional to the nodes read, whatever else is allocated.
+    """
+    # SELECT a.resource_provider_id, a.resource_class_id, SUM(a.used) AS used
+    #   FROM allocations a JOIN resource_providers rp ON rp.id = a.resource_provider_id
+    #   JOIN (<roots>) roots ON roots.id = rp.root_provider_id GROUP BY 1, 2
     return (
         select(
             allocations.c.resource_provider_id,
             allocations.c.resource_class_id,
             func.sum(allocations.c.used).label("used"),
         )
+        .join(rp, rp.c.id == allocations.c.resource_provider_id)
+        .join(roots, roots.c.id == rp.c.root_provider_id)
         .group_by(allocations.c.resource_provider_id, allocations.c.resource_class_id)
         .subquery()
     )
@@ -147,7 +177,7 @@ def node_summaries(conn: Connection, node_names: list[str] | None = None) -> lis
     #   LEFT JOIN (<usage per provider and class>) usage ON ...
     #   GROUP BY root.id, root.name
     roots = _managed_roots(node_names).subquery()
-    usage = _usage()
+    usage = _usage(roots)
     capacity = (inventories.c.total - inventories.c.reserved) * inventories.c.allocation_ratio
     used_share = case(
         (capacity > 0, func.coalesce(usage.c.used, 0) / capacity), else_=literal(0.0)
@@ -169,15 +199,20 @@ def node_summaries(conn: Connection, node_names: list[str] | None = None) -> lis
     ]
 
 
-def capacity_ranges(conn: Connection, classes: set[str]) -> dict[str, tuple[float, float]]:
-    """Per class, the smallest and largest capacity above 0 of any inventory of it."""
+def capacity_ranges(
+    conn: Connection, classes: set[str], node_names: list[str] | None = None
+) -> dict[str, tuple[float, float]]:
+    """Per class, the smallest and largest capacity above 0 of its inventories on the nodes."""
     if not classes:
         return {}
+    roots = _managed_roots(node_names).subquery()
     capacity = (inventories.c.total - inventories.c.reserved) * inventories.c.allocation_ratio
     # Inventories without capacity can hold nothing, so they bound nothing.
     rows = conn.execute(
         select(resource_classes.c.name, func.min(capacity), func.max(capacity))
         .join(inventories, inventories.c.resource_class_id == resource_classes.c.id)
+        .join(rp, rp.c.id == inventories.c.resource_provider_id)
+        .join(roots, roots.c.id == rp.c.root_provider_id)
         .where(resource_classes.c.name.in_(sorted(classes)), capacity > 0)
         .group_by(resource_classes.c.name)
     )

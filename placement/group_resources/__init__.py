@@ -14,6 +14,8 @@ Nodes and requests are flat maps of hierarchical keys
 - ``allocator`` and ``scoring``: the exact best placement per node (a
   recursive assignment, pack or spread), and the score bounds that let a
   search with ``limit`` read only the nodes that can win.
+- ``search``: ranking the nodes of one request, over every node or best
+  bound first, with the requested key that kept the others out.
 - ``service``: the Python API (candidates, claims, dry-run, sync, views);
   ``query_text`` gives the equivalent GET /allocation_candidates query;
   ``bodies`` the JSON answers; ``commands`` the ``placement group-resources``

@@ -20,7 +20,8 @@ from placement.db.engine import WRITE_TRANSACTION_OPTION, is_sqlite, make_engine
 from placement.group_resources import bodies, service
 from placement.group_resources.naming import Naming
 from placement.group_resources.scoring import SCORERS
-from placement.query import normalize_uuid
+from placement.http import validate
+from placement.schemas import group_resources as schemas
 
 
 def add_commands(commands) -> None:
@@ -124,40 +125,53 @@ def _delete(config: Config, args: argparse.Namespace) -> int:
 
 def _candidates(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
-        requested = read_key_map(args.file)
+        body = _checked(schemas.FindCandidates(), args, resources=read_key_map(args.file),
+                        scorer=args.scorer, limit=args.limit, nodes=args.nodes)
         answer = service.find_candidates(
-            conn, requested, naming, scorer=args.scorer, limit=args.limit, node_names=args.nodes
+            conn, body["resources"], naming, scorer=body["scorer"], limit=body.get("limit"),
+            node_names=body.get("nodes"),
         )
-        return bodies.candidates_body(answer, requested)
+        return bodies.candidates_body(answer, body["resources"])
 
     return _run(config, work)
 
 
 def _claim(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
-        requested = read_key_map(args.file)
-        consumer = normalize_uuid(args.consumer)
-        if consumer is None:
-            raise errors.BadRequest(f"--consumer {args.consumer!r} is not a uuid.")
+        body = _checked(
+            schemas.Claim(), args, resources=read_key_map(args.file), consumer_uuid=args.consumer,
+            project_id=args.project, user_id=args.user, consumer_type=args.consumer_type,
+            scorer=args.scorer, nodes=args.nodes,
+        )
         placement = service.claim(
             conn,
-            requested,
+            body["resources"],
             naming,
-            consumer_uuid=consumer,
-            project_id=args.project,
-            user_id=args.user,
-            consumer_type=args.consumer_type,
-            scorer=args.scorer,
-            node_names=args.nodes,
+            consumer_uuid=body["consumer_uuid"],
+            project_id=body["project_id"],
+            user_id=body["user_id"],
+            consumer_type=body.get("consumer_type"),
+            scorer=body["scorer"],
+            node_names=body.get("nodes"),
         )
-        return {"consumer_uuid": consumer, **bodies.placement_body(placement, requested)}
+        return {
+            "consumer_uuid": body["consumer_uuid"],
+            **bodies.placement_body(placement, body["resources"]),
+        }
 
     return _run(config, work)
 
 
 def _query(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
-        translations = service.translate(conn, read_key_map(args.file), naming, args.nodes)
+        body = _checked(schemas.Translate(), args, resources=read_key_map(args.file),
+                        nodes=args.nodes)
+        translations = service.translate(conn, body["resources"], naming, body.get("nodes"))
         return bodies.translations_body(translations)
 
     return _run(config, work)
+
+
+def _checked(schema, args: argparse.Namespace, **fields) -> dict:
+    """The command's arguments checked by the HTTP body's schema: one set of rules."""
+    return validate(schema, {name: value for name, value in fields.items() if value is not None})

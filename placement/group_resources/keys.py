@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from placement import errors
 
-SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$")
+SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}")  # whole segment (fullmatch)
+MAX_LEVELS = 16  # group levels in one key
 
 
 @dataclass
@@ -74,28 +75,34 @@ def parse_key_map(resources: object, what: str) -> KeyGroup:
 
 
 def split_key(key: str, what: str) -> list[str]:
-    if not isinstance(key, str) or not key:
+    if not isinstance(key, str):
+        raise errors.BadRequest(f"Key {key!r} in the {what} is not a string.")
+    if not key:
         raise errors.BadRequest(f"Empty key in the {what}.")
     segments = key.split("/")
     if len(segments) == 2 and "." in segments[0]:
-        if not all(SEGMENT.match(segment) for segment in segments):
+        if not all(SEGMENT.fullmatch(segment) for segment in segments):
             raise errors.BadRequest(
                 f"Key {key!r} in the {what}: a domain-qualified name is 'domain/name', each "
                 "1 to 63 letters, digits, '_', '-' or '.', starting with a letter or digit."
             )
         return [key]  # domain-qualified base resource (nvidia.com/gpu)
+    if len(segments) > 2 * MAX_LEVELS + 1:
+        raise errors.BadRequest(
+            f"Key {key[:80]!r}... in the {what} has more than {MAX_LEVELS} group levels."
+        )
     if len(segments) % 2 == 0:
         raise errors.BadRequest(
             f"Key {key!r} in the {what} is not 'group/index/.../name': a group level "
             "needs a name and an index, and the key must end with a resource name."
         )
     for segment in segments if len(segments) > 1 else ():
-        if not SEGMENT.match(segment):
+        if not SEGMENT.fullmatch(segment):
             raise errors.BadRequest(
                 f"Key {key!r} in the {what}: segment {segment!r} must be 1 to 63 letters, "
                 "digits, '_', '-' or '.', starting with a letter or digit."
             )
-    if len(segments) == 1 and not SEGMENT.match(key):
+    if len(segments) == 1 and not SEGMENT.fullmatch(key):
         raise errors.BadRequest(
             f"Key {key!r} in the {what}: a resource name must be 1 to 63 letters, digits, "
             "'_', '-' or '.', starting with a letter or digit."

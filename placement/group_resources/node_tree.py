@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from placement import errors
 from placement.group_resources.keys import KeyGroup, parse_key_map
 from placement.group_resources.levels import LevelConflict, Levels
-from placement.group_resources.naming import Naming
+from placement.group_resources.naming import Naming, normalized
 from placement.group_resources.quantities import amount_in_unit
 
 
@@ -37,6 +37,7 @@ def desired_tree(resources: object, naming: Naming) -> DesiredTree:
     """What the node map ``resources`` asks for; 400 naming the key for bad input."""
     root = parse_key_map(resources, "node resources")
     providers = [_desired_provider(group, naming) for group in root.walk()]
+    _refuse_classes_on_two_levels(providers)
     try:
         levels = Levels.from_paths(p.path for p in providers if p.path)
     except LevelConflict as exc:
@@ -44,6 +45,24 @@ def desired_tree(resources: object, naming: Naming) -> DesiredTree:
             f"The node resources need one place per group level: {exc}."
         ) from exc
     return DesiredTree(providers=providers, levels=levels)
+
+
+def _refuse_classes_on_two_levels(providers: list[DesiredProvider]) -> None:
+    """One class, one level: ``gpu_cards`` on the node and ``gpu/dev0/cards`` would share
+    CUSTOM_GPU_CARDS, and a request for one could be served by the other."""
+    seen: dict[str, DesiredProvider] = {}
+    for provider in providers:
+        for resource_class, key in provider.keys.items():
+            first = seen.setdefault(resource_class, provider)
+            if normalized_level(first) != normalized_level(provider):
+                raise errors.BadRequest(
+                    f"Keys {first.keys[resource_class]!r} and {key!r} are on different levels "
+                    f"but both become resource class {resource_class}."
+                )
+
+
+def normalized_level(provider: DesiredProvider) -> str | None:
+    return normalized(provider.level) if provider.level is not None else None
 
 
 def _desired_provider(group: KeyGroup, naming: Naming) -> DesiredProvider:

@@ -27,7 +27,10 @@ DECIMAL_SUFFIXES: dict[str, int | Fraction] = {
     "P": 10**15,
     "E": 10**18,
 }
-QUANTITY = re.compile(r"^\s*(?P<number>[0-9]+(?:\.[0-9]+)?)\s*(?P<suffix>[A-Za-z]*)\s*$")
+# At most 30 digits each side of the point: anything longer is out of range anyway.
+QUANTITY = re.compile(
+    r"\s*(?P<number>[0-9]{1,30}(?:\.[0-9]{1,30})?)\s*(?P<suffix>[A-Za-z]{0,3})\s*"
+)
 
 # Units an amount is expressed in: the number of plain units in one of them.
 UNIT_SIZES = {"count": 1, "MB": 2**20, "GB": 2**30}
@@ -43,7 +46,7 @@ def parse_quantity(value: object, key: str) -> Fraction:
         return Fraction(int(value))
     if not isinstance(value, str):
         raise errors.BadRequest(f"{key}: {value!r} is not an amount.")
-    match = QUANTITY.match(value)
+    match = QUANTITY.fullmatch(value)
     if match is None:
         raise errors.BadRequest(
             f"{key}: {value!r} is not an amount (an integer or a quantity such as '2Gi', "
@@ -66,13 +69,13 @@ def amount_in_unit(value: object, unit: str, key: str, resource_class: str) -> i
     """``value`` as a whole number of ``unit`` (count, MB or GB) for ``resource_class``."""
     amount = parse_quantity(value, key) / UNIT_SIZES[unit]
     described = "" if unit == "count" else f" {unit}"
+    if amount < 0 or amount > MAX_INT:
+        raise errors.BadRequest(
+            f"{key}: {value!r} is out of range for {resource_class} (0 to {MAX_INT}{described})."
+        )
     if amount.denominator != 1:
         raise errors.BadRequest(
             f"{key}: {value!r} is not a whole number{described} of {resource_class} "
             f"({float(amount):g}{described})."
-        )
-    if amount < 0 or amount > MAX_INT:
-        raise errors.BadRequest(
-            f"{key}: {value!r} is out of range for {resource_class} (0 to {MAX_INT}{described})."
         )
     return int(amount)

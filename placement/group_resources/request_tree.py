@@ -91,8 +91,33 @@ def parse_request(resources: object, naming: Naming) -> GroupRequest:
     if not root.base and not root.subgroups:
         raise errors.BadRequest("The requested resources are empty.")
     top = _request_group(root, naming)
+    _refuse_too_many_kinds(top)
     flat = all(not child.subgroups for child in root.subgroups.values())
     return GroupRequest(top=top, flat=flat)
+
+
+# The allocator places the subgroups of one level of one group together; its
+# work grows with the product over their kinds of (how many + 1). Identical
+# subgroups are one kind: 64 identical GPUs are 65 states, 20 GPUs of 20
+# different sizes a million.
+MAX_ASSIGNMENT_STATES = 20_000
+
+
+def _refuse_too_many_kinds(top: RequestGroup) -> None:
+    for group in top.walk():
+        counts: dict[tuple, int] = {}
+        for child in group.children:
+            counts[child.shape()] = counts.get(child.shape(), 0) + 1
+        by_level: dict[str | None, int] = {}
+        for shape, count in counts.items():
+            by_level[shape[0]] = by_level.get(shape[0], 1) * (count + 1)
+        for level, states in by_level.items():
+            if states > MAX_ASSIGNMENT_STATES:
+                raise errors.BadRequest(
+                    f"The requested resources hold too many different {level!r} groups side by "
+                    f"side under {'/'.join(group.path) or 'the node'}: make more of them alike "
+                    f"(same resources and amounts) or split the request."
+                )
 
 
 def _request_group(group: KeyGroup, naming: Naming) -> RequestGroup:

@@ -25,9 +25,12 @@ from placement.group_resources.snapshot import Node, Room
 SCORE_SCALE = 10**9  # scores are compared, and tie, at nine decimals
 
 
+KEY_LIMIT = 2**62  # beyond any real score; where absurd ratios overflow a float
+
+
 def score_key(score: float) -> int:
     """A score as compared: nine decimals, as an integer."""
-    return round(score * SCORE_SCALE)
+    return _clamped(score, round, if_nan=-KEY_LIMIT)
 
 
 def bound_key(bound: float) -> int:
@@ -36,7 +39,17 @@ def bound_key(bound: float) -> int:
     A bound equal to a score but computed in another order may differ from it
     in the last bits; rounding half a unit up (plus a little) absorbs that.
     """
-    return math.floor(bound * SCORE_SCALE + 0.501)
+    # Not a number: nothing is known, so the node must be looked at.
+    return _clamped(bound, lambda scaled: math.floor(scaled + 0.501), if_nan=KEY_LIMIT)
+
+
+def _clamped(value: float, to_int, if_nan: int) -> int:
+    scaled = value * SCORE_SCALE
+    if math.isnan(scaled):
+        return if_nan
+    if math.isinf(scaled) or abs(scaled) >= KEY_LIMIT:
+        return KEY_LIMIT if scaled > 0 else -KEY_LIMIT
+    return to_int(scaled)
 
 
 @dataclass(frozen=True)

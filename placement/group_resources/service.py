@@ -5,7 +5,6 @@ commit to its caller, so one call is one transaction.
 """
 
 import random
-from collections import Counter
 from dataclasses import dataclass
 
 from sqlalchemy import Connection
@@ -14,24 +13,13 @@ from placement import errors
 from placement.data import allocations as allocation_data
 from placement.data import consumers as consumer_data
 from placement.data import group_nodes
-from placement.group_resources.allocator import Allocator, Placement
+from placement.group_resources.allocator import Placement
 from placement.group_resources.naming import Naming, path_of
 from placement.group_resources.query_text import CandidateQuery, candidate_query
-from placement.group_resources.request_tree import (
-    GroupRequest,
-    RequestGroup,
-    Unplaced,
-    fit_to_levels,
-    parse_request,
-)
-from placement.group_resources.scoring import SCORERS, Scorer, bound_key, score_key
-from placement.group_resources.snapshot import (
-    InventoryRow,
-    Location,
-    Node,
-    ProviderRow,
-    build_nodes,
-)
+from placement.group_resources.request_tree import Unplaced, fit_to_levels, parse_request
+from placement.group_resources.scoring import SCORERS, score_key
+from placement.group_resources.search import CandidateAnswer, Ranking, bounded_ranking
+from placement.group_resources.snapshot import Node, build_nodes
 from placement.group_resources.sync import SyncResult, delete_node, require_node, sync_node
 
 __all__ = [
@@ -49,22 +37,6 @@ CLAIM_ATTEMPTS = 10
 RETRY_CHOICES = 16  # nodes a retried claim chooses among, if they score as well as the best
 
 
-@dataclass(frozen=True)
-class BlockingKey:
-    """A requested key that kept the request off ``nodes`` nodes, and why (on the first)."""
-
-    key: str
-    reason: str
-    nodes: int
-
-
-@dataclass(frozen=True)
-class CandidateAnswer:
-    placements: list[Placement]  # best first
-    feasible_nodes: int | None  # None when a limit stopped the search early
-    blocking: list[BlockingKey]  # when nothing fits: the keys that blocked, most first
-
-
 def find_candidates(
     conn: Connection,
     resources: object,
@@ -76,7 +48,7 @@ def find_candidates(
     """Every node's best placement of ``resources``, best node first.
 
     Without ``limit`` every node is read and placed. With ``limit`` the nodes
-    are visited best bound first (``_bounded_ranking``) and the search stops
+    are visited best bound first (``search.bounded_ranking``) and the search stops
     as soon as no node left can beat the ``limit`` found.
     """
     request = parse_request(resources, naming)
@@ -84,138 +56,7 @@ def find_candidates(
     if limit is None:
         ranking.consider_all(group_nodes.read_nodes(conn, node_names))
         return ranking.answer(None, complete=True)
-    return _bounded_ranking(conn, ranking, limit, node_names)
-
-
-FIRST_BATCH = 32  # nodes read at once by the bounded search; doubles each time
-
-
-def _bounded_ranking(conn, ranking: "Ranking", limit: int, node_names) -> CandidateAnswer:
-    """The ``limit`` best nodes, reading nodes in batches in order of their bound.
-
-    A node's bound is the best score it could reach (``Scorer.bound``): its
-    current use plus the request placed on the smallest (pack) or largest
-    (spread) inventories of each class anywhere. A node whose bound is below
-    the ``limit``-th best score found (or equal, and after it by name) cannot
-    enter the answer, nor can any node after it, so the search stops there.
-    """
-    classes = {d.resource_class for g in ranking.request.top.walk() for d in g.demands}
-    ranges = group_nodes.capacity_ranges(conn, classes)
-    bounded = [
-        (ranking.scorer.bound(s.utilisation, s.inventory_count, ranking.request, ranges), s)
-        for s in group_nodes.node_summaries(conn, node_names)
-    ]
-    bounded.sort(key=lambda pair: (-bound_key(pair[0]), pair[1].name))
-    position, batch = 0, FIRST_BATCH
-    while position < len(bounded):
-        bound, summary = bounded[position]
-        if not ranking.could_enter(bound, summary.name, limit):
-            return ranking.answer(limit, complete=False)
-        chunk = bounded[position : position + batch]
-        position, batch = position + batch, batch * 2
-        root_ids = [s.root_id for _bound, s in chunk]
-        ranking.consider_all(group_nodes.read_nodes(conn, root_ids=root_ids))
-    return ranking.answer(limit, complete=True)
-
-
-class Ranking:
-    """The nodes placed so far for one request, and why the others were not."""
-
-    def __init__(self, request: GroupRequest, scorer: Scorer) -> None:
-        self.request = request
-        self.scorer = scorer
-        self.allocator = Allocator(scorer)
-        self.placements: list[Placement] = []
-        self._fitted: dict[tuple, RequestGroup | Unplaced] = {}
-        self._blocked: Counter[str] = Counter()
-        self._reasons: dict[str, tuple[str, str]] = {}  # key -> (node, reason)
-        # One numbering of groups for all the nodes of this search: the
-        # allocator remembers fits by these numbers.
-        self._signatures: dict[tuple, int] = {}
-
-    def consider_all(self, rows: tuple[list[ProviderRow], list[InventoryRow]]) -> None:
-        """Place the request on every node of ``rows`` (from ``group_nodes.read_nodes``)."""
-        for node in build_nodes(*rows, signatures=self._signatures):
-            self.consider(node)
-
-    def consider(self, node: Node) -> None:
-        shape = node.levels.shape()
-        if shape not in self._fitted:
-            self._fitted[shape] = fit_to_levels(self.request, node.levels)
-        fitted = self._fitted[shape]
-        if isinstance(fitted, Unplaced):
-            self._block(node, fitted)
-            return
-        placement = self.allocator.place(node, fitted, self.request.flat)
-        if placement is None:
-            self._block(node, _explain(self.allocator, node, fitted, self.request.flat))
-            return
-        self.placements.append(placement)
-
-    def _block(self, node: Node, unplaced: Unplaced) -> None:
-        """Count the node against the key; the reason shown is the first node's by name."""
-        self._blocked[unplaced.key] += 1
-        known = self._reasons.get(unplaced.key)
-        if known is None or node.name < known[0]:
-            self._reasons[unplaced.key] = (node.name, unplaced.reason)
-
-    def could_enter(self, bound: float, name: str, limit: int) -> bool:
-        """Whether a node with this bound and name could still be among the ``limit`` best."""
-        if len(self.placements) < limit:
-            return True
-        last = sorted(self.placements, key=_rank_key)[limit - 1]
-        return (-bound_key(bound), name) < _rank_key(last)
-
-    def answer(self, limit: int | None, complete: bool) -> CandidateAnswer:
-        ranked = sorted(self.placements, key=_rank_key)
-        blocking = [
-            BlockingKey(key=key, reason=": ".join(self._reasons[key]), nodes=count)
-            for key, count in sorted(self._blocked.items(), key=lambda kv: (-kv[1], kv[0]))
-        ]
-        return CandidateAnswer(
-            placements=ranked if limit is None else ranked[:limit],
-            feasible_nodes=len(ranked) if complete else None,
-            blocking=blocking if not ranked else [],
-        )
-
-
-def _rank_key(placement: Placement) -> tuple:
-    return (-score_key(placement.score), placement.node.name)
-
-
-def _explain(allocator: Allocator, node: Node, top: RequestGroup, flat: bool) -> Unplaced:
-    """The first requested key that keeps ``top`` off ``node``."""
-    return _explain_group(allocator, node, top, node.root, flat)
-
-
-def _explain_group(allocator, node, group: RequestGroup, location: Location, flat: bool):
-    for demand in group.demands:
-        room = location.rooms.get(demand.resource_class)
-        where = "the node" if not location.path else "/".join(location.path)
-        if room is None:
-            return Unplaced(demand.key, f"{where} has no {demand.resource_class}")
-        if not room.fits(demand.amount):
-            free = room.capacity - room.used
-            return Unplaced(
-                demand.key,
-                f"{where} has {free:g} {demand.resource_class} free, {demand.amount} requested",
-            )
-    for child in group.children:
-        assert child.level is not None
-        slots = (node.by_level if flat else location.children).get(child.level, [])
-        fitting = [slot for slot in slots if allocator.fits_alone(child, slot)]
-        if not fitting:
-            if len(slots) == 1:
-                return _explain_group(allocator, node, child, slots[0], False)
-            label = "/".join(child.path)
-            return Unplaced(
-                child.first_key(), f"no {child.written_level!r} group has room for {label}"
-            )
-    label = ", ".join("/".join(child.path) for child in group.children)
-    return Unplaced(
-        group.children[0].first_key() if group.children else group.first_key(),
-        f"not enough distinct groups with room for all of {label} together",
-    )
+    return bounded_ranking(conn, ranking, limit, node_names)
 
 
 def claim(
@@ -237,18 +78,18 @@ def claim(
     among the nodes that score as well as the best, so that claimers racing
     for one node spread out.
     """
-    if consumer_data.get_consumer(conn, consumer_uuid) is not None:
-        raise errors.Conflict(
-            f"Consumer {consumer_uuid} already has allocations; a claim allocates for a new "
-            "consumer.",
-            code=errors.GROUP_CONSUMER_EXISTS,
-        )
     request = parse_request(resources, naming)
     last_conflict = None
     for attempt in range(CLAIM_ATTEMPTS):
+        if consumer_data.get_consumer(conn, consumer_uuid) is not None:
+            raise errors.Conflict(
+                f"Consumer {consumer_uuid} already has allocations; a claim allocates for a new "
+                "consumer.",
+                code=errors.GROUP_CONSUMER_EXISTS,
+            )
         ranking = Ranking(request, SCORERS[scorer])
         # A retry looks at a few more nodes, to spread over those as good as the best.
-        answer = _bounded_ranking(conn, ranking, RETRY_CHOICES if attempt else 1, node_names)
+        answer = bounded_ranking(conn, ranking, RETRY_CHOICES if attempt else 1, node_names)
         if not answer.placements:
             raise unplaceable(answer)
         best = answer.placements[0]
@@ -267,9 +108,9 @@ def claim(
         try:
             with conn.begin_nested():
                 allocation_data.write_allocations(conn, [write])
-        except errors.ConcurrentUpdate:
-            raise
-        except errors.Conflict as exc:
+        except (errors.Conflict, errors.BadRequest) as exc:
+            # Taken, changed or deleted by a transaction that committed after our read
+            # (a 400 here is a provider that vanished): choose again from fresh data.
             last_conflict = exc
             continue
         return best

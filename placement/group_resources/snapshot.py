@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from placement.data.group_nodes import InventoryRow, ProviderRow
 from placement.group_resources.levels import Levels
 from placement.group_resources.naming import normalized, path_of
 
@@ -56,26 +57,6 @@ class Node:
     by_level: dict[str, list[Location]]
     utilisation: float  # sum of used/capacity over every inventory of the node
     inventory_count: int
-
-
-class ProviderRow(NamedTuple):
-    id: int
-    uuid: str
-    name: str
-    parent_provider_id: int | None
-    root_provider_id: int
-
-
-class InventoryRow(NamedTuple):
-    provider_id: int
-    resource_class: str
-    total: int
-    reserved: int
-    min_unit: int
-    max_unit: int
-    step_size: int
-    allocation_ratio: float
-    used: int
 
 
 def build_nodes(
@@ -133,8 +114,8 @@ def _build_node(root_id, rows, rooms, signatures) -> Node | None:
         if location is None or location.level is None:
             continue
         parent = locations.get(row.parent_provider_id)
-        if parent is None:
-            continue
+        if parent is None or parent.path != location.path[:-2]:
+            return None  # moved away from where its name puts it: not as the map says
         spelling.setdefault(location.level, location.path[-2])
         known = level_parents.setdefault(location.level, parent.level)
         if known != parent.level or location.level == parent.level:

@@ -86,6 +86,9 @@ def sync_node(
         if wanted.path and wanted.path not in existing:
             continue  # created just now, complete
         provider = _provider(conn, root, wanted, existing)
+        if wanted.path:
+            changed |= _restore_parent(conn, root, provider, wanted, existing)
+            provider = _provider(conn, root, wanted, existing)
         changed |= _sync_provider(conn, node, provider, wanted)
     for path in removed:
         provider = provider_data.require_provider_by_id(conn, existing[path])
@@ -154,6 +157,17 @@ def _refuse_removing_allocated(conn, node: str, provider_ids: list[int], paths) 
             f"Node {node}: cannot remove groups that still have allocations: {keys}.",
             code=errors.PROVIDER_IN_USE,
         )
+
+
+def _restore_parent(conn, root, provider, wanted: DesiredProvider, existing) -> bool:
+    """Put a group back under the group its path names, if it was moved; True if it was."""
+    parent_id = existing[wanted.parent_path] if wanted.parent_path else root.id
+    if provider.parent_provider_id == parent_id:
+        return False
+    parent = provider_data.require_provider_by_id(conn, parent_id)
+    provider_data.bump_generation(conn, provider, provider.generation)
+    provider_data.set_parent(conn, provider, parent.uuid, allow_reparent=True)
+    return True
 
 
 def _provider(conn, root, wanted: DesiredProvider, existing) -> provider_data.Provider:

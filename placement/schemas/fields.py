@@ -66,7 +66,7 @@ class StrictString(fields.String):
             raise ValidationError(
                 f"must be {self.min_length} to {self.max_length} characters long."
             )
-        if self.pattern is not None and not self.pattern.match(value):
+        if self.pattern is not None and not self.pattern.fullmatch(value):
             raise ValidationError(f"{value!r} does not match {self.pattern.pattern}.")
         return value
 

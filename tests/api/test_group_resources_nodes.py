@@ -248,3 +248,68 @@ def test_a_group_name_taken_by_another_provider_is_a_conflict(api):
     assert error_code(refused) == "placement.duplicate_name"
     assert "n1/gpu/dev0" in refused.json["errors"][0]["detail"]
     assert api.get("/group_resources/nodes").json["nodes"] == []  # nothing half-written
+
+
+def test_a_group_moved_through_the_generic_api_is_put_back_by_sync(api):
+    node = {f"Gpugrp0/{d // 2}/gpu/dev{d}/cards": 1 for d in range(3)}
+    sync(api, "n1", node)
+    groups = _groups(api, "n1")
+    moved = api.put(
+        f"/resource_providers/{groups['Gpugrp0/0/gpu/dev1']['uuid']}",
+        json={"name": "n1/Gpugrp0/0/gpu/dev1",
+              "parent_provider_uuid": groups["Gpugrp0/1"]["uuid"]},
+    )
+    assert moved.status_code == 200, moved.json
+    pair = {"Gpugrp0/RA/gpu/a/cards": 1, "Gpugrp0/RA/gpu/b/cards": 1}
+    # While moved, the node is not as its map says: it is left out, never split.
+    assert api.post("/group_resources/candidates", json={"resources": pair}).json[
+        "candidates"] == []
+    assert sync(api, "n1", node).json["changed"] is True
+    provider = api.get(f"/resource_providers/{groups['Gpugrp0/0/gpu/dev1']['uuid']}").json
+    assert provider["parent_provider_uuid"] == groups["Gpugrp0/0"]["uuid"]
+    [best] = api.post("/group_resources/candidates", json={"resources": pair}).json["candidates"]
+    assert {v.split("/")[1] for v in best["mappings"].values()} == {"0"}
+
+
+def test_an_absurd_allocation_ratio_elsewhere_does_not_break_the_search(api):
+    sync(api, "n1", SECTION_II_NODE)
+    sync(api, "n2", SECTION_II_NODE)
+    dev0 = _groups(api, "n2")["gpu/dev0"]["uuid"]
+    changed = api.put(
+        f"/resource_providers/{dev0}/inventories/CUSTOM_GPU_CARDS",
+        json={"resource_provider_generation": api.generation(dev0), "total": 1,
+              "allocation_ratio": 1e-300},
+    )
+    assert changed.status_code == 200, changed.json
+    for options in ({}, {"limit": 1}):
+        response = api.post(
+            "/group_resources/candidates", json={"resources": {"gpu/0/cards": 1}, **options}
+        )
+        assert response.status_code == 200, response.json
+    assert claim(api, {"gpu/0/cards": 1}, str(uuid.uuid4())).status_code == 200
+
+
+def test_a_claim_whose_choice_vanished_chooses_again(api, app, monkeypatch):
+    from placement.data import group_nodes
+
+    sync(api, "n1", SECTION_II_NODE)
+    sync(api, "n2", {"gpu/dev0/cards": 1})  # the best node for pack: its one GPU full
+    engine = app.extensions["placement"].engine
+    with engine.connect() as conn:
+        stale_rows = group_nodes.read_nodes(conn)
+    # n2 is deleted by a transaction that commits after the claim read the nodes.
+    assert api.delete("/group_resources/nodes/n2").status_code == 204
+    reads = []
+
+    def read_stale_first(conn, node_names=None, root_ids=None):
+        reads.append(root_ids)
+        if len(reads) == 1:
+            return stale_rows
+        return real_read(conn, node_names, root_ids)
+
+    real_read = group_nodes.read_nodes
+    monkeypatch.setattr(group_nodes, "read_nodes", read_stale_first)
+    response = claim(api, {"gpu/0/cards": 1}, str(uuid.uuid4()))
+    assert response.status_code == 200, response.json
+    assert response.json["node"] == "n1"
+    assert len(reads) >= 2  # it chose n2, could not write, and chose again

@@ -90,3 +90,16 @@ def test_errors_name_the_problem_and_exit_non_zero(run, tmp_path):
     status, _body, err = run("group-resources", "show", "nobody")
     assert status == 1
     assert "nobody" in err
+
+
+def test_arguments_follow_the_api_rules(run, tmp_path):
+    run("group-resources", "sync", "n1", _write(tmp_path, "node.yaml", NODE))
+    request_file = _write(tmp_path, "request.yaml", {"grp/R/gpu/a/cards": 1})
+    status, _body, err = run("group-resources", "candidates", request_file, "--limit", "0")
+    assert status == 1 and "limit" in err
+    claim = ("group-resources", "claim", request_file, "--consumer", str(uuid.uuid4()),
+             "--project", "p", "--user", "u")
+    status, _body, err = run(*claim, "--consumer-type", "bad type")
+    assert status == 1 and "consumer_type" in err
+    status, _body, err = run(*claim[:-4], "--project", "p" * 300, "--user", "u")
+    assert status == 1 and "project_id" in err

@@ -136,3 +136,31 @@ def test_requested_amounts_must_be_positive():
         parse_request({"gpu/0/cards": 0}, Naming())
     with pytest.raises(errors.BadRequest, match="empty"):
         parse_request({}, Naming())
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["gpu/dev0\n/cards", "cpu\n", "nvidia.com/gpu\n", "/".join(["l", "0"] * 17) + "/cards", 7],
+)
+def test_keys_with_a_trailing_newline_too_deep_or_not_strings_are_refused(key):
+    with pytest.raises(errors.BadRequest):
+        parse_key_map({key: 1}, "node resources")
+
+
+@pytest.mark.parametrize("value", ["1" * 5000, "1" * 400 + ".5", "9" * 31 + "Gi", "1Gibibyte"])
+def test_absurd_quantities_are_a_400_not_a_crash(value):
+    with pytest.raises(errors.BadRequest, match="cpu"):
+        amount_in_unit(value, "count", "cpu", "VCPU")
+
+
+def test_one_class_on_two_levels_of_a_node_is_refused():
+    with pytest.raises(errors.BadRequest, match="different levels"):
+        desired_tree({"gpu_cards": 1, "gpu/dev0/cards": 1}, Naming())
+
+
+def test_too_many_different_groups_side_by_side_are_refused():
+    distinct = {f"gpu/{i}/memory": f"{i + 1}Gi" for i in range(16)}
+    with pytest.raises(errors.BadRequest, match="too many different"):
+        parse_request(distinct, Naming())
+    alike = {f"gpu/{i}/memory": "1Gi" for i in range(64)}
+    assert len(parse_request(alike, Naming()).top.children) == 64
