@@ -42,8 +42,10 @@ class SyncResult:
 def sync_node(
     conn: Connection, node: str, resources: object, naming: Naming, node_uuid: str | None = None
 ) -> SyncResult:
-    if not node or "/" in node or len(node) > MAX_NAME:
-        raise errors.BadRequest(f"A node name is 1 to {MAX_NAME} characters without '/'.")
+    if not node or "/" in node or len(node) > MAX_NAME or not node.isprintable():
+        raise errors.BadRequest(
+            f"A node name is 1 to {MAX_NAME} printable characters without '/'."
+        )
     desired = desired_tree(resources, naming)
     for wanted in desired.providers:
         if len(provider_name(node, wanted.path)) > MAX_NAME:

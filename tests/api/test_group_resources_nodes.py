@@ -188,6 +188,8 @@ def test_names_too_long_for_a_provider_are_refused_naming_the_group(api):
     response = sync(api, "n1", {deep: 1}, expect=(400,))
     assert "longer than 200" in response.json["errors"][0]["detail"]
     assert sync(api, "x" * 201, {"cpu": 1}, expect=(400,)).status_code == 400
+    assert sync(api, "a%00b", {"cpu": 1}, expect=(400,)).status_code == 400  # NUL
+    assert sync(api, "a%09b", {"cpu": 1}, expect=(400,)).status_code == 400  # tab
 
 
 def test_level_names_match_without_case(api):
