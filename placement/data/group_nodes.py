@@ -88,15 +88,11 @@ def read_nodes(
             .order_by(rp.c.id)
         )
     ]
-    # SELECT inv.resource_provider_id, rc.name, inv.total, ..., COALESCE(usage.used, 0)
+    # SELECT inv.resource_provider_id, rc.name, inv.total, ..., <used of the row>
     #   FROM inventories inv JOIN resource_classes rc ON rc.id = inv.resource_class_id
     #   JOIN resource_providers rp ON rp.id = inv.resource_provider_id
     #   JOIN (<managed roots>) roots ON roots.id = rp.root_provider_id
-    #   LEFT JOIN (SELECT resource_provider_id, resource_class_id, SUM(used) AS used
-    #              FROM allocations GROUP BY 1, 2) usage
-    #     ON usage.resource_provider_id = inv.resource_provider_id
-    #    AND usage.resource_class_id = inv.resource_class_id
-    usage = _usage(roots)
+    used = _used_of_inventory()
     inventory_rows = [
         InventoryRow(
             provider_id=row[0],
@@ -119,43 +115,34 @@ def read_nodes(
                 inventories.c.max_unit,
                 inventories.c.step_size,
                 inventories.c.allocation_ratio,
-                func.coalesce(usage.c.used, 0),
+                used,
             )
             .join(resource_classes, resource_classes.c.id == inventories.c.resource_class_id)
             .join(rp, rp.c.id == inventories.c.resource_provider_id)
             .join(roots, roots.c.id == rp.c.root_provider_id)
-            .outerjoin(usage, _usage_of_inventory(usage))
         )
     ]
     return providers, inventory_rows
 
 
-def _usage(roots):
-    """Usage per provider and class, of the providers in the trees of ``roots`` only.
+def _used_of_inventory():
+    """The usage of each inventory row: a correlated sum over its allocations.
 
-    Summing only those (not every allocation of the deployment) keeps the
-    statement proportional to the nodes read, whatever else is allocated.
+    One index probe per inventory row (allocations are indexed by provider
+    and class), so the cost follows the nodes read, never the size of the
+    allocations table, and the planner has no row estimate to get wrong.
     """
-    # SELECT a.resource_provider_id, a.resource_class_id, SUM(a.used) AS used
-    #   FROM allocations a JOIN resource_providers rp ON rp.id = a.resource_provider_id
-    #   JOIN (<roots>) roots ON roots.id = rp.root_provider_id GROUP BY 1, 2
+    # (SELECT COALESCE(SUM(a.used), 0) FROM allocations a
+    #   WHERE a.resource_provider_id = inv.resource_provider_id
+    #     AND a.resource_class_id = inv.resource_class_id)
     return (
-        select(
-            allocations.c.resource_provider_id,
-            allocations.c.resource_class_id,
-            func.sum(allocations.c.used).label("used"),
+        select(func.coalesce(func.sum(allocations.c.used), 0))
+        .where(
+            allocations.c.resource_provider_id == inventories.c.resource_provider_id,
+            allocations.c.resource_class_id == inventories.c.resource_class_id,
         )
-        .join(rp, rp.c.id == allocations.c.resource_provider_id)
-        .join(roots, roots.c.id == rp.c.root_provider_id)
-        .group_by(allocations.c.resource_provider_id, allocations.c.resource_class_id)
-        .subquery()
-    )
-
-
-def _usage_of_inventory(usage):
-    """Join condition: the usage row of each inventory row."""
-    return (usage.c.resource_provider_id == inventories.c.resource_provider_id) & (
-        usage.c.resource_class_id == inventories.c.resource_class_id
+        .correlate(inventories)
+        .scalar_subquery()
     )
 
 
@@ -165,58 +152,61 @@ class NodeSummary:
     name: str
     inventory_count: int
     utilisation: float  # sum of used/capacity over the tree's inventories
+    # class -> (smallest, largest) capacity above 0 of the tree's inventories of it
+    capacities: dict[str, tuple[float, float]]
 
 
 def node_summaries(conn: Connection, node_names: list[str] | None = None) -> list[NodeSummary]:
-    """Per managed node: how many inventories its tree has and how used they are."""
-    # SELECT root.id, root.name, COUNT(inv.resource_provider_id),
-    #        SUM(CASE WHEN capacity > 0 THEN COALESCE(usage.used, 0) / capacity ELSE 0 END)
+    """Per managed node: its inventories, how used they are, each class's capacity range."""
+    # SELECT root.id, root.name, inv.resource_class_id, COUNT(inv.resource_provider_id),
+    #        SUM(CASE WHEN capacity > 0 THEN <used of the row> / capacity ELSE 0 END),
+    #        MIN(CASE WHEN capacity > 0 THEN capacity END), MAX(capacity)
     #   FROM (<managed roots>) roots JOIN resource_providers root ON root.id = roots.id
     #   JOIN resource_providers rp ON rp.root_provider_id = roots.id
     #   LEFT JOIN inventories inv ON inv.resource_provider_id = rp.id
-    #   LEFT JOIN (<usage per provider and class>) usage ON ...
-    #   GROUP BY root.id, root.name
+    #   GROUP BY root.id, root.name, inv.resource_class_id
     roots = _managed_roots(node_names).subquery()
-    usage = _usage(roots)
+    used = _used_of_inventory()
     capacity = (inventories.c.total - inventories.c.reserved) * inventories.c.allocation_ratio
-    used_share = case(
-        (capacity > 0, func.coalesce(usage.c.used, 0) / capacity), else_=literal(0.0)
-    )
+    used_share = case((capacity > 0, used / capacity), else_=literal(0.0))
+    # Inventories without capacity can hold nothing, so they bound nothing.
+    positive = case((capacity > 0, capacity))
     rows = conn.execute(
-        select(root_provider.c.id, root_provider.c.name,
-               func.count(inventories.c.resource_provider_id), func.sum(used_share))
+        select(
+            root_provider.c.id,
+            root_provider.c.name,
+            inventories.c.resource_class_id,
+            func.count(inventories.c.resource_provider_id),
+            func.sum(used_share),
+            func.min(positive),
+            func.max(positive),
+        )
         .select_from(roots)
         .join(root_provider, root_provider.c.id == roots.c.id)
         .join(rp, rp.c.root_provider_id == roots.c.id)
         .outerjoin(inventories, inventories.c.resource_provider_id == rp.c.id)
-        .outerjoin(usage, _usage_of_inventory(usage))
-        .group_by(root_provider.c.id, root_provider.c.name)
-    )
+        .group_by(root_provider.c.id, root_provider.c.name, inventories.c.resource_class_id)
+    ).all()
+    class_names = dict(conn.execute(select(resource_classes.c.id, resource_classes.c.name)).all())
+    summaries: dict[int, dict] = {}
+    for root_id, name, class_id, count, share, smallest, largest in rows:
+        summary = summaries.setdefault(
+            root_id, {"name": name, "count": 0, "share": 0.0, "capacities": {}}
+        )
+        summary["count"] += count
+        summary["share"] += float(share or 0.0)
+        if smallest is not None:
+            summary["capacities"][class_names[class_id]] = (float(smallest), float(largest))
     return [
-        NodeSummary(root_id=id_, name=name, inventory_count=count,
-                    utilisation=float(share or 0.0))
-        for id_, name, count, share in rows
+        NodeSummary(
+            root_id=root_id,
+            name=summary["name"],
+            inventory_count=summary["count"],
+            utilisation=summary["share"],
+            capacities=summary["capacities"],
+        )
+        for root_id, summary in summaries.items()
     ]
-
-
-def capacity_ranges(
-    conn: Connection, classes: set[str], node_names: list[str] | None = None
-) -> dict[str, tuple[float, float]]:
-    """Per class, the smallest and largest capacity above 0 of its inventories on the nodes."""
-    if not classes:
-        return {}
-    roots = _managed_roots(node_names).subquery()
-    capacity = (inventories.c.total - inventories.c.reserved) * inventories.c.allocation_ratio
-    # Inventories without capacity can hold nothing, so they bound nothing.
-    rows = conn.execute(
-        select(resource_classes.c.name, func.min(capacity), func.max(capacity))
-        .join(inventories, inventories.c.resource_class_id == resource_classes.c.id)
-        .join(rp, rp.c.id == inventories.c.resource_provider_id)
-        .join(roots, roots.c.id == rp.c.root_provider_id)
-        .where(resource_classes.c.name.in_(sorted(classes)), capacity > 0)
-        .group_by(resource_classes.c.name)
-    )
-    return {name: (float(low), float(high)) for name, low, high in rows}
 
 
 def node_names(conn: Connection) -> list[tuple[str, str]]:

@@ -73,17 +73,21 @@ class Scorer:
     ) -> float:
         """The best score a node with this use could reach with ``request`` placed on it.
 
-        Every requested amount lands on some inventory of its class, whose
-        capacity lies within that class's range over all nodes: the smallest
-        adds the most to pack, the largest the least (the best for spread).
+        Every requested amount lands on some inventory of its class on the
+        node, whose capacity lies within that class's range there
+        (``capacity_ranges``): the smallest adds the most to pack, the largest
+        the least (the best for spread). A node without some requested class
+        cannot take the request: its bound is minus infinity, so it is only
+        looked at when nothing better was found.
         """
         placed = 0.0
         for group in request.top.walk():
             for demand in group.demands:
-                smallest, largest = capacity_ranges.get(demand.resource_class, (0.0, 0.0))
+                if demand.resource_class not in capacity_ranges:
+                    return -math.inf
+                smallest, largest = capacity_ranges[demand.resource_class]
                 capacity = smallest if self.direction > 0 else largest
-                if capacity > 0:
-                    placed += demand.amount / capacity
+                placed += demand.amount / capacity
         return self._score(utilisation, inventory_count, placed)
 
     def _score(self, utilisation: float, inventory_count: int, placed: float) -> float:

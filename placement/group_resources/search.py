@@ -54,10 +54,8 @@ def bounded_ranking(
     the ``limit``-th best score found (or equal, and after it by name) cannot
     enter the answer, nor can any node after it, so the search stops there.
     """
-    classes = {d.resource_class for g in ranking.request.top.walk() for d in g.demands}
-    ranges = group_nodes.capacity_ranges(conn, classes, node_names)
     bounded = [
-        (ranking.scorer.bound(s.utilisation, s.inventory_count, ranking.request, ranges), s)
+        (ranking.scorer.bound(s.utilisation, s.inventory_count, ranking.request, s.capacities), s)
         for s in group_nodes.node_summaries(conn, node_names)
     ]
     bounded.sort(key=lambda pair: (-bound_key(pair[0]), pair[1].name))
