@@ -9,12 +9,12 @@ import uuid as uuid_lib
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from sqlalchemy import Connection, case, exists, func, insert, literal, select
+from sqlalchemy import Connection, case, exists, func, insert, select
 
 from placement import errors
 from placement.clock import utcnow
 from placement.data import names
-from placement.data.sql import insert_ignoring_conflicts
+from placement.data.sql import id_conditions, insert_ignoring_conflicts
 from placement.db.aliases import root_provider
 from placement.db.tables import (
     allocations,
@@ -76,10 +76,7 @@ def read_nodes(
 
     ``node_names`` or ``root_ids`` limit the read to those nodes.
     """
-    managed = _managed_roots(node_names)
-    if root_ids is not None:
-        managed = managed.where(root_provider.c.id.in_(root_ids))
-    roots = managed.subquery()
+    roots = _roots(node_names, root_ids)
     providers = [
         ProviderRow(*row)
         for row in conn.execute(
@@ -88,62 +85,76 @@ def read_nodes(
             .order_by(rp.c.id)
         )
     ]
-    # SELECT inv.resource_provider_id, rc.name, inv.total, ..., <used of the row>
+    # SELECT inv.resource_provider_id, inv.resource_class_id, rc.name, inv.total, ...
     #   FROM inventories inv JOIN resource_classes rc ON rc.id = inv.resource_class_id
     #   JOIN resource_providers rp ON rp.id = inv.resource_provider_id
     #   JOIN (<managed roots>) roots ON roots.id = rp.root_provider_id
-    used = _used_of_inventory()
+    rows = conn.execute(
+        select(
+            inventories.c.resource_provider_id,
+            inventories.c.resource_class_id,
+            resource_classes.c.name,
+            inventories.c.total,
+            inventories.c.reserved,
+            inventories.c.min_unit,
+            inventories.c.max_unit,
+            inventories.c.step_size,
+            inventories.c.allocation_ratio,
+        )
+        .join(resource_classes, resource_classes.c.id == inventories.c.resource_class_id)
+        .join(rp, rp.c.id == inventories.c.resource_provider_id)
+        .join(roots, roots.c.id == rp.c.root_provider_id)
+    ).all()
+    usage = _usage(conn, sorted({provider.root_provider_id for provider in providers}))
     inventory_rows = [
         InventoryRow(
-            provider_id=row[0],
-            resource_class=row[1],
-            total=row[2],
-            reserved=row[3],
-            min_unit=row[4],
-            max_unit=row[5],
-            step_size=row[6],
-            allocation_ratio=float(row[7]),
-            used=int(row[8]),
+            provider_id=provider_id,
+            resource_class=class_name,
+            total=total,
+            reserved=reserved,
+            min_unit=min_unit,
+            max_unit=max_unit,
+            step_size=step_size,
+            allocation_ratio=float(ratio),
+            used=usage.get((provider_id, class_id), 0),
         )
-        for row in conn.execute(
-            select(
-                inventories.c.resource_provider_id,
-                resource_classes.c.name,
-                inventories.c.total,
-                inventories.c.reserved,
-                inventories.c.min_unit,
-                inventories.c.max_unit,
-                inventories.c.step_size,
-                inventories.c.allocation_ratio,
-                used,
-            )
-            .join(resource_classes, resource_classes.c.id == inventories.c.resource_class_id)
-            .join(rp, rp.c.id == inventories.c.resource_provider_id)
-            .join(roots, roots.c.id == rp.c.root_provider_id)
-        )
+        for provider_id, class_id, class_name, total, reserved, min_unit, max_unit, step_size,
+        ratio in rows
     ]
     return providers, inventory_rows
 
 
-def _used_of_inventory():
-    """The usage of each inventory row: a correlated sum over its allocations.
+def _roots(node_names: list[str] | None, root_ids: list[int] | None = None):
+    managed = _managed_roots(node_names)
+    if root_ids is not None:
+        managed = managed.where(root_provider.c.id.in_(root_ids))
+    return managed.subquery()
 
-    One index probe per inventory row (allocations are indexed by provider
-    and class), so the cost follows the nodes read, never the size of the
-    allocations table, and the planner has no row estimate to get wrong.
+
+def _usage(conn: Connection, root_ids: list[int]) -> dict[tuple[int, int], int]:
+    """(provider id, class id) -> amount allocated, in the trees of these roots only.
+
+    The root ids are parameters, not a subquery: the cost follows the trees
+    asked about, not the size of the allocations table, whatever the
+    planner's estimates.
     """
-    # (SELECT COALESCE(SUM(a.used), 0) FROM allocations a
-    #   WHERE a.resource_provider_id = inv.resource_provider_id
-    #     AND a.resource_class_id = inv.resource_class_id)
-    return (
-        select(func.coalesce(func.sum(allocations.c.used), 0))
-        .where(
-            allocations.c.resource_provider_id == inventories.c.resource_provider_id,
-            allocations.c.resource_class_id == inventories.c.resource_class_id,
-        )
-        .correlate(inventories)
-        .scalar_subquery()
-    )
+    # SELECT a.resource_provider_id, a.resource_class_id, SUM(a.used)
+    #   FROM allocations a JOIN resource_providers rp ON rp.id = a.resource_provider_id
+    #   WHERE rp.root_provider_id = ANY(:root_ids) GROUP BY 1, 2
+    usage: dict[tuple[int, int], int] = {}
+    for condition in id_conditions(conn, rp.c.root_provider_id, root_ids):
+        for provider_id, class_id, used in conn.execute(
+            select(
+                allocations.c.resource_provider_id,
+                allocations.c.resource_class_id,
+                func.sum(allocations.c.used),
+            )
+            .join(rp, rp.c.id == allocations.c.resource_provider_id)
+            .where(condition)
+            .group_by(allocations.c.resource_provider_id, allocations.c.resource_class_id)
+        ):
+            usage[(provider_id, class_id)] = int(used)
+    return usage
 
 
 @dataclass(frozen=True)
@@ -159,16 +170,13 @@ class NodeSummary:
 def node_summaries(conn: Connection, node_names: list[str] | None = None) -> list[NodeSummary]:
     """Per managed node: its inventories, how used they are, each class's capacity range."""
     # SELECT root.id, root.name, inv.resource_class_id, COUNT(inv.resource_provider_id),
-    #        SUM(CASE WHEN capacity > 0 THEN <used of the row> / capacity ELSE 0 END),
-    #        MIN(CASE WHEN capacity > 0 THEN capacity END), MAX(capacity)
+    #        MIN(CASE WHEN capacity > 0 THEN capacity END), MAX(...)
     #   FROM (<managed roots>) roots JOIN resource_providers root ON root.id = roots.id
     #   JOIN resource_providers rp ON rp.root_provider_id = roots.id
     #   LEFT JOIN inventories inv ON inv.resource_provider_id = rp.id
     #   GROUP BY root.id, root.name, inv.resource_class_id
-    roots = _managed_roots(node_names).subquery()
-    used = _used_of_inventory()
+    roots = _roots(node_names)
     capacity = (inventories.c.total - inventories.c.reserved) * inventories.c.allocation_ratio
-    used_share = case((capacity > 0, used / capacity), else_=literal(0.0))
     # Inventories without capacity can hold nothing, so they bound nothing.
     positive = case((capacity > 0, capacity))
     rows = conn.execute(
@@ -177,7 +185,6 @@ def node_summaries(conn: Connection, node_names: list[str] | None = None) -> lis
             root_provider.c.name,
             inventories.c.resource_class_id,
             func.count(inventories.c.resource_provider_id),
-            func.sum(used_share),
             func.min(positive),
             func.max(positive),
         )
@@ -189,14 +196,15 @@ def node_summaries(conn: Connection, node_names: list[str] | None = None) -> lis
     ).all()
     class_names = dict(conn.execute(select(resource_classes.c.id, resource_classes.c.name)).all())
     summaries: dict[int, dict] = {}
-    for root_id, name, class_id, count, share, smallest, largest in rows:
+    for root_id, name, class_id, count, smallest, largest in rows:
         summary = summaries.setdefault(
             root_id, {"name": name, "count": 0, "share": 0.0, "capacities": {}}
         )
         summary["count"] += count
-        summary["share"] += float(share or 0.0)
         if smallest is not None:
             summary["capacities"][class_names[class_id]] = (float(smallest), float(largest))
+    for root_id, share in _used_shares(conn, list(summaries)).items():
+        summaries[root_id]["share"] += share
     return [
         NodeSummary(
             root_id=root_id,
@@ -207,6 +215,46 @@ def node_summaries(conn: Connection, node_names: list[str] | None = None) -> lis
         )
         for root_id, summary in summaries.items()
     ]
+
+
+def _used_shares(conn: Connection, root_ids: list[int]) -> dict[int, float]:
+    """Per root: the sum of used/capacity over its inventories that have allocations."""
+    # SELECT rp.root_provider_id, a.resource_provider_id, a.resource_class_id, SUM(a.used),
+    #        inv.total, inv.reserved, inv.allocation_ratio
+    #   FROM allocations a JOIN resource_providers rp ON rp.id = a.resource_provider_id
+    #   JOIN inventories inv ON inv.resource_provider_id = a.resource_provider_id
+    #                       AND inv.resource_class_id = a.resource_class_id
+    #   WHERE rp.root_provider_id = ANY(:root_ids) GROUP BY rp.root_provider_id, 2, 3, 5, 6, 7
+    shares: dict[int, float] = {}
+    for condition in id_conditions(conn, rp.c.root_provider_id, root_ids):
+        for root_id, used, total, reserved, ratio in conn.execute(
+            select(
+                rp.c.root_provider_id,
+                func.sum(allocations.c.used),
+                inventories.c.total,
+                inventories.c.reserved,
+                inventories.c.allocation_ratio,
+            )
+            .join(rp, rp.c.id == allocations.c.resource_provider_id)
+            .join(
+                inventories,
+                (inventories.c.resource_provider_id == allocations.c.resource_provider_id)
+                & (inventories.c.resource_class_id == allocations.c.resource_class_id),
+            )
+            .where(condition)
+            .group_by(
+                rp.c.root_provider_id,
+                allocations.c.resource_provider_id,
+                allocations.c.resource_class_id,
+                inventories.c.total,
+                inventories.c.reserved,
+                inventories.c.allocation_ratio,
+            )
+        ):
+            capacity = (total - reserved) * ratio
+            if capacity > 0:
+                shares[root_id] = shares.get(root_id, 0.0) + int(used) / capacity
+    return shares
 
 
 def node_names(conn: Connection) -> list[tuple[str, str]]:
