@@ -51,7 +51,7 @@ import requests
 
 from benchmarks import client, load_trees, report
 from benchmarks.load_trees import LoadedTrees, Shape
-from benchmarks.service import running_service
+from benchmarks.service import add_service_options, running_service
 
 LIMIT = 10
 SETTLE_TIMEOUT_S = 600
@@ -304,13 +304,7 @@ def parse_args(argv):
     parser.add_argument("--max-candidates", type=int, default=10000,
                         help="the service's max_allocation_candidates (-1: none); "
                              "passed to the service the runner starts")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
-    parser.add_argument("--load-threads", type=int, default=8, help="threads of the loader")
-    parser.add_argument("--json", metavar="PATH", help="also write configuration and results")
-    parser.add_argument("--log-dir", help="keep gunicorn.log in this folder")
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--database-url", help="migrate and serve this database")
-    where.add_argument("--url", help="benchmark this running service (loopback only)")
+    add_service_options(parser)
     args = parser.parse_args(argv)
     if args.concurrent_requests is None:
         args.concurrent_requests = args.requests

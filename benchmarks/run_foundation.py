@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import requests
 
 from benchmarks import client, load, report
-from benchmarks.service import running_service
+from benchmarks.service import add_service_options, running_service
 
 CLAIM = {"VCPU": 1, "MEMORY_MB": 256}
 WARM_UP = 10
@@ -176,16 +176,10 @@ def parse_args(argv):
     parser.add_argument("--requests", type=int, default=300,
                         help="requests per scenario and mode (sequential, concurrent)")
     parser.add_argument("--concurrency", type=int, default=10, help="threads for req/s")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
-    parser.add_argument("--load-threads", type=int, default=8, help="threads of the loader")
+    add_service_options(parser)
     parser.add_argument("--max-seconds", type=float, default=60.0,
                         help="time limit of each timed loop")
     parser.add_argument("--seed", type=int, default=42, help="seed of the random picks")
-    parser.add_argument("--json", metavar="PATH", help="also write configuration and results")
-    parser.add_argument("--log-dir", help="keep gunicorn.log in this folder")
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--database-url", help="migrate and serve this database")
-    where.add_argument("--url", help="benchmark this running service (loopback only)")
     return parser.parse_args(argv)
 
 

@@ -52,7 +52,7 @@ import requests
 
 from benchmarks import client, load_group_nodes, report
 from benchmarks.load_group_nodes import GPU_CARDS, LoadedNodes
-from benchmarks.service import running_service
+from benchmarks.service import add_service_options, running_service
 
 PAIRS_PER_NODE = load_group_nodes.DEVICES // 2
 UNPLACEABLE = "placement.group_resources.unplaceable"
@@ -458,13 +458,7 @@ def parse_args(argv):
     parser.add_argument("--warm-up", type=int, default=5, help="untimed requests per scenario")
     parser.add_argument("--max-seconds", type=float, default=120.0,
                         help="time limit of each timed loop")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
-    parser.add_argument("--load-threads", type=int, default=8, help="threads of the loader")
-    parser.add_argument("--json", metavar="PATH", help="also write configuration and results")
-    parser.add_argument("--log-dir", help="keep gunicorn.log in this folder")
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--database-url", help="migrate and serve this database")
-    where.add_argument("--url", help="benchmark this running service (loopback only)")
+    add_service_options(parser)
     args = parser.parse_args(argv)
     if args.concurrent_requests is None:
         args.concurrent_requests = args.requests

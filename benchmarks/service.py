@@ -65,6 +65,17 @@ class Service:
             engine.dispose()
 
 
+def add_service_options(parser: argparse.ArgumentParser) -> None:
+    """The options every runner shares: workers, loader threads, output, which service."""
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
+    parser.add_argument("--load-threads", type=int, default=8, help="threads of the loader")
+    parser.add_argument("--json", metavar="PATH", help="also write configuration and results")
+    parser.add_argument("--log-dir", help="keep gunicorn.log in this folder")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--database-url", help="migrate and serve this database")
+    where.add_argument("--url", help="benchmark this running service (loopback only)")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
