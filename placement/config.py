@@ -15,6 +15,7 @@ from typing import Any
 from placement.group_resources.naming import (
     DEFAULT_BYTE_UNITS,
     DEFAULT_STANDARD_CLASSES,
+    Naming,
     lookup_ignoring_case,
     unit_of_class,
 )
@@ -212,6 +213,13 @@ class Config:
                     f"group_resources: {name} becomes {class_name}, which counts in "
                     f"{unit_of_class(class_name)}, but byte_units gives it {unit}"
                 )
+
+    def group_naming(self) -> Naming:
+        """How the group-resource translator names classes, from the two options."""
+        return Naming(
+            standard_classes=self.group_resource_classes,
+            byte_units=self.group_resource_byte_units,
+        )
 
     def replace(self, **changes: Any) -> "Config":
         return dataclasses.replace(self, **changes)

@@ -14,6 +14,7 @@ from sqlalchemy import Connection, case, exists, func, insert, select
 from placement import errors
 from placement.clock import utcnow
 from placement.data import names
+from placement.data.inventories import Inventory
 from placement.data.sql import id_conditions, insert_ignoring_conflicts
 from placement.db.aliases import root_provider
 from placement.db.tables import (
@@ -301,12 +302,12 @@ def providers_with_allocations(conn: Connection, provider_ids: list[int]) -> set
 
 @dataclass(frozen=True)
 class NewGroup:
-    """A group provider to create, with its trait and inventories (class -> total)."""
+    """A group provider to create, with its trait and inventories."""
 
     name: str
     parent_name: str
     trait: str
-    inventories: dict[str, int]
+    inventories: dict[str, Inventory]
 
 
 def create_groups(conn: Connection, root_id: int, groups: list[NewGroup]) -> None:
@@ -371,16 +372,11 @@ def create_groups(conn: Connection, root_id: int, groups: list[NewGroup]) -> Non
         {
             "resource_provider_id": ids[group.name],
             "resource_class_id": class_ids[resource_class],
-            "total": total,
-            "reserved": 0,
-            "min_unit": 1,
-            "max_unit": total,
-            "step_size": 1,
-            "allocation_ratio": 1.0,
             "created_at": now,
+            **inventory.fields(),
         }
         for group in groups
-        for resource_class, total in group.inventories.items()
+        for resource_class, inventory in group.inventories.items()
     ]
     if inventory_rows:
         conn.execute(insert(inventories), inventory_rows)

@@ -18,7 +18,6 @@ from placement.data.names import sync_standard_names
 from placement.db import migrate
 from placement.db.engine import WRITE_TRANSACTION_OPTION, is_sqlite, make_engine
 from placement.group_resources import bodies, service
-from placement.group_resources.naming import Naming
 from placement.group_resources.scoring import SCORERS
 from placement.http import validate
 from placement.schemas import group_resources as schemas
@@ -78,11 +77,7 @@ def _run(config: Config, work) -> int:
         with engine.connect().execution_options(**{WRITE_TRANSACTION_OPTION: True}) as conn:
             with conn.begin():
                 sync_standard_names(conn)
-                naming = Naming(
-                    standard_classes=config.group_resource_classes,
-                    byte_units=config.group_resource_byte_units,
-                )
-                result = work(conn, naming)
+                result = work(conn, config.group_naming())
     except errors.PlacementError as exc:
         print(f"placement: {exc.detail} ({exc.code})", file=sys.stderr)
         return 1

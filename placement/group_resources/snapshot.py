@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from placement.data.group_nodes import InventoryRow, ProviderRow
-from placement.group_resources.levels import Levels
+from placement.group_resources.levels import LevelConflict, Levels
 from placement.group_resources.naming import normalized, path_of
 
 
@@ -107,8 +107,6 @@ def _build_node(root_id, rows, rooms, signatures) -> Node | None:
             level=normalized(path[-2]) if path else None,
             rooms=rooms.get(row.id, {}),
         )
-    level_parents: dict[str, str | None] = {}
-    spelling: dict[str, str] = {}
     for row in rows:
         location = locations.get(row.id)
         if location is None or location.level is None:
@@ -116,12 +114,11 @@ def _build_node(root_id, rows, rooms, signatures) -> Node | None:
         parent = locations.get(row.parent_provider_id)
         if parent is None or parent.path != location.path[:-2]:
             return None  # moved away from where its name puts it: not as the map says
-        spelling.setdefault(location.level, location.path[-2])
-        known = level_parents.setdefault(location.level, parent.level)
-        if known != parent.level or location.level == parent.level:
-            return None  # irregular levels: not something the translator wrote
         parent.children.setdefault(location.level, []).append(location)
-    levels = Levels(level_parents, spelling)
+    try:
+        levels = Levels.from_paths(loc.path for loc in locations.values() if loc.path)
+    except LevelConflict:
+        return None  # irregular levels: not something the translator wrote
     # Children before parents, so each signature is built from finished ones.
     ordered = sorted(locations.values(), key=lambda loc: len(loc.path), reverse=True)
     for location in ordered:

@@ -78,7 +78,7 @@ def sync_node(
                 name=provider_name(node, wanted.path),
                 parent_name=provider_name(node, wanted.parent_path or ()),
                 trait=level_trait(wanted.level or ""),
-                inventories=wanted.inventories,
+                inventories=_owned_inventories(wanted),
             )
             for wanted in new_groups
         ],
@@ -172,6 +172,22 @@ def _restore_parent(conn, root, provider, wanted: DesiredProvider, existing) -> 
     return True
 
 
+def _owned_inventories(wanted: DesiredProvider) -> dict[str, Inventory]:
+    """The inventories the map gives a group: the translator owns every field."""
+    return {
+        resource_class: Inventory(
+            resource_class=resource_class,
+            total=total,
+            reserved=0,
+            min_unit=1,
+            max_unit=total,
+            step_size=1,
+            allocation_ratio=1.0,
+        )
+        for resource_class, total in wanted.inventories.items()
+    }
+
+
 def _provider(conn, root, wanted: DesiredProvider, existing) -> provider_data.Provider:
     if not wanted.path:
         return provider_data.require_provider(conn, root.uuid)
@@ -190,18 +206,7 @@ def _sync_provider(conn, node: str, provider, wanted: DesiredProvider) -> bool:
             provider = provider_data.require_provider(conn, provider.uuid)
             changed = True
     current = inventory_data.get_inventories(conn, provider)
-    target = {
-        resource_class: Inventory(
-            resource_class=resource_class,
-            total=total,
-            reserved=0,
-            min_unit=1,
-            max_unit=total,
-            step_size=1,
-            allocation_ratio=1.0,
-        )
-        for resource_class, total in wanted.inventories.items()
-    }
+    target = _owned_inventories(wanted)
     if {c: i.fields() for c, i in current.items()} != {c: i.fields() for c, i in target.items()}:
         try:
             inventory_data.replace_inventories(conn, provider, target, provider.generation)

@@ -10,16 +10,8 @@ from placement.collector import collector_paused
 from placement.context import RequestContext
 from placement.data import group_nodes
 from placement.group_resources import bodies, service
-from placement.group_resources.naming import Naming
 from placement.http import json_response, load_body, no_content
 from placement.schemas import group_resources as schemas
-
-
-def naming_of(ctx: RequestContext) -> Naming:
-    return Naming(
-        standard_classes=ctx.config.group_resource_classes,
-        byte_units=ctx.config.group_resource_byte_units,
-    )
 
 
 def list_nodes(ctx: RequestContext) -> flask.Response:
@@ -33,7 +25,9 @@ def show_node(ctx: RequestContext, name: str) -> flask.Response:
 
 def sync_node(ctx: RequestContext, name: str) -> flask.Response:
     data = load_body(ctx, schemas.SyncNode())
-    result = service.sync_node(ctx.conn, name, data["resources"], naming_of(ctx), data.get("uuid"))
+    result = service.sync_node(
+        ctx.conn, name, data["resources"], ctx.config.group_naming(), data.get("uuid")
+    )
     body = service.node_view(ctx.conn, name)
     body["changed"] = result.changed
     return json_response(ctx, body, status=201 if result.created else 200)
@@ -47,7 +41,7 @@ def delete_node(ctx: RequestContext, name: str) -> flask.Response:
 def translate(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.Translate())
     translations = service.translate(
-        ctx.conn, data["resources"], naming_of(ctx), data.get("nodes")
+        ctx.conn, data["resources"], ctx.config.group_naming(), data.get("nodes")
     )
     return json_response(ctx, bodies.translations_body(translations))
 
@@ -58,7 +52,7 @@ def find_candidates(ctx: RequestContext) -> flask.Response:
         answer = service.find_candidates(
             ctx.conn,
             data["resources"],
-            naming_of(ctx),
+            ctx.config.group_naming(),
             scorer=data.get("scorer", "pack"),
             limit=data.get("limit"),
             node_names=data.get("nodes"),
@@ -72,7 +66,7 @@ def claim(ctx: RequestContext) -> flask.Response:
         placement = service.claim(
             ctx.conn,
             data["resources"],
-            naming_of(ctx),
+            ctx.config.group_naming(),
             consumer_uuid=data["consumer_uuid"],
             project_id=data["project_id"],
             user_id=data["user_id"],
