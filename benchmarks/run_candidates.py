@@ -330,9 +330,7 @@ def main(argv: list[str] | None = None) -> int:
             rows += SCENARIOS[name](ctx, loads)
         config = {
             "command": command,
-            "service": service.base_url,
-            "database": " ".join(filter(None, [service.database, service.server_version()])),
-            "gunicorn workers": service.workers if service.workers else "(given service)",
+            **service.configuration(),
             "loaded through the API": f"{'; '.join(loads)} ({args.load_threads} threads)",
             "requests": f"{args.requests} sequential, {args.concurrent_requests} concurrent "
                         f"per query, after {args.warm_up} untimed warm-up",

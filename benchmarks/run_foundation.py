@@ -211,9 +211,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
         config = {
             "command": command,
-            "service": service.base_url,
-            "database": " ".join(filter(None, [service.database, service.server_version()])),
-            "gunicorn workers": service.workers if service.workers else "(given service)",
+            **service.configuration(),
             "providers": f"{len(loaded.providers)} (+1 contention provider), "
                          f"loaded through the API in {loaded.seconds:.1f} s "
                          f"with {args.load_threads} threads",

@@ -490,9 +490,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = run(ctx)
         config = {
             "command": command,
-            "service": service.base_url,
-            "database": " ".join(filter(None, [service.database, service.server_version()])),
-            "gunicorn workers": service.workers if service.workers else "(given service)",
+            **service.configuration(),
             "loaded through the API": (
                 f"{args.nodes} 8-GPU nodes {load_group_nodes.node_name(loaded.prefix, 0)}.., "
                 f"{args.nodes * 15} providers, in {loaded.seconds:.1f} s "

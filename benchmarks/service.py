@@ -53,6 +53,14 @@ class Service:
     log_path: str | None
     database_url: str | None = field(default=None, repr=False)  # None for a given service
 
+    def configuration(self) -> dict:
+        """The service's lines of a runner's configuration block."""
+        return {
+            "service": self.base_url,
+            "database": " ".join(filter(None, [self.database, self.server_version()])),
+            "gunicorn workers": self.workers if self.workers else "(given service)",
+        }
+
     def server_version(self) -> str:
         """The database server's version, or '' when unknown (given service, SQLite)."""
         if self.database_url is None or is_sqlite(self.database_url):
