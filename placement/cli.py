@@ -8,6 +8,7 @@ import sys
 from placement.config import Config, ConfigError, load_config, render_sample
 from placement.db import migrate
 from placement.db.engine import is_sqlite, make_engine
+from placement.devices import commands as device_commands
 from placement.group_resources import commands as group_commands
 
 LOG = logging.getLogger("placement")
@@ -51,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.set_defaults(run=_serve)
 
     group_commands.add_commands(commands)
+    device_commands.add_commands(commands)
 
     sample = commands.add_parser("sample-config", help="print the sample configuration file")
     sample.set_defaults(run=lambda config, args: print(render_sample()) or 0)

@@ -20,6 +20,7 @@ QUERYPARAM_MISSING_VALUE = "placement.query.missing_value"
 # The group-resource translator (/group_resources, not part of the Placement API).
 GROUP_UNPLACEABLE = "placement.group_resources.unplaceable"
 GROUP_CONSUMER_EXISTS = "placement.group_resources.consumer_exists"
+GROUP_DEVICE_NODE = "placement.group_resources.device_node"
 
 
 class PlacementError(Exception):

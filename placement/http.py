@@ -13,6 +13,7 @@ import orjson
 from placement import errors
 from placement.clock import utcnow
 from placement.context import RequestContext
+from placement.schemas import describe_errors
 
 JSON_TYPE = "application/json"
 
@@ -45,25 +46,7 @@ def validate(schema: marshmallow.Schema, data: Any) -> Any:
     try:
         return schema.load(data)
     except marshmallow.ValidationError as exc:
-        raise errors.BadRequest(f"JSON does not validate: {_flatten(exc.messages)}") from exc
-
-
-def _flatten(messages: Any, prefix: str = "") -> str:
-    """marshmallow's nested message dict as one readable line."""
-    if isinstance(messages, dict):
-        parts = []
-        for key, value in messages.items():
-            where = f"{prefix}.{key}" if prefix and key != "_schema" else (
-                prefix if key == "_schema" else str(key)
-            )
-            parts.append(_flatten(value, where))
-        return "; ".join(parts)
-    if isinstance(messages, list):
-        text = " ".join(
-            str(m) if not isinstance(m, (dict, list)) else _flatten(m) for m in messages
-        )
-        return f"{prefix}: {text}" if prefix else text
-    return f"{prefix}: {messages}" if prefix else str(messages)
+        raise errors.BadRequest(f"JSON does not validate: {describe_errors(exc.messages)}") from exc
 
 
 def json_response(

@@ -15,6 +15,7 @@ from placement.handlers import (
     aggregate,
     allocation,
     allocation_candidate,
+    devices,
     group_resources,
     inventory,
     reshaper,
@@ -89,6 +90,15 @@ ROUTES: dict[str, dict[str, Callable]] = {
     "/group_resources/queries": {"POST": group_resources.translate},
     "/group_resources/candidates": {"POST": group_resources.find_candidates},
     "/group_resources/claims": {"POST": group_resources.claim},
+    # Device topologies, device candidates and claims (on the translator's trees).
+    "/group_resources/device_nodes": {"GET": devices.list_nodes},
+    "/group_resources/device_nodes/<name>": {
+        "GET": devices.show_node,
+        "PUT": devices.import_node,
+        "DELETE": devices.delete_node,
+    },
+    "/group_resources/device_candidates": {"POST": devices.find_candidates},
+    "/group_resources/device_claims": {"POST": devices.claim},
     "/traits/<name>": {
         "GET": trait.show_trait,
         "PUT": trait.put_trait,
@@ -99,7 +109,9 @@ ROUTES: dict[str, dict[str, Callable]] = {
 
 # POSTs that only read (a body too rich for a query string): they run as read
 # transactions, which on SQLite do not take the database's one write lock.
-READ_ONLY_POSTS = frozenset({group_resources.translate, group_resources.find_candidates})
+READ_ONLY_POSTS = frozenset(
+    {group_resources.translate, group_resources.find_candidates, devices.find_candidates}
+)
 
 
 def register_routes(app: flask.Flask) -> None:

@@ -20,6 +20,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Text,
     UniqueConstraint,
 )
 
@@ -189,4 +190,15 @@ allocations = Table(
     UniqueConstraint("consumer_id", "resource_provider_id", "resource_class_id"),
     Index(None, "resource_provider_id", "resource_class_id"),
     Index(None, "resource_class_id"),
+)
+
+# A device node's topology (placement.devices), stored with its provider tree:
+# the devices' identities, labels and NVLinks, which the tree cannot hold.
+device_topologies = Table(
+    "device_topologies",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("node_name", String(200), nullable=False, unique=True),
+    Column("document", Text, nullable=False),
+    *_timestamps(),
 )

@@ -66,7 +66,7 @@ def add_commands(commands) -> None:
         command.set_defaults(run=run)
 
 
-def _run(config: Config, work) -> int:
+def run_in_transaction(config: Config, work) -> int:
     """Run ``work(conn, naming)`` in one transaction; print its result as JSON."""
     engine = make_engine(config.database_url)
     try:
@@ -107,20 +107,20 @@ def _sync(config: Config, args: argparse.Namespace) -> int:
         result = service.sync_node(conn, args.node, read_key_map(args.file), naming, args.uuid)
         return {**service.node_view(conn, args.node), "changed": result.changed}
 
-    return _run(config, work)
+    return run_in_transaction(config, work)
 
 
 def _show(config: Config, args: argparse.Namespace) -> int:
-    return _run(config, lambda conn, naming: service.node_view(conn, args.node))
+    return run_in_transaction(config, lambda conn, naming: service.node_view(conn, args.node))
 
 
 def _delete(config: Config, args: argparse.Namespace) -> int:
-    return _run(config, lambda conn, naming: service.delete_node(conn, args.node))
+    return run_in_transaction(config, lambda conn, naming: service.delete_node(conn, args.node))
 
 
 def _candidates(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
-        body = _checked(schemas.FindCandidates(), args, resources=read_key_map(args.file),
+        body = checked_arguments(schemas.FindCandidates(), args, resources=read_key_map(args.file),
                         scorer=args.scorer, limit=args.limit, nodes=args.nodes)
         answer = service.find_candidates(
             conn, body["resources"], naming, scorer=body["scorer"], limit=body.get("limit"),
@@ -128,12 +128,12 @@ def _candidates(config: Config, args: argparse.Namespace) -> int:
         )
         return bodies.candidates_body(answer, body["resources"])
 
-    return _run(config, work)
+    return run_in_transaction(config, work)
 
 
 def _claim(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
-        body = _checked(
+        body = checked_arguments(
             schemas.Claim(), args, resources=read_key_map(args.file), consumer_uuid=args.consumer,
             project_id=args.project, user_id=args.user, consumer_type=args.consumer_type,
             scorer=args.scorer, nodes=args.nodes,
@@ -154,19 +154,19 @@ def _claim(config: Config, args: argparse.Namespace) -> int:
             **bodies.placement_body(placement, body["resources"]),
         }
 
-    return _run(config, work)
+    return run_in_transaction(config, work)
 
 
 def _query(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
-        body = _checked(schemas.Translate(), args, resources=read_key_map(args.file),
+        body = checked_arguments(schemas.Translate(), args, resources=read_key_map(args.file),
                         nodes=args.nodes)
         translations = service.translate(conn, body["resources"], naming, body.get("nodes"))
         return bodies.translations_body(translations)
 
-    return _run(config, work)
+    return run_in_transaction(config, work)
 
 
-def _checked(schema, args: argparse.Namespace, **fields) -> dict:
+def checked_arguments(schema, args: argparse.Namespace, **fields) -> dict:
     """The command's arguments checked by the HTTP body's schema: one set of rules."""
     return validate(schema, {name: value for name, value in fields.items() if value is not None})

@@ -12,7 +12,8 @@ from sqlalchemy import Connection
 from placement import errors
 from placement.data import allocations as allocation_data
 from placement.data import consumers as consumer_data
-from placement.data import group_nodes
+from placement.data import device_topologies, group_nodes
+from placement.group_resources import sync
 from placement.group_resources.allocator import Placement
 from placement.group_resources.naming import Naming, path_of
 from placement.group_resources.query_text import CandidateQuery, candidate_query
@@ -20,7 +21,7 @@ from placement.group_resources.request_tree import Unplaced, fit_to_levels, pars
 from placement.group_resources.scoring import SCORERS, score_key
 from placement.group_resources.search import CandidateAnswer, Ranking, bounded_ranking
 from placement.group_resources.snapshot import Node, build_nodes
-from placement.group_resources.sync import SyncResult, delete_node, require_node, sync_node
+from placement.group_resources.sync import SyncResult, require_node
 
 __all__ = [
     "CandidateAnswer",
@@ -35,6 +36,26 @@ __all__ = [
 
 CLAIM_ATTEMPTS = 10
 RETRY_CHOICES = 16  # nodes a retried claim chooses among, if they score as well as the best
+
+
+def sync_node(
+    conn: Connection, node: str, resources: object, naming: Naming, node_uuid: str | None = None
+) -> SyncResult:
+    """Make the node's tree match its key map. A device node's tree is its topology's
+    (``placement.devices``): it is refused here rather than taken out of the device search."""
+    if device_topologies.read_documents(conn, [node]):
+        raise errors.Conflict(
+            f"Node {node} is a device node: import its topology through "
+            f"/group_resources/device_nodes/{node}.",
+            code=errors.GROUP_DEVICE_NODE,
+        )
+    return sync.sync_node(conn, node, resources, naming, node_uuid)
+
+
+def delete_node(conn: Connection, node: str) -> None:
+    """Delete a node without allocations; a device node's stored topology goes with it."""
+    sync.delete_node(conn, node)
+    device_topologies.delete_document(conn, node)
 
 
 def find_candidates(

@@ -201,3 +201,41 @@ def test_concurrent_group_resource_claims_never_share_a_device(service):
             if cards:
                 assert cards["used"] == 1
         assert node["inventories"]["VCPU"]["used"] == 4
+
+
+@pytest.mark.slow
+def test_concurrent_exclusive_device_claims_never_share_a_switch(service):
+    """12 claims race for 2 GPUs with their NICs, exclusive per PCIe switch, on 2 nodes of
+    4 switches (2 GPUs and a NIC each): exactly 8 win, each with a switch of its own."""
+    base = service
+    for index in range(2):
+        devices = []
+        for switch in range(4):
+            devices += [{"type": "gpu", "minor": 2 * switch + g, "numa": switch // 2,
+                         "pcie": switch, "memory": "16Gi"} for g in range(2)]
+            devices.append({"type": "rdma", "minor": switch, "numa": switch // 2,
+                            "pcie": switch, "vfs": 4})
+        response = requests.put(f"{base}/group_resources/device_nodes/dev-{index}",
+                                json={"devices": devices}, headers=HEADERS)
+        assert response.status_code == 201, response.text
+    annotations = {
+        "scheduling.koordinator.sh/device-joint-allocate":
+            '{"deviceTypes": ["gpu", "rdma"], "requiredScope": "SamePCIe"}',
+        "scheduling.koordinator.sh/device-allocate-hint":
+            '{"rdma": {"vfSelector": {}, "exclusivePolicy": "PCIeLevel"}}',
+    }
+
+    def claim(consumer):
+        body = {"resources": {"kubernetes.io/gpu": 50, "koordinator.sh/rdma": 1},
+                "annotations": annotations, "consumer_uuid": consumer, "project_id": "p",
+                "user_id": "u"}
+        return requests.post(f"{base}/group_resources/device_claims", json=body,
+                             headers=HEADERS, timeout=60)
+
+    consumers = [str(uuid.uuid4()) for _ in range(12)]
+    responses = _race([lambda c=c: claim(c) for c in consumers])
+    statuses = [r.status_code for r in responses]
+    assert sorted(statuses) == [200] * 8 + [409] * 4, [r.text for r in responses]
+    switches = [(r.json()["node"], r.json()["devices"]["rdma"][0]["pcie"])
+                for r in responses if r.status_code == 200]
+    assert len(set(switches)) == 8

@@ -1,0 +1,26 @@
+"""Device topologies and device allocation: seeds 001 (joint GPU+NIC allocation
+and hints), 002 (GPU topology, tightest-linked GPUs first) and 003 (fine-grained
+GPU resources, per-device results), on the translator's provider trees.
+
+One module per step:
+
+- ``topology``: a node's devices (GPUs, RDMA NICs, FPGAs), where each sits
+  (NUMA node, PCIe host bridge, PCIe switch) and the NVLinks between GPUs.
+- ``topology_matrix`` and ``device_list``: the two ways in, the text of
+  ``nvidia-smi topo -m`` or a plain device list.
+- ``node_map``: a topology -> the translator's node map (``numa/0/bridge/0/
+  pcie/1/gpu/3/core: 100``), with NVLink sets as a level where they nest, and
+  the tenancy inventories that make exclusivity hold in placement itself.
+- ``request``: Kubernetes resources (``nvidia.com/gpu``, ``kubernetes.io/gpu-core``,
+  ``koordinator.sh/rdma``, ...) and Koordinator's two annotations -> what to find.
+- ``snapshot``: each device node as read at one moment: devices with what is free.
+- ``chooser``: the best devices of one node (joint scope, link strength, scorer,
+  lowest minors), remembered for nodes alike; ``search`` ranks the nodes.
+- ``service``: the Python API (import, candidates, claims, views); ``bodies`` the
+  JSON answers; ``commands`` the ``placement devices`` CLI.
+
+SQL lives in ``placement.data.device_topologies`` (the stored topology
+documents) and the translator's ``placement.data.group_nodes``; HTTP in
+``placement.handlers.devices``. Nothing is cached between requests; a claim
+re-checks capacity as it writes and chooses again if a concurrent claim won.
+"""

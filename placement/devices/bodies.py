@@ -1,0 +1,112 @@
+"""JSON answers of the device endpoints: per-device results as seed 003's
+DeviceAllocation (minor, identity, resources taken), plus placement's own
+allocations, so a client can also write them itself."""
+
+from placement.devices.node_map import TENANCY
+from placement.devices.request import DeviceRequest
+from placement.devices.search import DeviceAnswer, DeviceCandidate
+from placement.devices.snapshot import DeviceNode, DeviceState
+from placement.devices.topology import Topology
+
+
+def candidates_body(answer: DeviceAnswer, request: DeviceRequest) -> dict:
+    return {
+        "candidates": [candidate_body(c, request) for c in answer.candidates],
+        "nodes_considered": answer.nodes_considered,
+        "unplaced": [{"reason": reason, "nodes": count} for reason, count in answer.unfit],
+        "nodes_out_of_sync": answer.out_of_sync,
+    }
+
+
+def candidate_body(candidate: DeviceCandidate, request: DeviceRequest) -> dict:
+    node, pick = candidate.node, candidate.pick
+    devices: dict[str, list[dict]] = {}
+    for index, amounts in pick.takes:
+        state = node.devices[index]
+        prefix = request.types[state.device.type].prefix
+        devices.setdefault(state.device.type, []).append(
+            {**_identity(state), "resources": device_resources(state, dict(amounts), prefix)}
+        )
+    body: dict = {"node": node.name, "uuid": node.uuid, "score": round(candidate.score, 6)}
+    if pick.scope is not None:
+        body["scope"] = pick.scope
+    body["devices"] = devices
+    body["links"] = dict(pick.links)
+    body["allocations"] = {
+        uuid: {"resources": resources}
+        for uuid, resources in candidate.allocations(request).items()
+    }
+    return body
+
+
+def _identity(state: DeviceState) -> dict:
+    device = state.device
+    return {
+        "minor": device.minor,
+        "id": device.identity,
+        "numa": device.numa,
+        "pcie": device.switch,
+        "provider": state.uuid,
+        "path": "/".join(state.path),
+    }
+
+
+def device_resources(state: DeviceState, amounts: dict[str, int], prefix: str) -> dict:
+    """What a device gives, in the request's resource names (memory as a quantity)."""
+    device_type = state.device.type
+    resources: dict[str, object] = {}
+    if device_type == "gpu":
+        resources[f"{prefix}gpu-core"] = amounts.get("core", 0)
+        resources[f"{prefix}gpu-memory-ratio"] = amounts.get("memory-ratio", 0)
+        resources[f"{prefix}gpu-memory"] = f"{amounts.get('memory', 0)}Mi"
+    else:
+        if amounts.get("share"):
+            resources[f"{prefix}{device_type}"] = amounts["share"]
+        if amounts.get("vf"):
+            resources["vfs"] = amounts["vf"]
+    if amounts.get("tenancy") == state.total.get("tenancy"):
+        resources["exclusive"] = True
+    return resources
+
+
+def node_body(name: str, uuid: str, topology: Topology, node: DeviceNode | None) -> dict:
+    """The device node as stored: topology, and each device's inventories with usage."""
+    states = {(s.device.type, s.device.minor): s for s in node.devices} if node else {}
+    devices = []
+    for device in topology.devices:
+        entry: dict = {
+            "type": device.type,
+            "minor": device.minor,
+            "id": device.identity,
+            "numa": device.numa,
+            "bridge": device.bridge,
+            "pcie": device.switch,
+        }
+        if device.type == "gpu":
+            entry["memory"] = f"{device.memory_mb}Mi"
+        if device.vfs:
+            entry["vfs"] = device.vfs
+        if device.labels:
+            entry["labels"] = dict(device.labels)
+        if device.vf_labels:
+            entry["vfLabels"] = dict(device.vf_labels)
+        state = states.get((device.type, device.minor))
+        if state is not None:
+            entry["provider"] = state.uuid
+            entry["path"] = "/".join(state.path)
+            entry["inventories"] = {
+                base: {"total": state.total[base], "used": state.total[base] - state.free[base]}
+                for base in state.total
+            }
+        devices.append(entry)
+    return {
+        "name": name,
+        "uuid": uuid,
+        "in_sync": node is not None,
+        "resources": dict(topology.node_resources),
+        "devices": devices,
+        "nvlinks": [
+            {"gpus": [a, b], "links": links} for (a, b), links in sorted(topology.nvlinks.items())
+        ],
+        "tenancy": TENANCY,
+    }

@@ -1,0 +1,383 @@
+"""The best devices of one node for a device request.
+
+A node's choice, in order of what matters:
+
+1. Joint allocation (seed 001): the primary type's devices (``deviceTypes[0]``)
+   are chosen so that every other type's request can be made beside them:
+   once per PCIe switch the primary devices touch, on that switch (scope
+   ``SamePCIe``); else with all of them on one NUMA node, once on that NUMA
+   node (``SameNUMA``); else once anywhere on the node (``Node``).
+   ``requiredScope: SamePCIe`` allows the switch only.
+2. Link strength (seed 002): among the sets of devices that fit, the one whose
+   pairs are linked most tightly, as the sum over its pairs of each pair's
+   strength: 100 per NVLink, plus 50 on one PCIe switch, 30 on one host
+   bridge, 20 on one NUMA node, 10 across sockets. NVLinks outweigh any PCIe
+   placement, and a set that keeps every pair on one socket beats one that
+   gains a switch pair by splitting across sockets (as NVIDIA's own GPU
+   allocator weighs links).
+3. The scorer: ``pack`` prefers devices already in use (fractional GPUs fill
+   up one device before starting another), ``spread`` the least used.
+4. The lowest minors.
+
+The best set is found by trying every set when there are at most
+``MAX_EXACT_SETS`` of them (8 GPUs choose 4 is 70, 16 choose 8 is 12,870);
+beyond, by a greedy growth from the ``GREEDY_STARTS`` best-linked devices,
+adding each time the device that adds most. Nodes alike in devices, links
+and state are chosen once (``Chooser`` remembers).
+"""
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from placement.devices.request import DeviceRequest, PerDevice, TypeRequest
+from placement.devices.snapshot import DeviceNode, DeviceState
+from placement.schemas.devices import DEVICE_LEVEL, PCIE_LEVEL, SAME_PCIE
+
+SAME_NUMA = "SameNUMA"
+WHOLE_NODE = "Node"
+SCOPES = (SAME_PCIE, SAME_NUMA, WHOLE_NODE)
+MAX_EXACT_SETS = 20_000
+GREEDY_STARTS = 8
+
+NVLINK_WEIGHT = 100  # per link
+SAME_SWITCH_WEIGHT = 50
+SAME_BRIDGE_WEIGHT = 30
+SAME_NUMA_WEIGHT = 20
+CROSS_NUMA_WEIGHT = 10
+
+
+@dataclass(frozen=True)
+class Pick:
+    """A choice on a node, by device index, so that alike nodes share it."""
+
+    scope: str | None
+    takes: tuple[tuple[int, tuple[tuple[str, int], ...]], ...]  # device index -> base amounts
+    switch_takes: tuple[tuple[int, str, int], ...]  # (switch, device type, tenancy)
+    links: dict[str, dict[str, int]]  # per device type: how its devices' pairs are linked
+    strength: int  # what ranks nodes: the link strength of the primary type and types alone
+
+
+@dataclass(frozen=True)
+class Unfit:
+    reason: str
+
+
+@dataclass
+class Chooser:
+    """Chooses on each node for one request; reuse it across the nodes of one search."""
+
+    request: DeviceRequest
+    pack: bool = True
+    _memo: dict[tuple, Pick | Unfit] = field(default_factory=dict)
+
+    def choose(self, node: DeviceNode) -> Pick | Unfit:
+        missing = self._node_resources_missing(node)
+        if missing:
+            return Unfit(missing)
+        signature = node.signature()
+        if signature not in self._memo:
+            self._memo[signature] = self._choose(node)
+        return self._memo[signature]
+
+    def _node_resources_missing(self, node: DeviceNode) -> str | None:
+        for resource_class, amount in self.request.node_resources.items():
+            _capacity, free = node.node_classes.get(resource_class, (0, 0))
+            if free < amount:
+                return f"{resource_class}: {amount} asked, {max(free, 0)} free on the node"
+        return None
+
+    def _choose(self, node: DeviceNode) -> Pick | Unfit:
+        takes: list[tuple[int, tuple[tuple[str, int], ...]]] = []
+        switch_takes: dict[tuple[int, str], int] = {}
+        links: dict[str, dict[str, int]] = {}
+        strengths: dict[str, int] = {}
+        scope = None
+        joint = self.request.joint
+        alone = [t for t in self.request.types if joint is None or t not in joint.types]
+        if joint is not None:
+            joint_pick = self._joint(node, joint.types, joint.required_scope)
+            if isinstance(joint_pick, Unfit):
+                return joint_pick
+            scope, chosen = joint_pick
+            for device_type, devices in chosen.items():
+                self._record(node, self.request.types[device_type], devices, takes, switch_takes)
+                links[device_type] = link_counts(node, devices)
+                strengths[device_type] = set_strength(node, devices)
+        for device_type in alone:
+            wanted = self.request.types[device_type]
+            devices_or_unfit = self._alone(node, wanted)
+            if isinstance(devices_or_unfit, Unfit):
+                return devices_or_unfit
+            self._record(node, wanted, devices_or_unfit, takes, switch_takes)
+            links[device_type] = link_counts(node, devices_or_unfit)
+            strengths[device_type] = set_strength(node, devices_or_unfit)
+        # A joint request's other types follow the primary devices: how many of them
+        # it takes says nothing of how well the primary devices are linked.
+        ranked = [joint.types[0], *alone] if joint is not None else alone
+        return Pick(
+            scope=scope,
+            takes=tuple(sorted(takes)),
+            switch_takes=tuple(sorted((s, t, n) for (s, t), n in switch_takes.items())),
+            links=links,
+            strength=sum(strengths[device_type] for device_type in ranked),
+        )
+
+    def _record(self, node, wanted: TypeRequest, devices: list[int], takes, switch_takes):
+        exclusive_switch = wanted.exclusive == PCIE_LEVEL
+        for index in devices:
+            state = node.devices[index]
+            amounts = device_take(state, wanted.per_device, wanted.exclusive)
+            assert amounts is not None  # chosen among those that fit
+            takes.append((index, tuple(sorted(amounts.items()))))
+            switch = node.switches[state.device.switch]
+            key = (state.device.switch, wanted.type)
+            switch_takes[key] = switch.total[wanted.type] if exclusive_switch else 1
+
+    # -- one type on its own -------------------------------------------------
+
+    def _alone(self, node: DeviceNode, wanted: TypeRequest) -> list[int] | Unfit:
+        selected = _selected(node, wanted)
+        if not selected:
+            return Unfit(f"{wanted.type}: no device of the node is {_selected_words(wanted)}")
+        fitting = [i for i in selected if _fits(node, i, wanted)]
+        if wanted.count is None:  # ApplyForAll
+            if len(fitting) < len(selected):
+                return Unfit(
+                    f"{wanted.type}: ApplyForAll needs all {len(selected)} selected devices, "
+                    f"{len(fitting)} can give the request"
+                )
+            return fitting
+        chosen = best_set(node, fitting, wanted.count, self.pack)
+        if chosen is None:
+            return Unfit(
+                f"{wanted.type}: {wanted.count} device(s) needed, {len(fitting)} can give "
+                "the request"
+            )
+        return chosen
+
+    # -- joint allocation ----------------------------------------------------
+
+    def _joint(self, node: DeviceNode, types: Sequence[str], required: str | None):
+        primary = self.request.types[types[0]]
+        others = [self.request.types[t] for t in types[1:]]
+        primary_fitting = [i for i in _selected(node, primary) if _fits(node, i, primary)]
+        scopes = (SAME_PCIE,) if required == SAME_PCIE else SCOPES
+        for scope in scopes:
+            able = _able_scopes(node, others, scope)
+            candidates = [i for i in primary_fitting if _scope_of(node, i, scope) in able]
+            if scope == SAME_NUMA:  # all on one NUMA node: the best of each
+                options = [
+                    [i for i in candidates if _scope_of(node, i, scope) == group]
+                    for group in sorted(able)
+                ]
+            else:
+                options = [candidates]
+            found = [best_set(node, option, primary.count or 0, self.pack) for option in options]
+            sets = [chosen for chosen in found if chosen is not None]
+            if not sets:
+                continue
+            chosen = max(sets, key=lambda devices: set_value(node, devices, self.pack))
+            picked = {primary.type: chosen}
+            for group in sorted({_scope_of(node, i, scope) for i in chosen}):
+                anchors = [i for i in chosen if _scope_of(node, i, scope) == group]
+                for other in others:
+                    in_group = able[group][other.type]
+                    more = best_set(node, in_group, other.count or 0, self.pack, anchors)
+                    assert more is not None  # the scope was able
+                    picked.setdefault(other.type, []).extend(more)
+            return scope, {t: sorted(devices) for t, devices in picked.items()}
+        where = "on one PCIe switch" if required == SAME_PCIE else "on the node"
+        names = "+".join(types)
+        return Unfit(f"{names}: no {primary.count} {primary.type} device(s) with their "
+                     f"{', '.join(o.type for o in others)} {where}")
+
+
+def _able_scopes(node, others: list[TypeRequest], scope: str):
+    """Scope -> type -> the devices there that fit; only scopes where every type fits."""
+    fitting: dict[object, dict[str, list[int]]] = {}
+    for other in others:
+        for index in _selected(node, other):
+            if _fits(node, index, other):
+                group = _scope_of(node, index, scope)
+                fitting.setdefault(group, {}).setdefault(other.type, []).append(index)
+    return {
+        group: by_type
+        for group, by_type in fitting.items()
+        if all(len(by_type.get(o.type, [])) >= (o.count or 0) for o in others)
+    }
+
+
+def _scope_of(node: DeviceNode, index: int, scope: str) -> int:
+    device = node.devices[index].device
+    if scope == SAME_PCIE:
+        return device.switch
+    if scope == SAME_NUMA:
+        return device.numa
+    return 0
+
+
+def _selected(node: DeviceNode, wanted: TypeRequest) -> list[int]:
+    return [
+        index
+        for index, state in enumerate(node.devices)
+        if state.device.type == wanted.type
+        and wanted.selects(state.device.labels, state.device.vf_labels)
+    ]
+
+
+def _selected_words(wanted: TypeRequest) -> str:
+    return "selected by the hint" if wanted.selector or wanted.vf_selector else "of that type"
+
+
+def _fits(node: DeviceNode, index: int, wanted: TypeRequest) -> bool:
+    state = node.devices[index]
+    if device_take(state, wanted.per_device, wanted.exclusive) is None:
+        return False
+    switch = node.switches[state.device.switch]
+    if wanted.exclusive == PCIE_LEVEL:
+        if switch.free[wanted.type] < switch.total[wanted.type]:
+            return False
+        return not any(
+            other.in_use
+            for other in node.devices
+            if other.device.type == wanted.type and other.device.switch == state.device.switch
+        )
+    return switch.free[wanted.type] >= 1
+
+
+def device_take(state: DeviceState, per: PerDevice, exclusive: str | None) -> dict | None:
+    """Base name -> amount the device gives; None when it cannot."""
+    total, free = state.total, state.free
+    if per.whole or exclusive in (DEVICE_LEVEL, PCIE_LEVEL):
+        if state.in_use:
+            return None
+    if per.whole:
+        if state.device.type == "gpu" and total["memory"] < per.memory_mb:
+            return None
+        return dict(total)
+    amounts: dict[str, int] = {}
+    if state.device.type == "gpu":
+        memory_total = total["memory"]
+        if per.ratio:
+            memory = memory_total * per.ratio // 100
+            ratio = per.ratio
+        else:
+            memory = per.memory_mb
+            ratio = math.ceil(100 * per.memory_mb / memory_total) if memory_total else 101
+        amounts = {"core": per.core, "memory": memory, "memory-ratio": ratio}
+    else:
+        amounts = {"share": per.share, "vf": per.vfs}
+    amounts["tenancy"] = total["tenancy"] if exclusive else 1
+    amounts = {name: amount for name, amount in amounts.items() if amount}
+    if any(free.get(name, 0) < amount for name, amount in amounts.items()):
+        return None
+    return amounts
+
+
+# -- link strength -----------------------------------------------------------
+
+
+def pair_strength(node: DeviceNode, a: int, b: int) -> int:
+    first, second = node.devices[a].device, node.devices[b].device
+    strength = NVLINK_WEIGHT * node.topology.links_between(first, second)
+    if first.switch == second.switch:
+        return strength + SAME_SWITCH_WEIGHT
+    if first.bridge == second.bridge:
+        return strength + SAME_BRIDGE_WEIGHT
+    if first.numa == second.numa:
+        return strength + SAME_NUMA_WEIGHT
+    return strength + CROSS_NUMA_WEIGHT
+
+
+def set_strength(node: DeviceNode, devices: Sequence[int]) -> int:
+    return sum(pair_strength(node, a, b) for a, b in itertools.combinations(devices, 2))
+
+
+def set_value(node: DeviceNode, devices: Sequence[int], pack: bool) -> tuple:
+    """How good a set is: link strength, then the scorer, then the lowest minors."""
+    used = sum(_used_fraction(node.devices[d]) for d in devices)
+    minors = tuple(-node.devices[d].device.minor for d in sorted(devices))
+    return (set_strength(node, devices), round(used if pack else -used, 9), minors)
+
+
+def link_counts(node: DeviceNode, devices: Sequence[int]) -> dict[str, int]:
+    """How the pairs of a set are linked, for answers."""
+    counts = {"nvlinks": 0, "samePCIe": 0, "sameHostBridge": 0, "sameNUMA": 0,
+              "crossNUMA": 0}
+    for a, b in itertools.combinations(devices, 2):
+        first, second = node.devices[a].device, node.devices[b].device
+        counts["nvlinks"] += node.topology.links_between(first, second)
+        if first.switch == second.switch:
+            counts["samePCIe"] += 1
+        elif first.bridge == second.bridge:
+            counts["sameHostBridge"] += 1
+        elif first.numa == second.numa:
+            counts["sameNUMA"] += 1
+        else:
+            counts["crossNUMA"] += 1
+    return counts
+
+
+def best_set(
+    node: DeviceNode,
+    candidates: list[int],
+    count: int,
+    pack: bool,
+    anchors: Sequence[int] = (),
+) -> list[int] | None:
+    """The ``count`` candidates linked most tightly (to each other and to ``anchors``),
+    then best by the scorer, then of the lowest minors."""
+    if count > len(candidates):
+        return None
+    if count == 0:
+        return []
+    ordered = sorted(candidates, key=lambda i: node.devices[i].device.minor)
+    size = len(ordered)
+    pairs = [[pair_strength(node, a, b) if a != b else 0 for b in ordered] for a in ordered]
+    to_anchors = [sum(pair_strength(node, a, d) for a in anchors) for d in ordered]
+    used = [_used_fraction(node.devices[d]) for d in ordered]
+    direction = 1 if pack else -1
+
+    def value(members: Sequence[int]) -> tuple:  # positions in ordered
+        strength = sum(to_anchors[m] for m in members) + sum(
+            pairs[a][b] for a, b in itertools.combinations(members, 2)
+        )
+        return (strength, round(direction * sum(used[m] for m in members), 9),
+                tuple(-m for m in members))
+
+    if math.comb(size, count) <= MAX_EXACT_SETS:
+        best = max(itertools.combinations(range(size), count), key=value)
+    else:
+        best = _greedy(size, count, pairs, to_anchors, value)
+    return [ordered[m] for m in best]
+
+
+def _greedy(size: int, count: int, pairs, to_anchors, value) -> tuple[int, ...]:
+    """Grown from the best-linked devices, adding whichever device adds most."""
+    reach = [sum(row) + to_anchors[m] for m, row in enumerate(pairs)]
+    starts = sorted(range(size), key=lambda m: (-reach[m], m))[:GREEDY_STARTS]
+    best: tuple | None = None
+    best_members: tuple[int, ...] = ()
+    for start in starts:
+        members = [start]
+        gain = [pairs[start][m] + to_anchors[m] for m in range(size)]
+        free = set(range(size)) - {start}
+        while len(members) < count:
+            chosen = max(free, key=lambda m: (gain[m], -m))
+            members.append(chosen)
+            free.discard(chosen)
+            for m in free:
+                gain[m] += pairs[chosen][m]
+        current = value(sorted(members))
+        if best is None or current > best:
+            best, best_members = current, tuple(sorted(members))
+    return best_members
+
+
+def _used_fraction(state: DeviceState) -> float:
+    capacity_names = [n for n in state.total if n != "tenancy"]
+    return sum(
+        (state.total[n] - state.free[n]) / state.total[n] for n in capacity_names if state.total[n]
+    ) / max(len(capacity_names), 1)

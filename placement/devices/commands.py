@@ -1,0 +1,161 @@
+"""``placement devices ...``: device nodes, candidates and claims for admin scripts.
+
+Like ``placement group-resources``, the commands talk to the configured
+database in one transaction each and print JSON. Requests are read from a
+YAML or JSON file: a Pod manifest as Kubernetes holds it (``kind: Pod``), or
+``resources`` with optional ``annotations``.
+"""
+
+import argparse
+from typing import Any
+
+import yaml
+
+from placement import errors
+from placement.config import Config
+from placement.devices import bodies, service
+from placement.devices.request import DeviceRequest, parse_device_request, parse_pod
+from placement.group_resources.commands import checked_arguments, run_in_transaction
+from placement.group_resources.scoring import SCORERS
+from placement.schemas import devices as schemas
+
+
+def add_commands(commands) -> None:
+    """Register the ``devices`` subcommands on the ``placement`` parser."""
+    parser = commands.add_parser(
+        "devices", help="device topologies (nvidia-smi topo -m), device candidates and claims"
+    )
+    sub = parser.add_subparsers(title="devices commands")
+
+    load = sub.add_parser("import", help="make a node's provider tree match its topology")
+    load.add_argument("node", help="the node's name (its root provider's name)")
+    load.add_argument(
+        "file",
+        help="YAML or JSON import body (a device list, or 'matrix' with 'gpu'), or with "
+        "--gpu-memory the text of nvidia-smi topo -m",
+    )
+    load.add_argument("--gpu-memory", help="each GPU's memory (e.g. 80Gi): FILE is a matrix")
+    load.add_argument("--rdma-vfs", type=int, help="SR-IOV VFs per NIC, with --gpu-memory")
+    load.add_argument("--uuid", help="uuid for the node's root provider when it is created")
+    load.set_defaults(run=_import)
+
+    show = sub.add_parser("show", help="print a device node with inventories and usage")
+    show.add_argument("node")
+    show.set_defaults(run=_show)
+
+    delete = sub.add_parser("delete", help="delete a device node without allocations")
+    delete.add_argument("node")
+    delete.set_defaults(run=_delete)
+
+    for name, run, text in (
+        ("candidates", _candidates, "the best devices per node, best node first"),
+        ("claim", _claim, "allocate the best devices to a new consumer"),
+    ):
+        command = sub.add_parser(name, help=text)
+        command.add_argument("file", help="YAML or JSON Pod manifest, or resources+annotations")
+        command.add_argument(
+            "--node", action="append", dest="nodes", help="only this node (repeatable)"
+        )
+        command.add_argument("--scorer", choices=sorted(SCORERS), default="pack")
+        if name == "candidates":
+            command.add_argument("--limit", type=int, help="at most this many nodes")
+        else:
+            command.add_argument("--consumer", required=True, help="the new consumer's uuid")
+            command.add_argument("--project", required=True)
+            command.add_argument("--user", required=True)
+            command.add_argument("--consumer-type", help="e.g. INSTANCE")
+        command.set_defaults(run=run)
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as stream:
+            return stream.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise errors.BadRequest(f"Cannot read {path}: {exc}") from exc
+
+
+def _read_document(path: str) -> Any:
+    try:
+        return yaml.safe_load(_read_text(path))
+    except yaml.YAMLError as exc:
+        raise errors.BadRequest(f"Cannot read {path}: {exc}") from exc
+
+
+def _import(config: Config, args: argparse.Namespace) -> int:
+    def work(conn, naming):
+        if args.gpu_memory is not None:
+            document: dict = {"matrix": _read_text(args.file), "gpu": {"memory": args.gpu_memory}}
+            if args.rdma_vfs is not None:
+                document["rdma"] = {"vfs": args.rdma_vfs}
+        elif args.rdma_vfs is not None:
+            raise errors.BadRequest("--rdma-vfs goes with --gpu-memory (a matrix file).")
+        else:
+            document = _read_document(args.file)
+        body = checked_arguments(schemas.ImportNode(), args, **document, uuid=args.uuid)
+        topology = service.topology_from_body(body)
+        result = service.import_node(conn, args.node, topology, naming, body.get("uuid"))
+        return {**service.node_view(conn, naming, args.node), "changed": result.changed}
+
+    return run_in_transaction(config, work)
+
+
+def _show(config: Config, args: argparse.Namespace) -> int:
+    return run_in_transaction(
+        config, lambda conn, naming: service.node_view(conn, naming, args.node)
+    )
+
+
+def _delete(config: Config, args: argparse.Namespace) -> int:
+    return run_in_transaction(config, lambda conn, naming: service.delete_node(conn, args.node))
+
+
+def _request_fields(path: str) -> dict:
+    document = _read_document(path)
+    if isinstance(document, dict) and (document.get("kind") == "Pod" or "spec" in document):
+        return {"pod": document}
+    if not isinstance(document, dict):
+        raise errors.BadRequest(f"{path}: expected a Pod manifest or 'resources'.")
+    return {key: document[key] for key in ("resources", "annotations") if key in document}
+
+
+def _request(body: dict, naming) -> DeviceRequest:
+    if "pod" in body:
+        return parse_pod(body["pod"], naming)
+    return parse_device_request(body["resources"], body.get("annotations", {}), naming)
+
+
+def _candidates(config: Config, args: argparse.Namespace) -> int:
+    def work(conn, naming):
+        body = checked_arguments(schemas.DeviceQuery(), args, **_request_fields(args.file),
+                        scorer=args.scorer, limit=args.limit, nodes=args.nodes)
+        request = _request(body, naming)
+        answer = service.find_candidates(
+            conn, request, naming, scorer=body["scorer"], limit=body.get("limit"),
+            node_names=body.get("nodes"),
+        )
+        return bodies.candidates_body(answer, request)
+
+    return run_in_transaction(config, work)
+
+
+def _claim(config: Config, args: argparse.Namespace) -> int:
+    def work(conn, naming):
+        body = checked_arguments(
+            schemas.DeviceClaim(), args, **_request_fields(args.file),
+            consumer_uuid=args.consumer, project_id=args.project, user_id=args.user,
+            consumer_type=args.consumer_type, scorer=args.scorer, nodes=args.nodes,
+        )
+        request = _request(body, naming)
+        candidate = service.claim(
+            conn, request, naming,
+            consumer_uuid=body["consumer_uuid"],
+            project_id=body["project_id"],
+            user_id=body["user_id"],
+            consumer_type=body.get("consumer_type"),
+            scorer=body["scorer"],
+            node_names=body.get("nodes"),
+        )
+        return {"consumer_uuid": body["consumer_uuid"], **bodies.candidate_body(candidate, request)}
+
+    return run_in_transaction(config, work)

@@ -1,0 +1,239 @@
+"""The device API in Python: what the HTTP views and the CLI call.
+
+Each function takes an open connection inside a transaction and leaves the
+commit to its caller, so one call is one transaction. A device node is a
+group-resource node: its tree is written by the translator's ``sync_node``
+from the map ``node_map`` makes, and its topology document is stored beside.
+"""
+
+import functools
+import json
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sqlalchemy import Connection
+
+from placement import errors
+from placement.data import allocations as allocation_data
+from placement.data import consumers as consumer_data
+from placement.data import device_topologies, group_nodes
+from placement.data import provider_traits as trait_data
+from placement.data import providers as provider_data
+from placement.devices import bodies
+from placement.devices.device_list import parse_device_list
+from placement.devices.node_map import LABEL_TRAIT_PREFIX, NUMA_TRAIT, Layout, device_layout
+from placement.devices.request import DeviceRequest
+from placement.devices.search import DeviceAnswer, DeviceCandidate, rank
+from placement.devices.snapshot import DeviceNode, build_device_nodes
+from placement.devices.topology import Topology
+from placement.devices.topology_matrix import MatrixDetails, parse_matrix
+from placement.group_resources import service as group_service
+from placement.group_resources import sync as group_sync
+from placement.group_resources.naming import Naming, provider_name
+from placement.group_resources.quantities import parse_quantity
+
+CLAIM_ATTEMPTS = 10
+RETRY_CHOICES = 16
+MIB = 2**20
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    created: bool
+    changed: bool
+
+
+def topology_from_body(body: Mapping) -> Topology:
+    """The topology an import body describes: a matrix with details, or a device list."""
+    if "matrix" in body:
+        gpu = body["gpu"]
+        rdma = body.get("rdma", {})
+        memory_mb = int(parse_quantity(gpu["memory"], "gpu.memory") // MIB)
+        if memory_mb <= 0:
+            raise errors.BadRequest(f"gpu.memory: {gpu['memory']!r} is less than 1 MiB.")
+        details = MatrixDetails(
+            gpu_memory_mb=memory_mb,
+            gpu_ids=tuple(gpu.get("ids", ())),
+            gpu_labels=gpu.get("labels", {}),
+            rdma_vfs=rdma.get("vfs", 0),
+            rdma_labels=rdma.get("labels", {}),
+            rdma_vf_labels=rdma.get("vfLabels", {}),
+            node_resources=body.get("resources", {}),
+        )
+        return parse_matrix(body["matrix"], details)
+    return parse_device_list(
+        {key: body[key] for key in ("devices", "nvlinks", "resources") if key in body}
+    )
+
+
+def import_node(
+    conn: Connection, node: str, topology: Topology, naming: Naming, node_uuid: str | None = None
+) -> ImportResult:
+    """Write the node's tree and store its topology; idempotent."""
+    if naming.unit("memory") != "MB":
+        raise errors.BadRequest(
+            "Device nodes count GPU memory in MiB: the [group_resources] byte_units option "
+            "must keep memory = MB."
+        )
+    layout = device_layout(topology)
+    synced = group_sync.sync_node(conn, node, layout.resources, naming, node_uuid)
+    traits_changed = _sync_traits(conn, node, layout)
+    document_changed = device_topologies.store_document(conn, node, topology.to_document())
+    return ImportResult(
+        created=synced.created, changed=synced.changed or traits_changed or document_changed
+    )
+
+
+def _sync_traits(conn: Connection, node: str, layout: Layout) -> bool:
+    """NUMA nodes get HW_NUMA_ROOT, devices a trait per label; other traits are left alone,
+    label traits no longer wanted are taken off."""
+    wanted_custom = {t for traits in layout.traits.values() for t in traits}
+    group_nodes.ensure_custom_names(conn, set(), wanted_custom)
+    changed = False
+    for path, extra in sorted(layout.traits.items()):
+        provider = provider_data.get_provider_by_name(conn, provider_name(node, path))
+        if provider is None:
+            continue
+        current = set(trait_data.get_provider_traits(conn, provider))
+        owned = {NUMA_TRAIT} if NUMA_TRAIT in extra else set()
+        kept = {t for t in current if not t.startswith(LABEL_TRAIT_PREFIX)} - owned
+        target = kept | extra
+        if target != current:
+            trait_data.set_provider_traits(conn, provider, sorted(target), provider.generation)
+            changed = True
+    return changed
+
+
+def delete_node(conn: Connection, node: str) -> None:
+    require_device_node(conn, node)
+    group_service.delete_node(conn, node)
+
+
+def require_device_node(conn: Connection, node: str) -> Topology:
+    documents = device_topologies.read_documents(conn, [node])
+    if node not in documents:
+        raise errors.NotFound(f"No device node named {node}.")
+    group_sync.require_node(conn, node)
+    return stored_topology(documents[node])[0]
+
+
+@functools.lru_cache(maxsize=4096)
+def stored_topology(document: str) -> tuple[Topology, Layout]:
+    """A stored document read, with its layout. Remembered by the document's own text, so
+    it can never be stale: a changed topology is another text."""
+    topology = Topology.from_document(json.loads(document))
+    return topology, device_layout(topology)
+
+
+def node_view(conn: Connection, naming: Naming, node: str) -> dict:
+    """The node's topology, and each device's provider and inventories with usage."""
+    topology = require_device_node(conn, node)
+    root = group_sync.require_node(conn, node)
+    nodes, _out_of_sync = read_device_nodes(conn, naming, [node])
+    return bodies.node_body(node, root.uuid, topology, nodes[0] if nodes else None)
+
+
+def read_device_nodes(
+    conn: Connection, naming: Naming, node_names: list[str] | None = None
+) -> tuple[list[DeviceNode], list[str]]:
+    """The device nodes as read now, and the names of those whose trees no longer match
+    their topologies (left out until imported again)."""
+    documents = device_topologies.read_documents(conn, node_names)
+    if not documents:
+        return [], []
+    topologies = {name: stored_topology(document) for name, document in documents.items()}
+    providers, inventories = group_nodes.read_nodes(conn, sorted(topologies))
+    return build_device_nodes(topologies, providers, inventories, naming)
+
+
+def find_candidates(
+    conn: Connection,
+    request: DeviceRequest,
+    naming: Naming,
+    scorer: str = "pack",
+    limit: int | None = None,
+    node_names: list[str] | None = None,
+) -> DeviceAnswer:
+    nodes, out_of_sync = read_device_nodes(conn, naming, node_names)
+    return rank(nodes, request, scorer, limit, out_of_sync)
+
+
+def claim(
+    conn: Connection,
+    request: DeviceRequest,
+    naming: Naming,
+    consumer_uuid: str,
+    project_id: str,
+    user_id: str,
+    consumer_type: str | None = None,
+    scorer: str = "pack",
+    node_names: list[str] | None = None,
+) -> DeviceCandidate:
+    """Choose the best devices and allocate them to a new consumer.
+
+    A concurrent claim committing first may take what was chosen: the write
+    then fails placement's capacity check and the choice is made again from
+    fresh data, at random among the nodes ranked as well as the best.
+    """
+    last_conflict = None
+    for attempt in range(CLAIM_ATTEMPTS):
+        if consumer_data.get_consumer(conn, consumer_uuid) is not None:
+            raise errors.Conflict(
+                f"Consumer {consumer_uuid} already has allocations; a claim allocates for a new "
+                "consumer.",
+                code=errors.GROUP_CONSUMER_EXISTS,
+            )
+        answer = find_candidates(
+            conn, request, naming, scorer, RETRY_CHOICES if attempt else 1, node_names
+        )
+        if not answer.candidates:
+            raise unplaceable(answer)
+        best = answer.candidates[0]
+        if attempt:
+            top = _standing(best)
+            best = random.choice([c for c in answer.candidates if _standing(c) == top])
+        write = allocation_data.ConsumerWrite(
+            consumer_uuid=consumer_uuid,
+            project_id=project_id,
+            user_id=user_id,
+            allocations=best.allocations(request),
+            generation=None,
+            consumer_type=consumer_type,
+        )
+        try:
+            with conn.begin_nested():
+                allocation_data.write_allocations(conn, [write])
+        except (errors.Conflict, errors.BadRequest) as exc:
+            last_conflict = exc
+            continue
+        return best
+    raise errors.Conflict(
+        f"Concurrent claims took every choice {CLAIM_ATTEMPTS} times in a row; retry. "
+        f"Last: {last_conflict.detail if last_conflict else ''}",
+        code=errors.CONCURRENT_UPDATE,
+    )
+
+
+def _standing(candidate: DeviceCandidate) -> tuple:
+    pick = candidate.pick
+    return (pick.scope, pick.strength, round(candidate.score, 9))
+
+
+def unplaceable(answer: DeviceAnswer) -> errors.Conflict:
+    if not answer.nodes_considered:
+        stale = (
+            f" ({len(answer.out_of_sync)} device node(s) have trees that no longer match "
+            f"their topologies: {', '.join(answer.out_of_sync[:5])}; import them again)"
+            if answer.out_of_sync else ""
+        )
+        return errors.Conflict(
+            f"No device node exists to place the request on{stale}.",
+            code=errors.GROUP_UNPLACEABLE,
+        )
+    reason, count = answer.unfit[0]
+    return errors.Conflict(
+        f"No device node can take the request: {reason} ({count} of "
+        f"{answer.nodes_considered} node(s)).",
+        code=errors.GROUP_UNPLACEABLE,
+    )

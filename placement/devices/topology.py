@@ -1,0 +1,185 @@
+"""A node's devices and how they are connected: what a topology import yields.
+
+Every device sits under one PCIe switch, under one PCIe host bridge, under
+one NUMA node. Switches and bridges are node-wide indices (switch 3 is the
+node's fourth switch, whatever bridge it is on); a NUMA node keeps the number
+the operating system gives it (``NUMA Affinity``), gaps and all. A device
+wired straight to a host bridge, with no switch shared with anything, gets a
+switch of its own: "same PCIe switch" then holds for no other device, as
+nvidia-smi's PHB says.
+
+GPUs may also be joined by NVLink: ``nvlinks`` maps a pair of GPU minors
+(lower first) to the number of links between them (NV1..NV18).
+
+Both importers (``topology_matrix`` for ``nvidia-smi topo -m``,
+``device_list`` for a plain device list) produce a ``Topology``; the node map
+(``node_map``) and the search (``snapshot``, ``chooser``) read only this.
+It is stored with the node as a JSON document (``to_document``) in the device
+list's own format, so what a node shows can be imported again as it is.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from placement import errors
+
+DEVICE_TYPES = ("gpu", "rdma", "fpga")
+MAX_DEVICES = 256  # devices of one node
+MAX_NVLINKS = 18  # links between two GPUs (NV18)
+
+
+@dataclass(frozen=True)
+class Device:
+    type: str  # one of DEVICE_TYPES
+    minor: int  # per type, from 0 (GPU0 is the gpu of minor 0)
+    identity: str  # a UUID (GPU-...), a NIC name (mlx5_0), or the matrix's name (GPU0)
+    numa: int
+    bridge: int  # PCIe host bridge, node-wide index
+    switch: int  # PCIe switch, node-wide index
+    memory_mb: int = 0  # gpu: its memory in MiB
+    vfs: int = 0  # rdma: SR-IOV virtual functions (0: none)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    vf_labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.type}{self.minor}"
+
+
+@dataclass(frozen=True)
+class Topology:
+    devices: tuple[Device, ...]
+    nvlinks: Mapping[tuple[int, int], int] = field(default_factory=dict)
+    # node-level resources (``cpu: 96``, ``memory: 1Ti``), as translator keys
+    node_resources: Mapping[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_topology(self)
+
+    def device(self, device_type: str, minor: int) -> Device | None:
+        for device in self.devices:
+            if device.type == device_type and device.minor == minor:
+                return device
+        return None
+
+    def links_between(self, a: Device, b: Device) -> int:
+        if a.type != "gpu" or b.type != "gpu":
+            return 0
+        low, high = sorted((a.minor, b.minor))
+        return self.nvlinks.get((low, high), 0)
+
+    def to_document(self) -> dict:
+        return {
+            "devices": [_device_entry(d) for d in self.devices],
+            "nvlinks": [
+                {"gpus": [a, b], "links": links} for (a, b), links in sorted(self.nvlinks.items())
+            ],
+            "resources": dict(self.node_resources),
+        }
+
+    @classmethod
+    def from_document(cls, document: Mapping) -> "Topology":
+        """The topology ``to_document`` wrote (trusted: it was checked when stored)."""
+        devices = tuple(
+            Device(
+                type=d["type"],
+                minor=d["minor"],
+                identity=d["id"],
+                numa=d["numa"],
+                bridge=d["bridge"],
+                switch=d["pcie"],
+                memory_mb=int(d["memory"].removesuffix("Mi")) if "memory" in d else 0,
+                vfs=d.get("vfs", 0),
+                labels=d.get("labels", {}),
+                vf_labels=d.get("vfLabels", {}),
+            )
+            for d in document["devices"]
+        )
+        nvlinks = {
+            (link["gpus"][0], link["gpus"][1]): link["links"] for link in document["nvlinks"]
+        }
+        return cls(devices=devices, nvlinks=nvlinks, node_resources=document["resources"])
+
+
+def _device_entry(device: Device) -> dict:
+    """A device as the device list writes it (``device_list``)."""
+    entry: dict = {
+        "type": device.type,
+        "minor": device.minor,
+        "id": device.identity,
+        "numa": device.numa,
+        "bridge": device.bridge,
+        "pcie": device.switch,
+    }
+    if device.memory_mb:
+        entry["memory"] = f"{device.memory_mb}Mi"
+    if device.vfs:
+        entry["vfs"] = device.vfs
+    if device.labels:
+        entry["labels"] = dict(device.labels)
+    if device.vf_labels:
+        entry["vfLabels"] = dict(device.vf_labels)
+    return entry
+
+
+def check_topology(topology: Topology) -> None:
+    """400 naming the problem unless the devices form one consistent tree."""
+    if not topology.devices:
+        raise errors.BadRequest("The topology lists no device.")
+    if len(topology.devices) > MAX_DEVICES:
+        raise errors.BadRequest(f"A node has at most {MAX_DEVICES} devices.")
+    seen: set[tuple[str, int]] = set()
+    switch_place: dict[int, tuple[int, int]] = {}
+    bridge_numa: dict[int, int] = {}
+    identities: set[str] = set()
+    for device in topology.devices:
+        if device.type not in DEVICE_TYPES:
+            raise errors.BadRequest(
+                f"Unknown device type {device.type!r}: known types are {', '.join(DEVICE_TYPES)}."
+            )
+        if (device.type, device.minor) in seen:
+            raise errors.BadRequest(f"Device {device.name} is listed twice.")
+        seen.add((device.type, device.minor))
+        if not device.identity:
+            raise errors.BadRequest(f"Device {device.name} has an empty id.")
+        if device.identity in identities:
+            raise errors.BadRequest(f"Device id {device.identity!r} is listed twice.")
+        identities.add(device.identity)
+        for what, value in (("minor", device.minor), ("numa", device.numa),
+                            ("bridge", device.bridge), ("pcie", device.switch),
+                            ("vfs", device.vfs), ("memory", device.memory_mb)):
+            if value < 0:
+                raise errors.BadRequest(f"Device {device.name}: {what} cannot be negative.")
+        if device.type == "gpu" and device.memory_mb <= 0:
+            raise errors.BadRequest(f"Device {device.name}: a GPU needs its memory.")
+        if device.type != "gpu" and device.memory_mb:
+            raise errors.BadRequest(f"Device {device.name}: only GPUs have memory here.")
+        if device.type != "rdma" and (device.vfs or device.vf_labels):
+            raise errors.BadRequest(f"Device {device.name}: only rdma devices have VFs.")
+        place = switch_place.setdefault(device.switch, (device.bridge, device.numa))
+        if place != (device.bridge, device.numa):
+            raise errors.BadRequest(
+                f"PCIe switch {device.switch} is placed under two host bridges or NUMA nodes "
+                f"(device {device.name})."
+            )
+        if bridge_numa.setdefault(device.bridge, device.numa) != device.numa:
+            raise errors.BadRequest(
+                f"PCIe host bridge {device.bridge} is placed under two NUMA nodes "
+                f"(device {device.name})."
+            )
+    for name in topology.node_resources:
+        if not isinstance(name, str) or "/" in name:
+            raise errors.BadRequest(
+                f"Node resource {name!r}: the node's own resources are plain names "
+                "(cpu, memory); devices go in the device list."
+            )
+    for (a, b), links in topology.nvlinks.items():
+        if a >= b:
+            raise errors.BadRequest(f"NVLink pair ({a}, {b}): list the lower minor first.")
+        for minor in (a, b):
+            if ("gpu", minor) not in seen:
+                raise errors.BadRequest(f"NVLink pair ({a}, {b}): there is no gpu{minor}.")
+        if not 1 <= links <= MAX_NVLINKS:
+            raise errors.BadRequest(
+                f"NVLink pair ({a}, {b}): {links} links; a pair has 1 to {MAX_NVLINKS}."
+            )

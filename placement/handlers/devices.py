@@ -1,0 +1,87 @@
+"""/group_resources/device_*: device topologies, device candidates and claims over HTTP.
+
+Thin views over ``placement.devices.service``; requests are Kubernetes-style
+resources with Koordinator annotations (or a whole Pod), answers are per device.
+"""
+
+import flask
+
+from placement.collector import collector_paused
+from placement.context import RequestContext
+from placement.data import device_topologies
+from placement.devices import bodies, service
+from placement.devices.request import DeviceRequest, parse_device_request, parse_pod
+from placement.http import json_response, load_body, no_content
+from placement.schemas import devices as schemas
+
+
+def list_nodes(ctx: RequestContext) -> flask.Response:
+    nodes = [
+        {"name": name, "uuid": uuid} for name, uuid in device_topologies.device_node_names(ctx.conn)
+    ]
+    return json_response(ctx, {"nodes": nodes})
+
+
+def show_node(ctx: RequestContext, name: str) -> flask.Response:
+    return json_response(ctx, _node_view(ctx, name))
+
+
+def import_node(ctx: RequestContext, name: str) -> flask.Response:
+    data = load_body(ctx, schemas.ImportNode())
+    topology = service.topology_from_body(data)
+    result = service.import_node(
+        ctx.conn, name, topology, ctx.config.group_naming(), data.get("uuid")
+    )
+    body = _node_view(ctx, name)
+    body["changed"] = result.changed
+    return json_response(ctx, body, status=201 if result.created else 200)
+
+
+def delete_node(ctx: RequestContext, name: str) -> flask.Response:
+    service.delete_node(ctx.conn, name)
+    return no_content()
+
+
+def find_candidates(ctx: RequestContext) -> flask.Response:
+    data = load_body(ctx, schemas.DeviceQuery())
+    request = _device_request(ctx, data)
+    with collector_paused():
+        answer = service.find_candidates(
+            ctx.conn,
+            request,
+            ctx.config.group_naming(),
+            scorer=data.get("scorer", "pack"),
+            limit=data.get("limit"),
+            node_names=data.get("nodes"),
+        )
+    return json_response(ctx, bodies.candidates_body(answer, request))
+
+
+def claim(ctx: RequestContext) -> flask.Response:
+    data = load_body(ctx, schemas.DeviceClaim())
+    request = _device_request(ctx, data)
+    with collector_paused():
+        candidate = service.claim(
+            ctx.conn,
+            request,
+            ctx.config.group_naming(),
+            consumer_uuid=data["consumer_uuid"],
+            project_id=data["project_id"],
+            user_id=data["user_id"],
+            consumer_type=data.get("consumer_type"),
+            scorer=data.get("scorer", "pack"),
+            node_names=data.get("nodes"),
+        )
+    body = {"consumer_uuid": data["consumer_uuid"], **bodies.candidate_body(candidate, request)}
+    return json_response(ctx, body)
+
+
+def _device_request(ctx: RequestContext, data: dict) -> DeviceRequest:
+    naming = ctx.config.group_naming()
+    if "pod" in data:
+        return parse_pod(data["pod"], naming)
+    return parse_device_request(data["resources"], data.get("annotations", {}), naming)
+
+
+def _node_view(ctx: RequestContext, name: str) -> dict:
+    return service.node_view(ctx.conn, ctx.config.group_naming(), name)

@@ -1,0 +1,143 @@
+"""Bodies of the device endpoints (/group_resources/device_nodes, ..._candidates, ..._claims),
+and the two Koordinator annotations they accept as they are written on a Pod.
+
+The device list itself (``devices``, ``nvlinks``) is checked by
+``placement.schemas.device_topology`` when it is imported.
+"""
+
+from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+
+from placement.group_resources.scoring import SCORERS
+from placement.schemas.fields import StrictInteger, StrictString, UuidString
+from placement.schemas.group_resources import CONSUMER_TYPE_PATTERN
+
+JOINT_ANNOTATION = "scheduling.koordinator.sh/device-joint-allocate"
+HINT_ANNOTATION = "scheduling.koordinator.sh/device-allocate-hint"
+
+SAME_PCIE = "SamePCIe"
+APPLY_FOR_ALL = "ApplyForAll"
+REQUESTS_AS_COUNT = "RequestsAsCount"
+DEVICE_LEVEL = "DeviceLevel"
+PCIE_LEVEL = "PCIeLevel"
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+_labels = fields.Dict(
+    keys=StrictString(max_length=253), values=StrictString(min_length=0, max_length=255)
+)
+
+
+class GpuDetails(Schema):
+    """What a topology matrix does not say about the GPUs."""
+
+    memory = fields.Raw(required=True)  # a quantity, checked when read
+    ids = fields.List(StrictString(max_length=255), validate=validate.Length(max=256))
+    labels = _labels
+
+
+class RdmaDetails(Schema):
+    vfs = StrictInteger(maximum=4096)
+    labels = _labels
+    vfLabels = _labels  # noqa: N815 (the Koordinator spelling)
+
+
+class ImportNode(Schema):
+    """PUT /group_resources/device_nodes/{name}: a matrix, or a device list."""
+
+    matrix = StrictString(max_length=200_000)
+    gpu = fields.Nested(GpuDetails)
+    rdma = fields.Nested(RdmaDetails)
+    devices = fields.Raw()
+    nvlinks = fields.Raw()
+    resources = fields.Dict()
+    uuid = UuidString()
+
+    @validates_schema
+    def _one_source(self, data, **kwargs):
+        if ("matrix" in data) == ("devices" in data):
+            raise ValidationError("give either 'matrix' (nvidia-smi topo -m) or 'devices'.")
+        if "matrix" in data:
+            if "gpu" not in data:
+                raise ValidationError(
+                    "a matrix needs 'gpu' with the memory of each GPU (the matrix does not say)."
+                )
+            if "nvlinks" in data:
+                raise ValidationError("'nvlinks' goes with 'devices'; a matrix shows its links.")
+        elif "gpu" in data or "rdma" in data:
+            raise ValidationError("'gpu' and 'rdma' go with 'matrix'; a device list says it all.")
+
+
+class SelectorRequirement(Schema):
+    key = StrictString(required=True, max_length=253)
+    operator = StrictString(required=True, validate=validate.OneOf(SELECTOR_OPERATORS))
+    values = fields.List(StrictString(min_length=0, max_length=255))
+
+    @validates_schema
+    def _values_fit_operator(self, data, **kwargs):
+        has_values = bool(data.get("values"))
+        if data["operator"] in ("In", "NotIn") and not has_values:
+            raise ValidationError(f"operator {data['operator']} needs values.")
+        if data["operator"] in ("Exists", "DoesNotExist") and has_values:
+            raise ValidationError(f"operator {data['operator']} takes no values.")
+
+
+class LabelSelector(Schema):
+    """A Kubernetes label selector over device labels; ``{}`` selects every device."""
+
+    matchLabels = _labels  # noqa: N815
+    matchExpressions = fields.List(fields.Nested(SelectorRequirement))  # noqa: N815
+
+
+class JointAllocate(Schema):
+    """``scheduling.koordinator.sh/device-joint-allocate``."""
+
+    deviceTypes = fields.List(StrictString(max_length=64), required=True)  # noqa: N815
+    requiredScope = StrictString(validate=validate.OneOf([SAME_PCIE]))  # noqa: N815
+
+
+class DeviceHint(Schema):
+    """One device type's entry of ``scheduling.koordinator.sh/device-allocate-hint``."""
+
+    selector = fields.Nested(LabelSelector)
+    vfSelector = fields.Nested(LabelSelector)  # noqa: N815
+    allocateStrategy = StrictString(  # noqa: N815
+        validate=validate.OneOf([APPLY_FOR_ALL, REQUESTS_AS_COUNT])
+    )
+    exclusivePolicy = StrictString(  # noqa: N815
+        validate=validate.OneOf([DEVICE_LEVEL, PCIE_LEVEL])
+    )
+
+
+_scorer = StrictString(validate=validate.OneOf(sorted(SCORERS)))
+_node_names = fields.List(StrictString(max_length=200), validate=validate.Length(min=1))
+
+
+class DeviceRequestBody(Schema):
+    """A device request: resources and annotations, or a whole Pod."""
+
+    resources = fields.Dict()
+    annotations = fields.Dict(keys=StrictString(max_length=317))
+    pod = fields.Dict()
+    nodes = _node_names
+    scorer = _scorer
+
+    @validates_schema
+    def _one_request(self, data, **kwargs):
+        if "pod" in data and ("resources" in data or "annotations" in data):
+            raise ValidationError("give either 'pod' or 'resources' (with 'annotations').")
+        if "pod" not in data and "resources" not in data:
+            raise ValidationError("give 'resources' (with 'annotations'), or a whole 'pod'.")
+
+
+class DeviceQuery(DeviceRequestBody):
+    """POST /group_resources/device_candidates."""
+
+    limit = StrictInteger(minimum=1)
+
+
+class DeviceClaim(DeviceRequestBody):
+    """POST /group_resources/device_claims."""
+
+    consumer_uuid = UuidString(required=True)
+    project_id = StrictString(required=True)
+    user_id = StrictString(required=True)
+    consumer_type = StrictString(pattern=CONSUMER_TYPE_PATTERN)

@@ -1,0 +1,189 @@
+"""Seed 003 end to end through HTTP: fine-grained GPU resources and per-device results."""
+
+import pytest
+
+from tests.api.device_helpers import candidates, claim, import_node, minors, switch_box
+from tests.conftest import error_code
+
+# Seed 003's node A: 4 GPUs of 8 GB each (here: two switches of two GPUs).
+NODE_A = switch_box(gpus_per_switch=(2, 2), nics_per_switch=(0, 0), switches_per_numa=2,
+                    memory="8Gi", resources={"cpu": 16, "memory": "64Gi"})
+
+
+def gpus(candidate) -> list[dict]:
+    return candidate["devices"]["gpu"]
+
+
+def test_the_node_reports_core_memory_and_ratio_per_gpu(api):
+    body = import_node(api, "a", NODE_A).json
+    gpu0 = next(d for d in body["devices"] if d["type"] == "gpu" and d["minor"] == 0)
+    assert gpu0["inventories"]["core"] == {"total": 100, "used": 0}
+    assert gpu0["inventories"]["memory-ratio"] == {"total": 100, "used": 0}
+    assert gpu0["inventories"]["memory"] == {"total": 8192, "used": 0}
+    provider = api.get(f"/resource_providers/{gpu0['provider']}/inventories").json
+    assert set(provider["inventories"]) == {
+        "CUSTOM_GPU_CORE", "CUSTOM_GPU_MEMORY_MB", "CUSTOM_GPU_MEMORY_RATIO",
+        "CUSTOM_GPU_TENANCY",
+    }
+
+
+def test_whole_gpus_are_translated_to_every_dimension(api):
+    """nvidia.com/gpu: 2 becomes gpu-core 200, gpu-memory-ratio 200 and 16Gi, per device."""
+    import_node(api, "a", NODE_A)
+    [best] = candidates(api, {"nvidia.com/gpu": 2, "cpu": 4, "memory": "8Gi"})["candidates"]
+    assert minors(best, "gpu") == [0, 1]  # the pair on one switch
+    for device in gpus(best):
+        assert device["resources"] == {
+            "kubernetes.io/gpu-core": 100,
+            "kubernetes.io/gpu-memory-ratio": 100,
+            "kubernetes.io/gpu-memory": "8192Mi",
+            "exclusive": True,
+        }
+    assert best["allocations"][best["uuid"]]["resources"] == {"VCPU": 4, "MEMORY_MB": 8192}
+
+
+def test_half_a_gpu_packs_onto_one_device_before_the_next(api):
+    """kubernetes.io/gpu: 50 is core 50 and memory ratio 50, i.e. 4Gi of an 8Gi GPU."""
+    import_node(api, "a", NODE_A)
+    first = claim(api, {"kubernetes.io/gpu": 50})
+    assert gpus(first) == [{**gpus(first)[0], "resources": {
+        "kubernetes.io/gpu-core": 50,
+        "kubernetes.io/gpu-memory-ratio": 50,
+        "kubernetes.io/gpu-memory": "4096Mi",
+    }}]
+    second = claim(api, {"kubernetes.io/gpu": 50})
+    third = claim(api, {"kubernetes.io/gpu": 50})
+    assert minors(first, "gpu") == minors(second, "gpu") == [0]
+    assert minors(third, "gpu") == [1]
+    # spread puts the next one on an idle GPU instead.
+    [spread] = candidates(api, {"kubernetes.io/gpu": 50}, scorer="spread")["candidates"]
+    assert minors(spread, "gpu") == [2]
+
+
+def test_core_with_memory_ratio_and_core_with_memory(api):
+    import_node(api, "a", NODE_A)
+    [by_ratio] = candidates(
+        api, {"kubernetes.io/gpu-core": 50, "kubernetes.io/gpu-memory-ratio": 60}
+    )["candidates"]
+    assert gpus(by_ratio)[0]["resources"] == {
+        "kubernetes.io/gpu-core": 50,
+        "kubernetes.io/gpu-memory-ratio": 60,
+        "kubernetes.io/gpu-memory": "4915Mi",  # 60 % of 8192 MiB, rounded down
+    }
+    [by_memory] = candidates(
+        api, {"koordinator.sh/gpu-core": 60, "koordinator.sh/gpu-memory": "4Gi"}
+    )["candidates"]
+    assert gpus(by_memory)[0]["resources"] == {
+        "koordinator.sh/gpu-core": 60,
+        "koordinator.sh/gpu-memory-ratio": 50,
+        "koordinator.sh/gpu-memory": "4096Mi",
+    }
+
+
+def test_amounts_over_100_are_whole_devices(api):
+    import_node(api, "a", NODE_A)
+    [best] = candidates(
+        api, {"kubernetes.io/gpu-core": 200, "kubernetes.io/gpu-memory-ratio": 200}
+    )["candidates"]
+    assert minors(best, "gpu") == [0, 1]
+    assert all(d["resources"]["kubernetes.io/gpu-core"] == 100 for d in gpus(best))
+
+
+def test_a_gpu_too_small_for_the_memory_is_skipped(api):
+    document = switch_box(gpus_per_switch=(1, 1), nics_per_switch=(0, 0), switches_per_numa=2)
+    document["devices"][0]["memory"] = "4Gi"
+    import_node(api, "a", document)
+    [best] = candidates(
+        api, {"kubernetes.io/gpu-core": 10, "kubernetes.io/gpu-memory": "6Gi"}
+    )["candidates"]
+    assert minors(best, "gpu") == [1]
+
+
+@pytest.mark.parametrize(
+    ("resources", "words"),
+    [
+        ({"kubernetes.io/gpu-core": 150, "kubernetes.io/gpu-memory-ratio": 150},
+         "multiple of 100"),
+        ({"kubernetes.io/gpu": 250}, "multiple of 100"),
+        ({"kubernetes.io/gpu-core": 50}, "exactly one of"),
+        ({"kubernetes.io/gpu-memory-ratio": 50}, "needs kubernetes.io/gpu-core"),
+        ({"kubernetes.io/gpu-core": 50, "kubernetes.io/gpu-memory-ratio": 50,
+          "kubernetes.io/gpu-memory": "1Gi"}, "exactly one of"),
+        ({"nvidia.com/gpu": 1, "kubernetes.io/gpu": 50}, "cannot be combined"),
+        ({"kubernetes.io/gpu-core": 200, "kubernetes.io/gpu-memory-ratio": 100},
+         "same number of whole GPUs"),
+        ({"nvidia.com/gpu": "1.5"}, "not a whole number"),
+        ({"example.com/foo": 1}, "Unknown resource 'example.com/foo'"),
+        ({"nvidia.com/gpu": "lots"}, "is not an amount"),
+        ({}, "asks for no resource"),
+    ],
+)
+def test_bad_amounts_are_400_naming_the_problem(api, resources, words):
+    import_node(api, "a", NODE_A)
+    response = api.post("/group_resources/device_candidates", json={"resources": resources})
+    assert response.status_code == 400, response.json
+    assert words in response.json["errors"][0]["detail"]
+
+
+def test_claims_are_placement_allocations(api):
+    import_node(api, "a", NODE_A)
+    body = claim(api, {"kubernetes.io/gpu": 50})
+    allocations = api.get(f"/allocations/{body['consumer_uuid']}").json["allocations"]
+    assert {uuid: a["resources"] for uuid, a in allocations.items()} == {
+        uuid: a["resources"] for uuid, a in body["allocations"].items()
+    }
+    device = gpus(body)[0]
+    assert allocations[device["provider"]]["resources"] == {
+        "CUSTOM_GPU_CORE": 50, "CUSTOM_GPU_MEMORY_RATIO": 50, "CUSTOM_GPU_MEMORY_MB": 4096,
+        "CUSTOM_GPU_TENANCY": 1,
+    }
+    again = api.post("/group_resources/device_claims", json={
+        "resources": {"kubernetes.io/gpu": 50}, "consumer_uuid": body["consumer_uuid"],
+        "project_id": "p", "user_id": "u"})
+    assert again.status_code == 409
+    assert error_code(again) == "placement.group_resources.consumer_exists"
+
+
+def test_a_pod_manifest_is_read_as_kubernetes_would(api):
+    """Requests summed over containers; an extended resource given only as a limit is
+    requested at that limit."""
+    import_node(api, "a", NODE_A)
+    pod = {
+        "kind": "Pod",
+        "metadata": {"name": "test-pod"},
+        "spec": {"containers": [
+            {"name": "main", "resources": {"limits": {"nvidia.com/gpu": 1},
+                                           "requests": {"cpu": "4", "memory": "8Gi"}}},
+            {"name": "side", "resources": {"requests": {"cpu": "500m"}}},
+        ]},
+    }
+    response = api.post("/group_resources/device_candidates", json={"pod": pod})
+    assert response.status_code == 200, response.json
+    [best] = response.json["candidates"]
+    assert best["allocations"][best["uuid"]]["resources"] == {"VCPU": 5, "MEMORY_MB": 8192}
+    assert len(gpus(best)) == 1
+
+
+@pytest.mark.parametrize(
+    ("resources", "words"),
+    [
+        ({"kubernetes.io/rdma": 20, "koordinator.sh/rdma": 50}, "asked twice"),
+        ({"kubernetes.io/gpu-core": 20, "koordinator.sh/gpu-memory-ratio": 50}, "one prefix"),
+        ({"kubernetes.io/gpu-core": 50, "kubernetes.io/gpu-memory-ratio": 200},
+         "same number of whole GPUs"),
+    ],
+)
+def test_one_resource_is_asked_once_under_one_prefix(api, resources, words):
+    response = api.post("/group_resources/device_candidates", json={"resources": resources})
+    assert response.status_code == 400, response.json
+    assert words in response.json["errors"][0]["detail"]
+
+
+def test_a_whole_gpu_by_percent_is_one_gpu_to_itself(api):
+    """kubernetes.io/gpu: 100 (and gpu-core 100 with gpu-memory-ratio 100) is one whole
+    GPU, as nvidia.com/gpu: 1: no one else may share it."""
+    import_node(api, "a", NODE_A)
+    for resources in ({"kubernetes.io/gpu": 100},
+                      {"kubernetes.io/gpu-core": 100, "kubernetes.io/gpu-memory-ratio": 100}):
+        [best] = candidates(api, resources)["candidates"]
+        assert gpus(best)[0]["resources"]["exclusive"] is True

@@ -1,0 +1,106 @@
+"""The device chooser and request reader without a database: link strength, the greedy
+search beyond the exact limit, and the stored document's round trip."""
+
+import itertools
+
+from placement.devices import chooser
+from placement.devices.device_list import parse_device_list
+from placement.devices.node_map import TENANCY, device_inventories
+from placement.devices.request import parse_device_request
+from placement.devices.snapshot import DeviceNode, DeviceState, SwitchState
+from placement.devices.topology import Device, Topology
+from placement.group_resources.naming import Naming
+
+
+def _node(topology: Topology) -> DeviceNode:
+    states = []
+    for device in topology.devices:
+        totals = {"core": 100, "memory": device.memory_mb, "memory-ratio": 100,
+                  "tenancy": TENANCY} if device.type == "gpu" else {"share": 100,
+                                                                    "tenancy": TENANCY}
+        assert set(totals) == set(device_inventories(device))
+        states.append(DeviceState(device=device, uuid=f"u-{device.name}", path=(),
+                                  classes={n: n for n in totals}, total=dict(totals),
+                                  free=dict(totals), in_use=False))
+    switches = {
+        d.switch: SwitchState(uuid=f"s{d.switch}", classes={"gpu": "t", "rdma": "t"},
+                              total={"gpu": TENANCY, "rdma": TENANCY},
+                              free={"gpu": TENANCY, "rdma": TENANCY})
+        for d in topology.devices
+    }
+    return DeviceNode(name="n", uuid="root", topology=topology, devices=states,
+                      switches=switches, node_classes={})
+
+
+def _cliques(groups: int, size: int) -> Topology:
+    """``groups`` NVLink cliques of ``size`` GPUs, the cliques interleaved by minor."""
+    devices = tuple(Device(type="gpu", minor=m, identity=f"G{m}", numa=0, bridge=0,
+                           switch=m, memory_mb=1024) for m in range(groups * size))
+    nvlinks = {}
+    for group in range(groups):
+        members = [m for m in range(groups * size) if m % groups == group]
+        for a, b in itertools.combinations(members, 2):
+            nvlinks[(a, b)] = 2
+    return Topology(devices=devices, nvlinks=nvlinks)
+
+
+def test_the_exact_search_picks_a_whole_clique():
+    node = _node(_cliques(2, 4))
+    chosen = chooser.best_set(node, list(range(8)), 4, pack=True)
+    assert chosen == [0, 2, 4, 6]
+
+
+def test_beyond_the_exact_limit_the_greedy_search_still_finds_a_clique():
+    node = _node(_cliques(3, 8))  # 24 choose 8 = 735,471 sets: greedy
+    chosen = chooser.best_set(node, list(range(24)), 8, pack=True)
+    assert chosen == [m for m in range(24) if m % 3 == 0]
+
+
+def test_one_socket_beats_a_switch_pair_gained_by_crossing_sockets():
+    """Per socket a switch of two GPUs and a lone GPU: three GPUs of one socket beat
+    the same switch pair with a GPU of the other socket."""
+    devices = []
+    for numa in range(2):
+        switches = [(numa * 3, 1), (numa * 3 + 1, 2)] if numa == 0 else [(3, 2), (4, 1)]
+        for switch, gpus in switches:
+            for _ in range(gpus):
+                minor = len(devices)
+                devices.append(Device(type="gpu", minor=minor, identity=f"G{minor}", numa=numa,
+                                      bridge=numa, switch=switch, memory_mb=1024))
+    node = _node(Topology(devices=tuple(devices)))
+    chosen = chooser.best_set(node, list(range(6)), 3, pack=True)
+    assert {node.devices[i].device.numa for i in chosen} == {0}
+    assert chooser.link_counts(node, chosen) == {
+        "nvlinks": 0, "samePCIe": 1, "sameHostBridge": 2, "sameNUMA": 0, "crossNUMA": 0,
+    }
+
+
+def test_nvlinks_outweigh_any_pci_placement():
+    devices = tuple(Device(type="gpu", minor=m, identity=f"G{m}", numa=m // 2, bridge=m // 2,
+                           switch=m // 2, memory_mb=1024) for m in range(4))
+    node = _node(Topology(devices=devices, nvlinks={(0, 2): 1}))
+    assert chooser.best_set(node, [0, 1, 2, 3], 2, pack=True) == [0, 2]
+
+
+def test_the_stored_document_reads_back_as_the_same_topology():
+    topology = parse_device_list({
+        "devices": [
+            {"type": "gpu", "minor": 0, "numa": 3, "pcie": 0, "memory": "15472384Ki",
+             "labels": {"model": "T4"}},
+            {"type": "rdma", "minor": 0, "numa": 3, "pcie": 0, "vfs": 4,
+             "vfLabels": {"mode": "full"}},
+        ],
+        "resources": {"cpu": 8},
+    })
+    assert topology.devices[0].memory_mb == 15109  # rounded down to whole MiB
+    assert Topology.from_document(topology.to_document()) == topology
+    assert parse_device_list(topology.to_document()) == topology
+
+
+def test_a_request_over_100_is_whole_devices_and_node_resources_round_up():
+    request = parse_device_request(
+        {"kubernetes.io/gpu": 300, "cpu": "1500m", "memory": "100M"}, {}, Naming()
+    )
+    gpu = request.types["gpu"]
+    assert (gpu.count, gpu.per_device.whole) == (3, True)
+    assert request.node_resources == {"VCPU": 2, "MEMORY_MB": 96}
