@@ -168,7 +168,6 @@ def _request(amounts: dict[str, Fraction], annotations: Mapping, naming: Naming)
                 f"({prefixes[device_type]})."
             )
         asked[device_resource] = amount
-        prefixes.setdefault(device_type, prefix)
     for device_type in hints:
         if device_type not in by_type:
             raise errors.BadRequest(
@@ -177,7 +176,7 @@ def _request(amounts: dict[str, Fraction], annotations: Mapping, naming: Naming)
             )
     types = {
         device_type: _type_request(device_type, asked, hints.get(device_type, {}),
-                                   prefixes[device_type])
+                                   prefixes.get(device_type, PREFIXES[0]))
         for device_type, asked in by_type.items()
     }
     joint = _joint(joint_document, types) if joint_document is not None else None
@@ -212,6 +211,10 @@ def _node_resource(name: str, amount: Fraction, naming: Naming) -> tuple[str, in
     """A resource of the node itself: a plain name, as the translator names it (``cpu`` is
     VCPU, ``hugepages-2Mi`` CUSTOM_HUGEPAGES_2MI); a domain-qualified name it does not know
     (``example.com/foo``) is refused."""
+    if name in DEVICE_RESOURCES:
+        raise errors.BadRequest(
+            f"Resource {name!r} needs its prefix: {' or '.join(p + name for p in PREFIXES)}."
+        )
     if "/" in name or not SEGMENT.fullmatch(name):
         raise errors.BadRequest(
             f"Unknown resource {name!r}: known resources are {WHOLE_GPUS}; "

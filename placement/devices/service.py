@@ -106,7 +106,13 @@ def _sync_traits(conn: Connection, node: str, layout: Layout) -> bool:
 
 
 def delete_node(conn: Connection, node: str) -> None:
-    require_device_node(conn, node)
+    """Delete a device node without allocations, and its topology. A topology left behind
+    by a tree deleted through the generic API is deleted alone."""
+    if not device_topologies.read_documents(conn, [node]):
+        raise errors.NotFound(f"No device node named {node}.")
+    if provider_data.get_provider_by_name(conn, node) is None:
+        device_topologies.delete_document(conn, node)
+        return
     group_service.delete_node(conn, node)
 
 

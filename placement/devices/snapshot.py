@@ -68,7 +68,8 @@ def build_device_nodes(
     naming: Naming,
 ) -> tuple[list[DeviceNode], list[str]]:
     """The nodes of ``topologies`` (with their layouts) whose trees match them, by name;
-    and the names of those whose trees do not (or no longer exist)."""
+    and the names of those whose trees do not. A topology whose root provider was deleted
+    is neither: the node is gone."""
     rooms: dict[int, dict[str, tuple[int, int]]] = {}
     for row in inventories:
         capacity = int((row.total - row.reserved) * row.allocation_ratio)
@@ -77,16 +78,18 @@ def build_device_nodes(
     for provider in providers:
         by_root.setdefault(provider.root_provider_id, []).append(provider)
     nodes = []
+    present = set()
     for tree in by_root.values():
         root = next((p for p in tree if p.id == p.root_provider_id), None)
         if root is None or root.name not in topologies:
             continue
+        present.add(root.name)
         topology, layout = topologies[root.name]
         node = _device_node(root, tree, topology, layout, rooms, naming)
         if node is not None:
             nodes.append(node)
     in_sync = {node.name for node in nodes}
-    out_of_sync = sorted(name for name in topologies if name not in in_sync)
+    out_of_sync = sorted(present - in_sync)
     return sorted(nodes, key=lambda node: node.name), out_of_sync
 
 

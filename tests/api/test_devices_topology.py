@@ -223,3 +223,23 @@ def test_a_node_whose_tree_was_changed_is_left_out_and_named(api):
     # Importing it again puts the GPU back.
     import_node(api, "dgx1", matrix("dgx1_v100.txt"))
     assert len(candidates(api, {"nvidia.com/gpu": 1})["candidates"]) == 1
+
+
+def test_a_topology_whose_tree_was_deleted_is_gone_and_can_be_deleted(api):
+    body = import_node(api, "orphan", matrix("pcie_4gpu.txt")).json
+    tree = api.get(f"/resource_providers?in_tree={body['uuid']}").json["resource_providers"]
+    for provider in sorted(tree, key=lambda p: p["name"].count("/"), reverse=True):
+        assert api.delete(f"/resource_providers/{provider['uuid']}").status_code == 204
+    answer = candidates(api, {"nvidia.com/gpu": 1})
+    assert (answer["candidates"], answer["nodes_out_of_sync"]) == ([], [])
+    assert api.delete("/group_resources/device_nodes/orphan").status_code == 204
+    assert api.delete("/group_resources/device_nodes/orphan").status_code == 404
+
+
+def test_device_resources_need_their_prefix(api):
+    response = api.post("/group_resources/device_candidates", json={"resources": {"gpu": 1}})
+    assert response.status_code == 400
+    assert "kubernetes.io/gpu" in response.json["errors"][0]["detail"]
+    mixed = {"nvidia.com/gpu": 1, "koordinator.sh/gpu-core": 50}
+    response = api.post("/group_resources/device_candidates", json={"resources": mixed})
+    assert "cannot be combined" in response.json["errors"][0]["detail"]
