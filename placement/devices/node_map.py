@@ -51,6 +51,7 @@ class Layout:
     numa_nodes: dict[int, Path]
     nvlink_level: str | None  # the level nvlink sits directly under, or None
     traits: dict[Path, set[str]]  # traits beyond the translator's level traits
+    inventories: dict[tuple[str, int], tuple[str, ...]]  # (type, minor) -> its base names
 
 
 def device_layout(topology: Topology) -> Layout:
@@ -60,13 +61,16 @@ def device_layout(topology: Topology) -> Layout:
     switches: dict[int, Path] = {}
     numa_nodes: dict[int, Path] = {}
     traits: dict[Path, set[str]] = {}
+    inventories: dict[tuple[str, int], tuple[str, ...]] = {}
     for device in topology.devices:
         numa_path, switch_path = _paths(device, grouping)
         numa_nodes[device.numa] = numa_path
         switches[device.switch] = switch_path
         path = (*switch_path, device.type, str(device.minor))
         devices[(device.type, device.minor)] = path
-        for name, amount in device_inventories(device).items():
+        amounts = device_inventories(device)
+        inventories[(device.type, device.minor)] = tuple(amounts)
+        for name, amount in amounts.items():
             resources["/".join((*path, name))] = amount
         resources["/".join((*switch_path, f"{device.type}-tenancy"))] = TENANCY
         traits[path] = label_traits(device)
@@ -79,6 +83,7 @@ def device_layout(topology: Topology) -> Layout:
         numa_nodes=numa_nodes,
         nvlink_level=grouping.level if grouping else None,
         traits=traits,
+        inventories=inventories,
     )
 
 

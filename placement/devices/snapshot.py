@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from placement.data.group_nodes import InventoryRow, ProviderRow
-from placement.devices.node_map import Layout, device_inventories
+from placement.devices.node_map import Layout
 from placement.devices.topology import Device, Topology
 from placement.group_resources.naming import Naming, path_of
 
@@ -27,13 +27,6 @@ class DeviceState:
     free: dict[str, int]  # base name -> capacity left
     in_use: bool  # something of it is allocated
 
-    def key(self) -> tuple:
-        """Equal for devices that are alike in place and state (for the search's memo)."""
-        d = self.device
-        return (d.type, d.minor, d.numa, d.bridge, d.switch, d.memory_mb, d.vfs,
-                tuple(sorted(self.total.items())), tuple(sorted(self.free.items())),
-                tuple(sorted(d.labels.items())),
-                tuple(sorted(d.vf_labels.items())))
 
 
 @dataclass(eq=False)
@@ -54,10 +47,16 @@ class DeviceNode:
     node_classes: dict[str, tuple[int, int]]  # class of the root -> (capacity, free)
 
     def signature(self) -> tuple:
+        """Equal for nodes alike in devices, links and state (for the search's memo).
+
+        Nodes with one stored topology text share one ``Topology`` object (the service
+        reads each text once), and list their devices, inventories and switches in one
+        order: their amounts alone then tell them apart.
+        """
         return (
-            tuple(device.key() for device in self.devices),
-            tuple(sorted(self.topology.nvlinks.items())),
-            tuple(sorted((s, tuple(sorted(sw.free.items()))) for s, sw in self.switches.items())),
+            id(self.topology),
+            tuple((*d.total.values(), *d.free.values()) for d in self.devices),
+            tuple((*sw.total.values(), *sw.free.values()) for sw in self.switches.values()),
         )
 
 
@@ -70,6 +69,7 @@ def build_device_nodes(
     """The nodes of ``topologies`` (with their layouts) whose trees match them, by name;
     and the names of those whose trees do not. A topology whose root provider was deleted
     is neither: the node is gone."""
+    class_of = _ClassNames(naming)
     rooms: dict[int, dict[str, tuple[int, int]]] = {}
     for row in inventories:
         capacity = int((row.total - row.reserved) * row.allocation_ratio)
@@ -85,7 +85,7 @@ def build_device_nodes(
             continue
         present.add(root.name)
         topology, layout = topologies[root.name]
-        node = _device_node(root, tree, topology, layout, rooms, naming)
+        node = _device_node(root, tree, topology, layout, rooms, class_of)
         if node is not None:
             nodes.append(node)
     in_sync = {node.name for node in nodes}
@@ -93,8 +93,23 @@ def build_device_nodes(
     return sorted(nodes, key=lambda node: node.name), out_of_sync
 
 
+class _ClassNames:
+    """``naming.resource_class``, remembered: a search asks it for the same few names
+    on every node."""
+
+    def __init__(self, naming: Naming) -> None:
+        self.naming = naming
+        self.known: dict[tuple[str, str], str] = {}
+
+    def __call__(self, level: str, base_name: str) -> str:
+        key = (level, base_name)
+        if key not in self.known:
+            self.known[key] = self.naming.resource_class(level, base_name)
+        return self.known[key]
+
+
 def _device_node(
-    root, tree, topology: Topology, layout: Layout, rooms, naming: Naming
+    root, tree, topology: Topology, layout: Layout, rooms, class_of: _ClassNames
 ) -> DeviceNode | None:
     by_path: dict[Path, ProviderRow] = {}
     parent_of: dict[int, int | None] = {}
@@ -110,7 +125,10 @@ def _device_node(
     devices = []
     for device in topology.devices:
         path = layout.devices[(device.type, device.minor)]
-        state = _device_state(device, path, by_path.get(path), rooms, naming)
+        state = _device_state(
+            device, layout.inventories[(device.type, device.minor)], path, by_path.get(path),
+            rooms, class_of,
+        )
         if state is None:
             return None
         devices.append(state)
@@ -121,7 +139,7 @@ def _device_node(
             return None
         switch = SwitchState(uuid=provider.uuid)
         for device_type in {d.type for d in topology.devices if d.switch == index}:
-            resource_class = naming.resource_class("pcie", f"{device_type}-tenancy")
+            resource_class = class_of("pcie", f"{device_type}-tenancy")
             room = rooms.get(provider.id, {}).get(resource_class)
             if room is None:
                 return None
@@ -143,14 +161,16 @@ def _device_node(
     )
 
 
-def _device_state(device: Device, path: Path, provider, rooms, naming) -> DeviceState | None:
+def _device_state(
+    device: Device, base_names, path: Path, provider, rooms, class_of: _ClassNames
+) -> DeviceState | None:
     if provider is None:
         return None
     provider_rooms = rooms.get(provider.id, {})
     classes, total, free = {}, {}, {}
     in_use = False
-    for base_name in device_inventories(device):
-        resource_class = naming.resource_class(device.type, base_name)
+    for base_name in base_names:
+        resource_class = class_of(device.type, base_name)
         room = provider_rooms.get(resource_class)
         if room is None:
             return None
