@@ -2,7 +2,6 @@
 DeviceAllocation (minor, identity, resources taken), plus placement's own
 allocations, so a client can also write them itself."""
 
-from placement.devices.node_map import TENANCY
 from placement.devices.request import DeviceRequest
 from placement.devices.search import DeviceAnswer, DeviceCandidate
 from placement.devices.snapshot import DeviceNode, DeviceState
@@ -108,5 +107,4 @@ def node_body(name: str, uuid: str, topology: Topology, node: DeviceNode | None)
         "nvlinks": [
             {"gpus": [a, b], "links": links} for (a, b), links in sorted(topology.nvlinks.items())
         ],
-        "tenancy": TENANCY,
     }

@@ -21,8 +21,9 @@ A node's choice, in order of what matters:
 
 The best set is found by trying every set when there are at most
 ``MAX_EXACT_SETS`` of them (8 GPUs choose 4 is 70, 16 choose 8 is 12,870);
-beyond, by a greedy growth from the ``GREEDY_STARTS`` best-linked devices,
-adding each time the device that adds most. Nodes alike in devices, links
+beyond (pairs are always tried exhaustively), by a greedy growth from the
+``GREEDY_STARTS`` best-linked devices and from the devices of the strongest
+pairs, adding each time the device that adds most. Nodes alike in devices, links
 and state are chosen once (``Chooser`` remembers).
 """
 
@@ -72,11 +73,13 @@ class Chooser:
     pack: bool = True
     _memo: dict[tuple, Pick | Unfit] = field(default_factory=dict)
 
-    def choose(self, node: DeviceNode) -> Pick | Unfit:
+    def choose(self, node: DeviceNode, signature: tuple | None = None) -> Pick | Unfit:
+        """The best choice on ``node``; ``signature`` is ``node.signature()`` if known."""
         missing = self._node_resources_missing(node)
         if missing:
             return Unfit(missing)
-        signature = node.signature()
+        if signature is None:
+            signature = node.signature()
         if signature not in self._memo:
             self._memo[signature] = self._choose(node)
         return self._memo[signature]
@@ -237,14 +240,14 @@ def _fits(node: DeviceNode, index: int, wanted: TypeRequest) -> bool:
         return False
     switch = node.switches[state.device.switch]
     if wanted.exclusive == PCIE_LEVEL:
-        if switch.free[wanted.type] < switch.total[wanted.type]:
+        if not switch.allows(wanted.type, switch.total[wanted.type]):
             return False
         return not any(
             other.in_use
             for other in node.devices
             if other.device.type == wanted.type and other.device.switch == state.device.switch
         )
-    return switch.free[wanted.type] >= 1
+    return switch.allows(wanted.type, 1)
 
 
 def device_take(state: DeviceState, per: PerDevice, exclusive: str | None) -> dict | None:
@@ -256,7 +259,10 @@ def device_take(state: DeviceState, per: PerDevice, exclusive: str | None) -> di
     if per.whole:
         if state.device.type == "gpu" and total["memory"] < per.memory_mb:
             return None
-        return dict(total)
+        whole = {name: amount for name, amount in total.items() if amount}
+        if not all(state.allows(name, amount) for name, amount in whole.items()):
+            return None
+        return whole
     amounts: dict[str, int] = {}
     if state.device.type == "gpu":
         memory_total = total["memory"]
@@ -271,7 +277,7 @@ def device_take(state: DeviceState, per: PerDevice, exclusive: str | None) -> di
         amounts = {"share": per.share, "vf": per.vfs}
     amounts["tenancy"] = total["tenancy"] if exclusive else 1
     amounts = {name: amount for name, amount in amounts.items() if amount}
-    if any(free.get(name, 0) < amount for name, amount in amounts.items()):
+    if not all(name in free and state.allows(name, amount) for name, amount in amounts.items()):
         return None
     return amounts
 
@@ -347,7 +353,7 @@ def best_set(
         return (strength, round(direction * sum(used[m] for m in members), 9),
                 tuple(-m for m in members))
 
-    if math.comb(size, count) <= MAX_EXACT_SETS:
+    if count <= 2 or math.comb(size, count) <= MAX_EXACT_SETS:
         best = max(itertools.combinations(range(size), count), key=value)
     else:
         best = _greedy(size, count, pairs, to_anchors, value)
@@ -357,7 +363,11 @@ def best_set(
 def _greedy(size: int, count: int, pairs, to_anchors, value) -> tuple[int, ...]:
     """Grown from the best-linked devices, adding whichever device adds most."""
     reach = [sum(row) + to_anchors[m] for m, row in enumerate(pairs)]
-    starts = sorted(range(size), key=lambda m: (-reach[m], m))[:GREEDY_STARTS]
+    best_reached = sorted(range(size), key=lambda m: (-reach[m], m))[:GREEDY_STARTS]
+    strongest_pairs = sorted(
+        itertools.combinations(range(size), 2), key=lambda p: (-pairs[p[0]][p[1]], p)
+    )[:GREEDY_STARTS]
+    starts = sorted(set(best_reached) | {m for pair in strongest_pairs for m in pair})
     best: tuple | None = None
     best_members: tuple[int, ...] = ()
     for start in starts:

@@ -26,6 +26,8 @@ Tenancy is how exclusivity holds against every later consumer: each claim
 takes one unit of tenancy of every device it uses and of every switch it
 touches per type; an exclusive claim (``exclusivePolicy``) takes all of it,
 and needs all of it free. Placement's own capacity check then enforces it.
+There is tenancy for ``TENANCY`` sharers plus one per VF, so that VFs never
+run out of tenancy before they run out themselves.
 """
 
 from dataclasses import dataclass
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 from placement.devices.topology import Device, Topology
 from placement.group_resources.naming import normalized
 
-TENANCY = 1000  # consumers that may share one device (or one switch, per type)
+TENANCY = 1000  # consumers that may share one device (or one switch, per type), VFs aside
 WHOLE = 100  # core, memory-ratio and share of one device
 NUMA_TRAIT = "HW_NUMA_ROOT"
 LABEL_TRAIT_PREFIX = "CUSTOM_LABEL_"
@@ -62,6 +64,7 @@ def device_layout(topology: Topology) -> Layout:
     numa_nodes: dict[int, Path] = {}
     traits: dict[Path, set[str]] = {}
     inventories: dict[tuple[str, int], tuple[str, ...]] = {}
+    switch_tenancy: dict[str, int] = {}
     for device in topology.devices:
         numa_path, switch_path = _paths(device, grouping)
         numa_nodes[device.numa] = numa_path
@@ -72,7 +75,9 @@ def device_layout(topology: Topology) -> Layout:
         inventories[(device.type, device.minor)] = tuple(amounts)
         for name, amount in amounts.items():
             resources["/".join((*path, name))] = amount
-        resources["/".join((*switch_path, f"{device.type}-tenancy"))] = TENANCY
+        switch_key = "/".join((*switch_path, f"{device.type}-tenancy"))
+        switch_tenancy[switch_key] = switch_tenancy.get(switch_key, TENANCY) + device.vfs
+        resources[switch_key] = switch_tenancy[switch_key]
         traits[path] = label_traits(device)
     for path in numa_nodes.values():
         traits[path] = {NUMA_TRAIT}
@@ -99,7 +104,7 @@ def device_inventories(device: Device) -> dict[str, object]:
     inventories: dict[str, object] = {"share": WHOLE}
     if device.vfs:
         inventories["vf"] = device.vfs
-    inventories["tenancy"] = TENANCY
+    inventories["tenancy"] = TENANCY + device.vfs
     return inventories
 
 

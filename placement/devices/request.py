@@ -3,15 +3,19 @@
 Resource names (seed 003), with ``kubernetes.io/`` or ``koordinator.sh/``:
 
 - ``nvidia.com/gpu: N``: N whole GPUs.
-- ``gpu: P``: P percent of one GPU's core and memory; over 100, a multiple of
-  100: that many whole GPUs.
+- ``gpu: P``: P percent of one GPU's core and memory; 100 or more, a
+  multiple of 100: that many whole GPUs.
 - ``gpu-core`` with ``gpu-memory-ratio`` or with ``gpu-memory`` (bytes): a
-  share of one GPU; over 100, multiples of 100 meaning whole GPUs (a memory
-  given with them is what each must have at least).
-- ``rdma: A``, ``fpga: A``: A percent of one device; over 100, whole devices.
-  With a ``vfSelector`` hint, ``rdma: A`` is A virtual functions of one NIC.
-- ``cpu``, ``memory``, ``ephemeral-storage``: the node's own resources,
-  rounded up to placement's units (``500m`` of cpu is 1 VCPU).
+  share of one GPU (core 100 with ratio 100 is the whole GPU); over 100,
+  multiples of 100 asking the same number of whole GPUs (a memory given with
+  them is what each must have at least).
+- ``rdma: A``, ``fpga: A``: A percent of one device; 100 or more, whole
+  devices. With a ``vfSelector`` hint, ``rdma: A`` is A virtual functions of
+  one NIC.
+- Any other plain name is a resource of the node itself, named as the
+  translator names it (``cpu`` is VCPU, ``memory`` MEMORY_MB,
+  ``hugepages-2Mi`` CUSTOM_HUGEPAGES_2MI), rounded up to placement's units
+  (``500m`` of cpu is 1 VCPU). Unknown domain-qualified names are refused.
 
 Hints (``scheduling.koordinator.sh/device-allocate-hint``, per device type):
 ``selector`` over device labels; ``vfSelector`` (rdma: allocate VFs, from NICs
@@ -22,9 +26,9 @@ is a number of devices, each whole, or one VF each with ``vfSelector``);
 
 Joint allocation (``scheduling.koordinator.sh/device-joint-allocate``):
 ``deviceTypes``, the first being the primary whose devices are chosen first;
-each other type's request is then made once per scope the primary devices
-touch (a PCIe switch, else a NUMA node, else the node), ``requiredScope:
-SamePCIe`` allowing the switch only.
+each other type's request is then made beside them: once per PCIe switch
+they touch, else once on the one NUMA node holding them all, else once on the
+node (``chooser``); ``requiredScope: SamePCIe`` allows the switch only.
 """
 
 import json

@@ -55,12 +55,17 @@ def rank(
     chooser = Chooser(request, pack=pack)
     candidates = []
     reasons: Counter[str] = Counter()
+    utilisations: dict[tuple, float] = {}  # nodes alike in state and pick score alike
     for node in nodes:
-        pick = chooser.choose(node)
+        signature = node.signature()
+        pick = chooser.choose(node, signature)
         if isinstance(pick, Unfit):
             reasons[pick.reason] += 1
             continue
-        utilisation = node_utilisation(node, pick, request)
+        alike = (signature, tuple(node.node_classes.items()))
+        if alike not in utilisations:
+            utilisations[alike] = node_utilisation(node, pick, request)
+        utilisation = utilisations[alike]
         candidates.append(DeviceCandidate(node, pick, utilisation if pack else 1 - utilisation))
     candidates.sort(key=_rank_key)
     if limit is not None:

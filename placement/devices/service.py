@@ -6,8 +6,6 @@ group-resource node: its tree is written by the translator's ``sync_node``
 from the map ``node_map`` makes, and its topology document is stored beside.
 """
 
-import functools
-import json
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,10 +20,12 @@ from placement.data import provider_traits as trait_data
 from placement.data import providers as provider_data
 from placement.devices import bodies
 from placement.devices.device_list import parse_device_list
+from placement.devices.node_cache import DeviceNodeCache
 from placement.devices.node_map import LABEL_TRAIT_PREFIX, NUMA_TRAIT, Layout, device_layout
 from placement.devices.request import DeviceRequest
 from placement.devices.search import DeviceAnswer, DeviceCandidate, rank
-from placement.devices.snapshot import DeviceNode, build_device_nodes
+from placement.devices.snapshot import DeviceNode
+from placement.devices.stored import read_stored
 from placement.devices.topology import Topology
 from placement.devices.topology_matrix import MatrixDetails, parse_matrix
 from placement.group_resources import service as group_service
@@ -34,6 +34,7 @@ from placement.group_resources.naming import Naming, provider_name
 from placement.group_resources.quantities import parse_quantity
 
 CLAIM_ATTEMPTS = 10
+_NODES = DeviceNodeCache(read_stored)
 RETRY_CHOICES = 16
 MIB = 2**20
 
@@ -121,15 +122,7 @@ def require_device_node(conn: Connection, node: str) -> Topology:
     if node not in documents:
         raise errors.NotFound(f"No device node named {node}.")
     group_sync.require_node(conn, node)
-    return stored_topology(documents[node])[0]
-
-
-@functools.lru_cache(maxsize=4096)
-def stored_topology(document: str) -> tuple[Topology, Layout]:
-    """A stored document read, with its layout. Remembered by the document's own text, so
-    it can never be stale: a changed topology is another text."""
-    topology = Topology.from_document(json.loads(document))
-    return topology, device_layout(topology)
+    return read_stored(documents[node]).topology
 
 
 def node_view(conn: Connection, naming: Naming, node: str) -> dict:
@@ -143,14 +136,9 @@ def node_view(conn: Connection, naming: Naming, node: str) -> dict:
 def read_device_nodes(
     conn: Connection, naming: Naming, node_names: list[str] | None = None
 ) -> tuple[list[DeviceNode], list[str]]:
-    """The device nodes as read now, and the names of those whose trees no longer match
-    their topologies (left out until imported again)."""
-    documents = device_topologies.read_documents(conn, node_names)
-    if not documents:
-        return [], []
-    topologies = {name: stored_topology(document) for name, document in documents.items()}
-    providers, inventories = group_nodes.read_nodes(conn, sorted(topologies))
-    return build_device_nodes(topologies, providers, inventories, naming)
+    """The device nodes as they are now, and the names of those whose trees no longer
+    match their topologies (left out until imported again)."""
+    return _NODES.read(conn, naming, node_names)
 
 
 def find_candidates(

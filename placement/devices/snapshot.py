@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from placement.data.group_nodes import InventoryRow, ProviderRow
-from placement.devices.node_map import Layout
+from placement.devices.stored import StoredTopology
 from placement.devices.topology import Device, Topology
 from placement.group_resources.naming import Naming, path_of
 
@@ -26,6 +26,12 @@ class DeviceState:
     total: dict[str, int]  # base name -> capacity
     free: dict[str, int]  # base name -> capacity left
     in_use: bool  # something of it is allocated
+    units: dict[str, tuple[int, int, int]]  # base name -> (min_unit, max_unit, step_size)
+
+    def allows(self, base_name: str, amount: int) -> bool:
+        """Whether one allocation of ``amount`` fits the inventory's room and units."""
+        low, high, step = self.units[base_name]
+        return low <= amount <= high and amount % step == 0 and amount <= self.free[base_name]
 
 
 
@@ -35,6 +41,11 @@ class SwitchState:
     classes: dict[str, str] = field(default_factory=dict)  # device type -> tenancy class
     total: dict[str, int] = field(default_factory=dict)  # device type -> tenancy
     free: dict[str, int] = field(default_factory=dict)
+    units: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+
+    def allows(self, device_type: str, amount: int) -> bool:
+        low, high, step = self.units[device_type]
+        return low <= amount <= high and amount % step == 0 and amount <= self.free[device_type]
 
 
 @dataclass(eq=False)
@@ -42,6 +53,7 @@ class DeviceNode:
     name: str
     uuid: str
     topology: Topology
+    shape: int  # equal for nodes alike but for device identities (``stored``)
     devices: list[DeviceState]
     switches: dict[int, SwitchState]
     node_classes: dict[str, tuple[int, int]]  # class of the root -> (capacity, free)
@@ -49,19 +61,20 @@ class DeviceNode:
     def signature(self) -> tuple:
         """Equal for nodes alike in devices, links and state (for the search's memo).
 
-        Nodes with one stored topology text share one ``Topology`` object (the service
-        reads each text once), and list their devices, inventories and switches in one
-        order: their amounts alone then tell them apart.
+        Nodes of one shape list their devices, inventories and switches in one order:
+        their amounts and units alone then tell them apart.
         """
         return (
-            id(self.topology),
-            tuple((*d.total.values(), *d.free.values()) for d in self.devices),
-            tuple((*sw.total.values(), *sw.free.values()) for sw in self.switches.values()),
+            self.shape,
+            tuple((*d.total.values(), *d.free.values(), *d.units.values())
+                  for d in self.devices),
+            tuple((*sw.total.values(), *sw.free.values(), *sw.units.values())
+                  for sw in self.switches.values()),
         )
 
 
 def build_device_nodes(
-    topologies: Mapping[str, tuple[Topology, Layout]],
+    topologies: Mapping[str, StoredTopology],
     providers: Iterable[ProviderRow],
     inventories: Iterable[InventoryRow],
     naming: Naming,
@@ -70,10 +83,12 @@ def build_device_nodes(
     and the names of those whose trees do not. A topology whose root provider was deleted
     is neither: the node is gone."""
     class_of = _ClassNames(naming)
-    rooms: dict[int, dict[str, tuple[int, int]]] = {}
+    rooms: dict[int, dict[str, tuple[int, int, tuple[int, int, int]]]] = {}
     for row in inventories:
         capacity = int((row.total - row.reserved) * row.allocation_ratio)
-        rooms.setdefault(row.provider_id, {})[row.resource_class] = (capacity, row.used)
+        rooms.setdefault(row.provider_id, {})[row.resource_class] = (
+            capacity, row.used, (row.min_unit, row.max_unit, row.step_size)
+        )
     by_root: dict[int, list[ProviderRow]] = {}
     for provider in providers:
         by_root.setdefault(provider.root_provider_id, []).append(provider)
@@ -84,8 +99,8 @@ def build_device_nodes(
         if root is None or root.name not in topologies:
             continue
         present.add(root.name)
-        topology, layout = topologies[root.name]
-        node = _device_node(root, tree, topology, layout, rooms, class_of)
+        stored = topologies[root.name]
+        node = _device_node(root, tree, stored, rooms, class_of)
         if node is not None:
             nodes.append(node)
     in_sync = {node.name for node in nodes}
@@ -109,8 +124,9 @@ class _ClassNames:
 
 
 def _device_node(
-    root, tree, topology: Topology, layout: Layout, rooms, class_of: _ClassNames
+    root, tree, stored: StoredTopology, rooms, class_of: _ClassNames
 ) -> DeviceNode | None:
+    topology, layout = stored.topology, stored.layout
     by_path: dict[Path, ProviderRow] = {}
     parent_of: dict[int, int | None] = {}
     for provider in tree:
@@ -146,15 +162,17 @@ def _device_node(
             switch.classes[device_type] = resource_class
             switch.total[device_type] = room[0]
             switch.free[device_type] = room[0] - room[1]
+            switch.units[device_type] = room[2]
         switches[index] = switch
     node_classes = {
         resource_class: (capacity, capacity - used)
-        for resource_class, (capacity, used) in rooms.get(root.id, {}).items()
+        for resource_class, (capacity, used, _units) in rooms.get(root.id, {}).items()
     }
     return DeviceNode(
         name=root.name,
         uuid=root.uuid,
         topology=topology,
+        shape=stored.shape,
         devices=devices,
         switches=switches,
         node_classes=node_classes,
@@ -167,7 +185,7 @@ def _device_state(
     if provider is None:
         return None
     provider_rooms = rooms.get(provider.id, {})
-    classes, total, free = {}, {}, {}
+    classes, total, free, units = {}, {}, {}, {}
     in_use = False
     for base_name in base_names:
         resource_class = class_of(device.type, base_name)
@@ -177,8 +195,9 @@ def _device_state(
         classes[base_name] = resource_class
         total[base_name] = room[0]
         free[base_name] = room[0] - room[1]
+        units[base_name] = room[2]
         in_use |= room[1] > 0
     return DeviceState(
         device=device, uuid=provider.uuid, path=path, classes=classes, total=total, free=free,
-        in_use=in_use,
+        in_use=in_use, units=units,
     )

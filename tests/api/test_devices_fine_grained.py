@@ -187,3 +187,35 @@ def test_a_whole_gpu_by_percent_is_one_gpu_to_itself(api):
                       {"kubernetes.io/gpu-core": 100, "kubernetes.io/gpu-memory-ratio": 100}):
         [best] = candidates(api, resources)["candidates"]
         assert gpus(best)[0]["resources"]["exclusive"] is True
+
+
+def test_inventory_units_set_through_placement_are_respected(api):
+    """A GPU whose core inventory allows at most 50 per allocation cannot be taken whole:
+    the candidate and the claim go to a GPU that can."""
+    a = import_node(api, "a", switch_box(gpus_per_switch=(1,), nics_per_switch=(0,),
+                                         switches_per_numa=1)).json
+    gpu = a["devices"][0]["provider"]
+    inventories = api.get(f"/resource_providers/{gpu}/inventories").json
+    core = {**inventories["inventories"]["CUSTOM_GPU_CORE"], "max_unit": 50}
+    response = api.put(f"/resource_providers/{gpu}/inventories/CUSTOM_GPU_CORE", json={
+        **core, "resource_provider_generation": inventories["resource_provider_generation"]})
+    assert response.status_code == 200, response.json
+    import_node(api, "b", switch_box(gpus_per_switch=(1,), nics_per_switch=(0,),
+                                     switches_per_numa=1))
+    answer = candidates(api, {"nvidia.com/gpu": 1})
+    assert len(answer["candidates"]) == 1, answer
+    [only] = answer["candidates"]
+    assert only["node"] == "b"
+    assert claim(api, {"nvidia.com/gpu": 1})["node"] == "b"
+    # A share within the unit limit still fits on a.
+    assert claim(api, {"kubernetes.io/gpu": 50})["node"] == "a"
+
+
+def test_tenancy_grows_with_the_vfs(api):
+    body = import_node(api, "n", switch_box(gpus_per_switch=(0,), nics_per_switch=(2,),
+                                            switches_per_numa=1, vfs=1200)).json
+    nic = body["devices"][0]
+    assert nic["inventories"]["tenancy"]["total"] == 1000 + 1200
+    tree = api.get("/group_resources/nodes/n").json["groups"]
+    switch = next(g for g in tree if g["key"].endswith("pcie/0"))
+    assert switch["inventories"]["CUSTOM_PCIE_RDMA_TENANCY"]["total"] == 1000 + 2 * 1200

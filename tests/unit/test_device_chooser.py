@@ -21,14 +21,16 @@ def _node(topology: Topology) -> DeviceNode:
         assert set(totals) == set(device_inventories(device))
         states.append(DeviceState(device=device, uuid=f"u-{device.name}", path=(),
                                   classes={n: n for n in totals}, total=dict(totals),
-                                  free=dict(totals), in_use=False))
+                                  free=dict(totals), in_use=False,
+                                  units={n: (1, total, 1) for n, total in totals.items()}))
     switches = {
         d.switch: SwitchState(uuid=f"s{d.switch}", classes={"gpu": "t", "rdma": "t"},
                               total={"gpu": TENANCY, "rdma": TENANCY},
-                              free={"gpu": TENANCY, "rdma": TENANCY})
+                              free={"gpu": TENANCY, "rdma": TENANCY},
+                              units={"gpu": (1, TENANCY, 1), "rdma": (1, TENANCY, 1)})
         for d in topology.devices
     }
-    return DeviceNode(name="n", uuid="root", topology=topology, devices=states,
+    return DeviceNode(name="n", uuid="root", topology=topology, shape=0, devices=states,
                       switches=switches, node_classes={})
 
 
@@ -104,3 +106,14 @@ def test_a_request_over_100_is_whole_devices_and_node_resources_round_up():
     gpu = request.types["gpu"]
     assert (gpu.count, gpu.per_device.whole) == (3, True)
     assert request.node_resources == {"VCPU": 2, "MEMORY_MB": 96}
+
+
+def test_pairs_are_searched_exhaustively_on_wide_nodes():
+    """208 GPUs: the NV18 pair wins over a clique of NV2 GPUs, though 208 choose 2 is past
+    the exact limit."""
+    devices = tuple(Device(type="gpu", minor=m, identity=f"G{m}", numa=0, bridge=0,
+                           switch=m, memory_mb=1024) for m in range(208))
+    nvlinks = {(a, b): 2 for a, b in itertools.combinations(range(16), 2)}
+    nvlinks[(200, 201)] = 18
+    node = _node(Topology(devices=devices, nvlinks=nvlinks))
+    assert chooser.best_set(node, list(range(208)), 2, pack=True) == [200, 201]

@@ -1,0 +1,68 @@
+"""Device nodes are kept between requests, per worker: every change made through any
+route shows in the very next answer."""
+
+import uuid
+
+from tests.api.device_helpers import candidates, claim, import_node, minors, switch_box
+
+ONE_SWITCH = switch_box(gpus_per_switch=(2,), nics_per_switch=(0,), switches_per_numa=1)
+
+
+def _gpu(body, minor):
+    return next(d for d in body["devices"] if d["type"] == "gpu" and d["minor"] == minor)
+
+
+def test_allocations_written_through_placement_show_at_once(api):
+    body = import_node(api, "n", ONE_SWITCH).json
+    assert minors(candidates(api, {"nvidia.com/gpu": 1})["candidates"][0], "gpu") == [0]
+    consumer = str(uuid.uuid4())
+    gpu0 = _gpu(body, 0)["provider"]
+    response = api.put(f"/allocations/{consumer}", json={
+        "allocations": {gpu0: {"resources": {"CUSTOM_GPU_CORE": 1}}},
+        "project_id": "p", "user_id": "u", "consumer_generation": None,
+        "consumer_type": "INSTANCE"})
+    assert response.status_code == 204, response.json
+    assert minors(candidates(api, {"nvidia.com/gpu": 1})["candidates"][0], "gpu") == [1]
+    assert api.delete(f"/allocations/{consumer}").status_code == 204
+    assert minors(candidates(api, {"nvidia.com/gpu": 1})["candidates"][0], "gpu") == [0]
+
+
+def test_inventory_changes_renames_and_moves_show_at_once(api):
+    body = import_node(api, "n", ONE_SWITCH).json
+    candidates(api, {"nvidia.com/gpu": 2})
+    gpu1 = _gpu(body, 1)["provider"]
+    inventories = api.get(f"/resource_providers/{gpu1}/inventories").json
+    memory = {**inventories["inventories"]["CUSTOM_GPU_MEMORY_MB"], "total": 1024,
+              "max_unit": 1024}
+    api.put(f"/resource_providers/{gpu1}/inventories/CUSTOM_GPU_MEMORY_MB", json={
+        **memory, "resource_provider_generation": inventories["resource_provider_generation"]})
+    [best] = candidates(api, {"kubernetes.io/gpu-core": 10,
+                              "kubernetes.io/gpu-memory": "2Gi"})["candidates"]
+    assert minors(best, "gpu") == [0]
+    # A rename takes the node out of the search (its tree no longer matches).
+    provider = api.get(f"/resource_providers/{gpu1}").json
+    renamed = api.put(f"/resource_providers/{gpu1}", json={"name": "elsewhere"})
+    assert renamed.status_code == 200, renamed.json
+    answer = candidates(api, {"nvidia.com/gpu": 1})
+    assert (answer["candidates"], answer["nodes_out_of_sync"]) == ([], ["n"])
+    api.put(f"/resource_providers/{gpu1}", json={"name": provider["name"]})
+    assert len(candidates(api, {"nvidia.com/gpu": 1})["candidates"]) == 1
+
+
+def test_claims_are_seen_by_the_next_claim(api):
+    import_node(api, "n", ONE_SWITCH)
+    first = claim(api, {"nvidia.com/gpu": 1})
+    second = claim(api, {"nvidia.com/gpu": 1})
+    assert {minors(first, "gpu")[0], minors(second, "gpu")[0]} == {0, 1}
+    claim(api, {"nvidia.com/gpu": 1}, expect=409)
+
+
+def test_a_reimport_with_new_labels_shows_at_once(api):
+    import_node(api, "n", ONE_SWITCH)
+    hint = {"gpu": {"selector": {"matchLabels": {"model": "A100"}}}}
+    assert candidates(api, {"nvidia.com/gpu": 1}, hint=hint)["candidates"] == []
+    labelled = switch_box(gpus_per_switch=(2,), nics_per_switch=(0,), switches_per_numa=1)
+    labelled["devices"][1]["labels"] = {"model": "A100"}
+    import_node(api, "n", labelled)
+    [best] = candidates(api, {"nvidia.com/gpu": 1}, hint=hint)["candidates"]
+    assert minors(best, "gpu") == [1]
