@@ -11,10 +11,12 @@ as they can and must never be pointed at someone else's.
 
 import ipaddress
 import math
+import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -175,3 +177,47 @@ def concurrent(
 def warm_up(request: Request, count: int = 10, concurrency: int = 2) -> None:
     """A few untimed requests: connection pools in every worker, caches, imports."""
     concurrent(request, count, concurrency, max_seconds=30)
+
+
+def load_in_parallel(
+    count: int,
+    threads: int,
+    make: Callable[[requests.Session, int], object],
+    what: str,
+    progress: bool = False,
+) -> tuple[list, float]:
+    """``make(session, index)`` for index 0 .. ``count - 1`` on ``threads`` threads (one
+    session each); returns the results in index order and the seconds taken. The first
+    failure stops the rest and is raised."""
+    made: list = [None] * count
+    local = threading.local()
+    failed = threading.Event()
+    lock = threading.Lock()
+    every = max(1, count // 20)
+    done = 0
+    start = time.perf_counter()
+
+    def one(index: int) -> None:
+        nonlocal done
+        if failed.is_set():
+            return
+        if not hasattr(local, "session"):
+            local.session = new_session()
+        try:
+            made[index] = make(local.session, index)
+        except Exception:
+            failed.set()
+            raise
+        with lock:
+            done += 1
+            finished = done
+        if progress and (finished % every == 0 or finished == count):
+            elapsed = time.perf_counter() - start
+            print(f"  {finished}/{count} {what} ({finished / elapsed:.1f}/s) in "
+                  f"{elapsed:.0f} s, about {elapsed / finished * (count - finished):.0f} s left",
+                  file=sys.stderr, flush=True)
+
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        # list() re-raises the first failure; the items not started yet are skipped.
+        list(pool.map(one, range(count)))
+    return made, time.perf_counter() - start

@@ -29,15 +29,12 @@ loads a running service by hand.
 import argparse
 import itertools
 import sys
-import threading
-import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import requests
 
-from benchmarks.client import new_session, require_loopback
+from benchmarks.client import load_in_parallel, require_loopback
 from benchmarks.load import LoadError
 
 TIMEOUT_S = 60
@@ -153,39 +150,15 @@ def load_device_nodes(
     """Import nodes 0 .. ``count - 1``; return what was made."""
     require_loopback(base_url)
     loaded = LoadedDevices(prefix or f"dev-{uuid.uuid4().hex[:6]}")
-    made: list[DeviceNode | None] = [None] * count
-    local = threading.local()
-    failed = threading.Event()
-    lock = threading.Lock()
-    every = max(1, count // 20)
-    done = 0
-    start = time.perf_counter()
-
-    def one(index: int) -> None:
-        nonlocal done
-        if failed.is_set():
-            return
-        if not hasattr(local, "session"):
-            local.session = new_session()
-        try:
-            made[index] = import_node(local.session, base_url,
-                                      node_name(loaded.prefix, index), dgx_a100(index))
-        except Exception:
-            failed.set()
-            raise
-        with lock:
-            done += 1
-            finished = done
-        if progress and (finished % every == 0 or finished == count):
-            elapsed = time.perf_counter() - start
-            print(f"  {finished}/{count} device nodes ({finished / elapsed:.1f} nodes/s) in "
-                  f"{elapsed:.0f} s, about {elapsed / finished * (count - finished):.0f} s left",
-                  file=sys.stderr, flush=True)
-
-    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        # list() re-raises the first failure; the nodes not started yet are skipped.
-        list(pool.map(one, range(count)))
-    loaded.seconds = time.perf_counter() - start
+    made, loaded.seconds = load_in_parallel(
+        count,
+        threads,
+        lambda session, index: import_node(
+            session, base_url, node_name(loaded.prefix, index), dgx_a100(index)
+        ),
+        "device nodes",
+        progress,
+    )
     loaded.nodes = [node for node in made if node is not None]
     return loaded
 

@@ -13,7 +13,9 @@ One module per step:
   the tenancy inventories that make exclusivity hold in placement itself.
 - ``request``: Kubernetes resources (``nvidia.com/gpu``, ``kubernetes.io/gpu-core``,
   ``koordinator.sh/rdma``, ...) and Koordinator's two annotations -> what to find.
-- ``snapshot``: each device node as read at one moment: devices with what is free.
+- ``snapshot``: each device node as read at one moment: devices with what is free;
+  ``stored`` reads a stored topology once per worker; ``node_cache`` keeps the
+  snapshots between requests, checked against provider versions every time.
 - ``chooser``: the best devices of one node (joint scope, link strength, scorer,
   lowest minors), remembered for nodes alike; ``search`` ranks the nodes.
 - ``service``: the Python API (import, candidates, claims, views); ``bodies`` the
@@ -21,6 +23,8 @@ One module per step:
 
 SQL lives in ``placement.data.device_topologies`` (the stored topology
 documents) and the translator's ``placement.data.group_nodes``; HTTP in
-``placement.handlers.devices``. Nothing is cached between requests; a claim
-re-checks capacity as it writes and chooses again if a concurrent claim won.
+``placement.handlers.devices``. Snapshots kept between requests are checked
+against the database on every request (``node_cache``), so none is stale; a
+claim re-checks capacity as it writes and chooses again if a concurrent
+claim won.
 """

@@ -5,7 +5,7 @@ allocations, so a client can also write them itself."""
 from placement.devices.request import DeviceRequest
 from placement.devices.search import DeviceAnswer, DeviceCandidate
 from placement.devices.snapshot import DeviceNode, DeviceState
-from placement.devices.topology import Topology
+from placement.devices.topology import Topology, device_entry
 
 
 def candidates_body(answer: DeviceAnswer, request: DeviceRequest) -> dict:
@@ -73,22 +73,7 @@ def node_body(name: str, uuid: str, topology: Topology, node: DeviceNode | None)
     states = {(s.device.type, s.device.minor): s for s in node.devices} if node else {}
     devices = []
     for device in topology.devices:
-        entry: dict = {
-            "type": device.type,
-            "minor": device.minor,
-            "id": device.identity,
-            "numa": device.numa,
-            "bridge": device.bridge,
-            "pcie": device.switch,
-        }
-        if device.type == "gpu":
-            entry["memory"] = f"{device.memory_mb}Mi"
-        if device.vfs:
-            entry["vfs"] = device.vfs
-        if device.labels:
-            entry["labels"] = dict(device.labels)
-        if device.vf_labels:
-            entry["vfLabels"] = dict(device.vf_labels)
+        entry = device_entry(device)
         state = states.get((device.type, device.minor))
         if state is not None:
             entry["provider"] = state.uuid

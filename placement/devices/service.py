@@ -6,15 +6,12 @@ group-resource node: its tree is written by the translator's ``sync_node``
 from the map ``node_map`` makes, and its topology document is stored beside.
 """
 
-import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
 from placement import errors
-from placement.data import allocations as allocation_data
-from placement.data import consumers as consumer_data
 from placement.data import device_topologies, group_nodes
 from placement.data import provider_traits as trait_data
 from placement.data import providers as provider_data
@@ -30,12 +27,11 @@ from placement.devices.topology import Topology
 from placement.devices.topology_matrix import MatrixDetails, parse_matrix
 from placement.group_resources import service as group_service
 from placement.group_resources import sync as group_sync
+from placement.group_resources.claiming import Claimant, claim_best
 from placement.group_resources.naming import Naming, provider_name
 from placement.group_resources.quantities import parse_quantity
 
-CLAIM_ATTEMPTS = 10
-_NODES = DeviceNodeCache(read_stored)
-RETRY_CHOICES = 16
+_NODES = DeviceNodeCache(read_stored)  # this worker's device nodes, checked every request
 MIB = 2**20
 
 
@@ -170,43 +166,17 @@ def claim(
     then fails placement's capacity check and the choice is made again from
     fresh data, at random among the nodes ranked as well as the best.
     """
-    last_conflict = None
-    for attempt in range(CLAIM_ATTEMPTS):
-        if consumer_data.get_consumer(conn, consumer_uuid) is not None:
-            raise errors.Conflict(
-                f"Consumer {consumer_uuid} already has allocations; a claim allocates for a new "
-                "consumer.",
-                code=errors.GROUP_CONSUMER_EXISTS,
-            )
-        answer = find_candidates(
-            conn, request, naming, scorer, RETRY_CHOICES if attempt else 1, node_names
-        )
-        if not answer.candidates:
-            raise unplaceable(answer)
-        best = answer.candidates[0]
-        if attempt:
-            top = _standing(best)
-            best = random.choice([c for c in answer.candidates if _standing(c) == top])
-        write = allocation_data.ConsumerWrite(
-            consumer_uuid=consumer_uuid,
-            project_id=project_id,
-            user_id=user_id,
-            allocations=best.allocations(request),
-            generation=None,
-            consumer_type=consumer_type,
-        )
-        try:
-            with conn.begin_nested():
-                allocation_data.write_allocations(conn, [write])
-        except (errors.Conflict, errors.BadRequest) as exc:
-            last_conflict = exc
-            continue
-        return best
-    raise errors.Conflict(
-        f"Concurrent claims took every choice {CLAIM_ATTEMPTS} times in a row; retry. "
-        f"Last: {last_conflict.detail if last_conflict else ''}",
-        code=errors.CONCURRENT_UPDATE,
+
+    def choose(limit: int) -> list[DeviceCandidate] | errors.PlacementError:
+        answer = find_candidates(conn, request, naming, scorer, limit, node_names)
+        return answer.candidates or unplaceable(answer)
+
+    claimant = Claimant(
+        choose=choose,
+        standing=_standing,
+        allocations=lambda candidate: candidate.allocations(request),
     )
+    return claim_best(conn, claimant, consumer_uuid, project_id, user_id, consumer_type)
 
 
 def _standing(candidate: DeviceCandidate) -> tuple:

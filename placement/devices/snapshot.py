@@ -30,8 +30,7 @@ class DeviceState:
 
     def allows(self, base_name: str, amount: int) -> bool:
         """Whether one allocation of ``amount`` fits the inventory's room and units."""
-        low, high, step = self.units[base_name]
-        return low <= amount <= high and amount % step == 0 and amount <= self.free[base_name]
+        return _fits(self.units[base_name], self.free[base_name], amount)
 
 
 
@@ -44,8 +43,7 @@ class SwitchState:
     units: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
     def allows(self, device_type: str, amount: int) -> bool:
-        low, high, step = self.units[device_type]
-        return low <= amount <= high and amount % step == 0 and amount <= self.free[device_type]
+        return _fits(self.units[device_type], self.free[device_type], amount)
 
 
 @dataclass(eq=False)
@@ -71,6 +69,11 @@ class DeviceNode:
             tuple((*sw.total.values(), *sw.free.values(), *sw.units.values())
                   for sw in self.switches.values()),
         )
+
+
+def _fits(units: tuple[int, int, int], free: int, amount: int) -> bool:
+    low, high, step = units
+    return low <= amount <= high and amount % step == 0 and amount <= free
 
 
 def build_device_nodes(

@@ -70,7 +70,7 @@ class Topology:
 
     def to_document(self) -> dict:
         return {
-            "devices": [_device_entry(d) for d in self.devices],
+            "devices": [device_entry(d) for d in self.devices],
             "nvlinks": [
                 {"gpus": [a, b], "links": links} for (a, b), links in sorted(self.nvlinks.items())
             ],
@@ -101,7 +101,7 @@ class Topology:
         return cls(devices=devices, nvlinks=nvlinks, node_resources=document["resources"])
 
 
-def _device_entry(device: Device) -> dict:
+def device_entry(device: Device) -> dict:
     """A device as the device list writes it (``device_list``)."""
     entry: dict = {
         "type": device.type,

@@ -4,17 +4,15 @@ Each function takes an open connection inside a transaction and leaves the
 commit to its caller, so one call is one transaction.
 """
 
-import random
 from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
 from placement import errors
-from placement.data import allocations as allocation_data
-from placement.data import consumers as consumer_data
 from placement.data import device_topologies, group_nodes
 from placement.group_resources import sync
 from placement.group_resources.allocator import Placement
+from placement.group_resources.claiming import Claimant, claim_best
 from placement.group_resources.naming import Naming, path_of
 from placement.group_resources.query_text import CandidateQuery, candidate_query
 from placement.group_resources.request_tree import Unplaced, fit_to_levels, parse_request
@@ -34,8 +32,6 @@ __all__ = [
     "translate",
 ]
 
-CLAIM_ATTEMPTS = 10
-RETRY_CHOICES = 16  # nodes a retried claim chooses among, if they score as well as the best
 
 
 def sync_node(
@@ -100,46 +96,17 @@ def claim(
     for one node spread out.
     """
     request = parse_request(resources, naming)
-    last_conflict = None
-    for attempt in range(CLAIM_ATTEMPTS):
-        if consumer_data.get_consumer(conn, consumer_uuid) is not None:
-            raise errors.Conflict(
-                f"Consumer {consumer_uuid} already has allocations; a claim allocates for a new "
-                "consumer.",
-                code=errors.GROUP_CONSUMER_EXISTS,
-            )
-        ranking = Ranking(request, SCORERS[scorer])
-        # A retry looks at a few more nodes, to spread over those as good as the best.
-        answer = bounded_ranking(conn, ranking, RETRY_CHOICES if attempt else 1, node_names)
-        if not answer.placements:
-            raise unplaceable(answer)
-        best = answer.placements[0]
-        if attempt:
-            # Others chose the same best node; spread the retries over its equals.
-            top = score_key(best.score)
-            best = random.choice([p for p in answer.placements if score_key(p.score) == top])
-        write = allocation_data.ConsumerWrite(
-            consumer_uuid=consumer_uuid,
-            project_id=project_id,
-            user_id=user_id,
-            allocations=best.allocations,
-            generation=None,
-            consumer_type=consumer_type,
-        )
-        try:
-            with conn.begin_nested():
-                allocation_data.write_allocations(conn, [write])
-        except (errors.Conflict, errors.BadRequest) as exc:
-            # Taken, changed or deleted by a transaction that committed after our read
-            # (a 400 here is a provider that vanished): choose again from fresh data.
-            last_conflict = exc
-            continue
-        return best
-    raise errors.Conflict(
-        f"Concurrent claims took every choice {CLAIM_ATTEMPTS} times in a row; retry. "
-        f"Last: {last_conflict.detail if last_conflict else ''}",
-        code=errors.CONCURRENT_UPDATE,
+
+    def choose(limit: int) -> list[Placement] | errors.PlacementError:
+        answer = bounded_ranking(conn, Ranking(request, SCORERS[scorer]), limit, node_names)
+        return answer.placements or unplaceable(answer)
+
+    claimant = Claimant(
+        choose=choose,
+        standing=lambda placement: score_key(placement.score),
+        allocations=lambda placement: placement.allocations,
     )
+    return claim_best(conn, claimant, consumer_uuid, project_id, user_id, consumer_type)
 
 
 def unplaceable(answer: CandidateAnswer) -> errors.Conflict:

@@ -1,0 +1,83 @@
+"""Claiming the best choice for a new consumer, again and again if others win the race.
+
+The translator's and the device claims differ in what they choose, not in how
+they claim: choose from fresh data, write the allocations in a savepoint, and
+when a concurrent claim committed first (the write fails placement's capacity
+check, or meets a provider deleted meanwhile) choose again, at random among
+the choices as good as the best, so that claimers racing for one node spread
+out. ``claim_best`` is that loop; the choosing is the caller's.
+"""
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from sqlalchemy import Connection
+
+from placement import errors
+from placement.data import allocations as allocation_data
+from placement.data import consumers as consumer_data
+
+CLAIM_ATTEMPTS = 10
+RETRY_CHOICES = 16  # choices a retried claim looks at, if they rank as well as the best
+
+Choice = TypeVar("Choice")
+
+
+@dataclass(frozen=True)
+class Claimant(Generic[Choice]):
+    """How one kind of claim chooses."""
+
+    # limit -> the best choices first (at most ``limit``), or the error to answer with
+    choose: Callable[[int], Sequence[Choice] | errors.PlacementError]
+    standing: Callable[[Choice], object]  # equal for choices ranked as well as each other
+    allocations: Callable[[Choice], dict[str, dict[str, int]]]  # provider uuid -> class -> n
+
+
+def claim_best(
+    conn: Connection,
+    claimant: Claimant[Choice],
+    consumer_uuid: str,
+    project_id: str,
+    user_id: str,
+    consumer_type: str | None,
+) -> Choice:
+    last_conflict = None
+    for attempt in range(CLAIM_ATTEMPTS):
+        if consumer_data.get_consumer(conn, consumer_uuid) is not None:
+            raise errors.Conflict(
+                f"Consumer {consumer_uuid} already has allocations; a claim allocates for a new "
+                "consumer.",
+                code=errors.GROUP_CONSUMER_EXISTS,
+            )
+        # A retry looks at a few more choices, to spread over those as good as the best.
+        choices = claimant.choose(RETRY_CHOICES if attempt else 1)
+        if isinstance(choices, errors.PlacementError):
+            raise choices
+        best = choices[0]
+        if attempt:
+            top = claimant.standing(best)
+            best = random.choice([c for c in choices if claimant.standing(c) == top])
+        write = allocation_data.ConsumerWrite(
+            consumer_uuid=consumer_uuid,
+            project_id=project_id,
+            user_id=user_id,
+            allocations=claimant.allocations(best),
+            generation=None,
+            consumer_type=consumer_type,
+        )
+        try:
+            with conn.begin_nested():
+                allocation_data.write_allocations(conn, [write])
+        except (errors.Conflict, errors.BadRequest) as exc:
+            # Taken, changed or deleted by a transaction that committed after our read
+            # (a 400 here is a provider that vanished): choose again from fresh data.
+            last_conflict = exc
+            continue
+        return best
+    raise errors.Conflict(
+        f"Concurrent claims took every choice {CLAIM_ATTEMPTS} times in a row; retry. "
+        f"Last: {last_conflict.detail if last_conflict else ''}",
+        code=errors.CONCURRENT_UPDATE,
+    )
