@@ -61,13 +61,20 @@ def _parser() -> argparse.ArgumentParser:
 
 def _db_upgrade(config: Config, args) -> int:
     engine = make_engine(config.database_url)
-    migrate.upgrade(engine)
-    print(f"database at revision {migrate.current_revision(engine)}")
+    try:
+        migrate.upgrade(engine)
+        print(f"database at revision {migrate.current_revision(engine)}")
+    finally:
+        engine.dispose()
     return 0
 
 
 def _db_current(config: Config, args) -> int:
-    print(migrate.current_revision(make_engine(config.database_url)) or "none")
+    engine = make_engine(config.database_url)
+    try:
+        print(migrate.current_revision(engine) or "none")
+    finally:
+        engine.dispose()
     return 0
 
 

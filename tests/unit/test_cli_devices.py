@@ -28,7 +28,8 @@ spec:
 """
 
 
-def test_import_a_matrix_then_candidates_and_claim_for_a_pod(run, tmp_path):
+def test_import_a_matrix_then_candidates_and_claim_for_a_pod(run_on_both, tmp_path):
+    run = run_on_both
     matrix = str(SAMPLES / "pcie_4gpu.txt")
     status, body, _ = run("devices", "import", "box", matrix, "--gpu-memory", "24Gi")
     assert status == 0, body
@@ -61,7 +62,8 @@ def test_import_a_matrix_then_candidates_and_claim_for_a_pod(run, tmp_path):
     assert gpu0["inventories"]["core"] == {"total": 100, "used": 100}
 
 
-def test_import_a_device_list_and_delete(run):
+def test_import_a_device_list_and_delete(run_on_both):
+    run = run_on_both
     status, body, _ = run("devices", "import", "h", str(SAMPLES / "hetero_1nic.yaml"))
     assert status == 0
     status, _, _ = run("devices", "delete", "h")

@@ -19,7 +19,8 @@ NODE = {
 }
 
 
-def test_sync_candidates_claim_and_query_from_files(run, tmp_path):
+def test_sync_candidates_claim_and_query_from_files(run_on_both, tmp_path):
+    run = run_on_both
     node_file = _write(tmp_path, "node.yaml", NODE)
     status, body, _ = run("group-resources", "sync", "n1", node_file)
     assert status == 0
