@@ -19,6 +19,7 @@ from placement.data.sql import id_conditions, insert_ignoring_conflicts
 from placement.db.aliases import root_provider
 from placement.db.tables import (
     allocations,
+    device_topologies,
     inventories,
     resource_classes,
     resource_provider_traits,
@@ -50,12 +51,14 @@ class InventoryRow(NamedTuple):
     used: int
 
 
-def _managed_roots(node_names: list[str] | None):
-    """Ids of the roots carrying the node trait (optionally only the named ones)."""
+def _managed_roots(node_names: list[str] | None, without_device_nodes: bool = False):
+    """Ids of the roots carrying the node trait (optionally only the named ones, optionally
+    not the device nodes, whose trees the device routes own)."""
     # SELECT root.id FROM resource_providers root
     #   JOIN resource_provider_traits rpt ON rpt.resource_provider_id = root.id
     #   JOIN traits t ON t.id = rpt.trait_id AND t.name = 'CUSTOM_GROUP_RESOURCES_NODE'
     #   WHERE root.parent_provider_id IS NULL [AND root.name IN (:names)]
+    #   [AND NOT EXISTS (SELECT 1 FROM device_topologies dt WHERE dt.node_name = root.name)]
     query = (
         select(root_provider.c.id)
         .join(
@@ -67,17 +70,26 @@ def _managed_roots(node_names: list[str] | None):
     )
     if node_names is not None:
         query = query.where(root_provider.c.name.in_(node_names))
+    if without_device_nodes:
+        query = query.where(
+            ~exists().where(device_topologies.c.node_name == root_provider.c.name)
+        )
     return query
 
 
 def read_nodes(
-    conn: Connection, node_names: list[str] | None = None, root_ids: list[int] | None = None
+    conn: Connection,
+    node_names: list[str] | None = None,
+    root_ids: list[int] | None = None,
+    without_device_nodes: bool = False,
 ) -> tuple[list[ProviderRow], list[InventoryRow]]:
     """Every provider of the managed trees, and every inventory with its usage.
 
-    ``node_names`` or ``root_ids`` limit the read to those nodes.
+    ``node_names`` or ``root_ids`` limit the read to those nodes;
+    ``without_device_nodes`` leaves out the device nodes (for the translator's search:
+    a device node's devices are allocated through the device routes, with their tenancy).
     """
-    roots = _roots(node_names, root_ids)
+    roots = _roots(node_names, root_ids, without_device_nodes)
     providers = [
         ProviderRow(*row)
         for row in conn.execute(
@@ -125,8 +137,12 @@ def read_nodes(
     return providers, inventory_rows
 
 
-def _roots(node_names: list[str] | None, root_ids: list[int] | None = None):
-    managed = _managed_roots(node_names)
+def _roots(
+    node_names: list[str] | None,
+    root_ids: list[int] | None = None,
+    without_device_nodes: bool = False,
+):
+    managed = _managed_roots(node_names, without_device_nodes)
     if root_ids is not None:
         managed = managed.where(root_provider.c.id.in_(root_ids))
     return managed.subquery()
@@ -169,14 +185,15 @@ class NodeSummary:
 
 
 def node_summaries(conn: Connection, node_names: list[str] | None = None) -> list[NodeSummary]:
-    """Per managed node: its inventories, how used they are, each class's capacity range."""
+    """Per managed node but the device nodes: its inventories, how used they are, each
+    class's capacity range (for the translator's search)."""
     # SELECT root.id, root.name, inv.resource_class_id, COUNT(inv.resource_provider_id),
     #        MIN(CASE WHEN capacity > 0 THEN capacity END), MAX(...)
     #   FROM (<managed roots>) roots JOIN resource_providers root ON root.id = roots.id
     #   JOIN resource_providers rp ON rp.root_provider_id = roots.id
     #   LEFT JOIN inventories inv ON inv.resource_provider_id = rp.id
     #   GROUP BY root.id, root.name, inv.resource_class_id
-    roots = _roots(node_names)
+    roots = _roots(node_names, without_device_nodes=True)
     capacity = (inventories.c.total - inventories.c.reserved) * inventories.c.allocation_ratio
     # Inventories without capacity can hold nothing, so they bound nothing.
     positive = case((capacity > 0, capacity))

@@ -71,7 +71,9 @@ def find_candidates(
     request = parse_request(resources, naming)
     ranking = Ranking(request, SCORERS[scorer])
     if limit is None:
-        ranking.consider_all(group_nodes.read_nodes(conn, node_names))
+        ranking.consider_all(
+            group_nodes.read_nodes(conn, node_names, without_device_nodes=True)
+        )
         return ranking.answer(None, complete=True)
     return bounded_ranking(conn, ranking, limit, node_names)
 
@@ -135,7 +137,7 @@ def translate(
 ) -> list[Translation]:
     """The candidate query per kind of node (nodes with the same levels ask the same)."""
     request = parse_request(resources, naming)
-    nodes = build_nodes(*group_nodes.read_nodes(conn, node_names))
+    nodes = build_nodes(*group_nodes.read_nodes(conn, node_names, without_device_nodes=True))
     by_shape: dict[tuple, list[Node]] = {}
     for node in nodes:
         by_shape.setdefault(node.levels.shape(), []).append(node)

@@ -243,3 +243,22 @@ def test_device_resources_need_their_prefix(api):
     mixed = {"nvidia.com/gpu": 1, "koordinator.sh/gpu-core": 50}
     response = api.post("/group_resources/device_candidates", json={"resources": mixed})
     assert "cannot be combined" in response.json["errors"][0]["detail"]
+
+
+def test_the_translator_searches_leave_device_nodes_out(api):
+    """A translator request naming a device node's classes could take a share of a GPU
+    held exclusively through the device routes without its tenancy: device nodes are
+    allocated through the device routes only."""
+    import_node(api, "dgx1", matrix("dgx1_v100.txt"))
+    request = {"resources": {"gpu/0/core": 10}}
+    answer = api.post("/group_resources/candidates", json=request).json
+    assert answer["candidates"] == []
+    limited = api.post("/group_resources/candidates", json={**request, "limit": 1}).json
+    assert limited["candidates"] == []
+    refused = api.post("/group_resources/claims", json={
+        **request, "consumer_uuid": "1d3c2b8e-7f0a-4b6e-9c55-0a1b2c3d4e5f",
+        "project_id": "p", "user_id": "u"})
+    assert refused.status_code == 409
+    assert api.post("/group_resources/queries", json=request).json["queries"] == []
+    # The tree is still shown by the translator's view.
+    assert api.get("/group_resources/nodes/dgx1").status_code == 200
