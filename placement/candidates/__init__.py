@@ -12,7 +12,11 @@ Four small steps, one module each:
    providers that can serve it alone (capacity minus usage, units, traits,
    aggregates, in_tree, root_required); the plan keeps them per tree, with
    the trees each sharing provider serves. Only trees with an option for
-   every slot are searched.
+   every slot are searched. Under a ``limit`` (no sharing provider), the
+   options are read per batch of trees as the search reaches them, and the
+   trees themselves are found a window of roots at a time
+   (``SearchPlan.roots_after``), so that a query most trees match reads only
+   the first ones.
 3. ``search``: per tree, a depth-first walk over the slots that drops a
    partial placement as soon as it cannot become valid (room on a provider
    exceeded by the sum of what is placed there, isolate broken, the

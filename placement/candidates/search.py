@@ -37,8 +37,9 @@ class Candidate:
     providers: tuple[int, ...]  # one provider per slot, in plan.slots order
 
 
-def collect(plan: SearchPlan, roots: list[int], cap: int | None) -> list[Candidate]:
-    """Up to ``cap`` candidates (all when None), round-robin over ``roots``."""
+def collect(plan: SearchPlan, roots: list[int] | None, cap: int | None) -> list[Candidate]:
+    """Up to ``cap`` candidates (all when None), round-robin over ``roots`` (None: the
+    plan's trees, read a page at a time as the search gets to them)."""
     found: list[Candidate] = []
     seen_outside_anchor: set[tuple] = set()
 
@@ -61,19 +62,17 @@ def collect(plan: SearchPlan, roots: list[int], cap: int | None) -> list[Candida
     chains: dict[int, list[int]] = {}
     # With a cap, read little more than the trees a first round needs, and
     # twice as many each time the trees read so far were not enough.
-    batch = TREE_READ_BATCH if cap is None else max(16, min(cap, TREE_READ_BATCH))
-    read_up_to = 0
+    first = TREE_READ_BATCH if cap is None else max(16, min(cap, TREE_READ_BATCH))
     live: list[tuple[Iterator[tuple[int, ...]], int]] = []
-    for index, root in enumerate(roots):
-        if plan.needs_tree_reads and index == read_up_to:
-            plan.read_trees(roots[index:index + batch])
-            read_up_to = index + batch
-            batch = min(batch * 2, TREE_READ_BATCH)
-        placements = tree_candidates(plan, root, chains)
-        if advance(placements, root):
-            live.append((placements, root))
-        if cap is not None and len(found) >= cap:
-            return found
+    for batch in _batches(plan, roots, first):
+        if plan.needs_tree_reads:
+            plan.read_trees(batch)
+        for root in batch:
+            placements = tree_candidates(plan, root, chains)
+            if advance(placements, root):
+                live.append((placements, root))
+            if cap is not None and len(found) >= cap:
+                return found
     while live:  # the second candidate of every tree, then the third, ...
         still_live = []
         for placements, root in live:
@@ -83,6 +82,27 @@ def collect(plan: SearchPlan, roots: list[int], cap: int | None) -> list[Candida
                 return found
         live = still_live
     return found
+
+
+def _batches(plan: SearchPlan, roots: list[int] | None, size: int) -> Iterator[list[int]]:
+    """The trees in batches of ``size``, doubling up to TREE_READ_BATCH; from ``roots``, or
+    read from the plan a page at a time when it has no list."""
+    if roots is not None:
+        index = 0
+        while index < len(roots):
+            yield roots[index:index + size]
+            index += size
+            size = min(size * 2, TREE_READ_BATCH)
+        return
+    after = 0
+    while True:
+        page = plan.roots_after(after, size)
+        if page:
+            yield page
+        if len(page) < size:
+            return
+        after = page[-1]
+        size = min(size * 2, TREE_READ_BATCH)
 
 
 def _identity(plan: SearchPlan, providers: tuple[int, ...]) -> tuple:

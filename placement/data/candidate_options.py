@@ -37,6 +37,7 @@ from sqlalchemy import (
 )
 
 from placement.data.sql import id_conditions
+from placement.db.aliases import root_provider
 from placement.db.tables import (
     allocations,
     inventories,
@@ -134,8 +135,10 @@ def candidate_roots(
     filters: Sequence[SlotFilter],
     root_filter: RootFilter,
     providers_needed: Sequence[int],
+    after: int = 0,
 ) -> list[int]:
-    """Roots of the trees where every filter has enough providers with room (no sharing).
+    """Roots of the trees where every filter has enough providers with room (no sharing);
+    only those above root id ``after``.
 
     ``providers_needed[n]``: how many distinct providers filter ``n`` needs in
     one tree (the number of isolated twins sharing it; 1 otherwise). A
@@ -152,6 +155,8 @@ def candidate_roots(
         conditions = _provider_conditions(f)
         if root_ok is not None:
             conditions.append(root_ok == 1)
+        if after:
+            conditions.append(rp.c.root_provider_id > after)
         if f.class_id is None:
             roots = select(rp.c.root_provider_id).where(*conditions)
         else:
@@ -171,6 +176,65 @@ def candidate_roots(
         selects.append(roots)
     statement = selects[0] if len(selects) == 1 else intersect(*selects)
     return sorted(conn.scalars(statement).all())
+
+
+def scan_candidate_roots(
+    conn: Connection,
+    filters: Sequence[SlotFilter],
+    root_filter: RootFilter,
+    providers_needed: Sequence[int],
+    after: int,
+    window: int,
+) -> tuple[list[int], int | None]:
+    """Of the next ``window`` roots above ``after`` (in id order), those of the trees where
+    every filter has enough providers with room (no sharing); and the last root looked at
+    (None: there was none). ``candidate_roots`` for a few trees at a time: a search with a
+    limit that finds its answer in the first trees reads no others."""
+    # SELECT scanned.id, (SELECT rp.id FROM inventories i JOIN resource_providers rp ...
+    #                     WHERE rp.root_provider_id = scanned.id AND <filter 1> AND <room>
+    #                     LIMIT 1) IS NOT NULL AND ... per filter
+    #                    [or (SELECT COUNT(*) FROM (... LIMIT :needed)) >= :needed]
+    #   FROM (SELECT id FROM resource_providers WHERE parent_provider_id IS NULL
+    #         AND id > :after ORDER BY id LIMIT :window) scanned
+    #  ORDER BY scanned.id
+    scanned = (
+        select(root_provider.c.id)
+        .where(root_provider.c.parent_provider_id.is_(None), root_provider.c.id > after)
+        .order_by(root_provider.c.id)
+        .limit(window)
+        .subquery("scanned")
+    )
+    root_ok = _root_ok_expr(root_filter)
+    checks = []
+    for f, needed in zip(filters, providers_needed, strict=True):
+        inner = _provider_conditions(f) + [rp.c.root_provider_id == scanned.c.id]
+        if root_ok is not None:
+            inner.append(root_ok == 1)
+        if f.class_id is None:
+            matching = select(rp.c.id).where(*inner)
+        else:
+            matching = (
+                select(rp.c.id)
+                .select_from(inv.join(rp, rp.c.id == inv.c.resource_provider_id))
+                .where(
+                    *_inventory_conditions(f),
+                    (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio
+                    >= _usage_of_inventory() + f.amount,
+                    *inner,
+                )
+            )
+        if needed > 1:
+            counted = select(func.count()).select_from(
+                matching.limit(needed).subquery()
+            ).scalar_subquery()
+            checks.append(counted >= needed)
+        else:
+            checks.append(matching.limit(1).scalar_subquery().is_not(None))
+    statement = select(scanned.c.id, case((and_(*checks), 1), else_=0)).order_by(scanned.c.id)
+    rows = conn.execute(statement).all()
+    if not rows:
+        return [], None
+    return [root for root, ok in rows if ok], rows[-1][0]
 
 
 def _slot_select(

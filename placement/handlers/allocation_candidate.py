@@ -24,12 +24,15 @@ def list_allocation_candidates(ctx: RequestContext) -> flask.Response:
 def _list_allocation_candidates(ctx: RequestContext) -> flask.Response:
     request = parse_candidate_request(ctx.request.args.lists(), ctx.version)
     nested_aware = ctx.at_least(1, 29)
-    plan = build_plan(ctx.conn, request, nested_aware=nested_aware, lazy=request.limit is not None)
-    if plan is None or not plan.candidate_roots:
-        return json_response(ctx, EMPTY)
     randomize = ctx.config.randomize_allocation_candidates
-    roots = list(plan.candidate_roots)
-    if randomize:
+    plan = build_plan(
+        ctx.conn, request, nested_aware=nested_aware, lazy=request.limit is not None,
+        in_order=not randomize,
+    )
+    if plan is None or plan.candidate_roots == []:
+        return json_response(ctx, EMPTY)
+    roots = None if plan.candidate_roots is None else list(plan.candidate_roots)
+    if randomize and roots is not None:
         random.shuffle(roots)
     candidates = search.collect(plan, roots, _cap(ctx, request.limit))
     if randomize:
