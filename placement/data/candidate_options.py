@@ -152,24 +152,10 @@ def candidate_roots(
     root_ok = _root_ok_expr(root_filter)
     selects = []
     for f, needed in zip(filters, providers_needed, strict=True):
-        conditions = _provider_conditions(f)
-        if root_ok is not None:
-            conditions.append(root_ok == 1)
+        conditions = [] if root_ok is None else [root_ok == 1]
         if after:
             conditions.append(rp.c.root_provider_id > after)
-        if f.class_id is None:
-            roots = select(rp.c.root_provider_id).where(*conditions)
-        else:
-            roots = (
-                select(rp.c.root_provider_id)
-                .select_from(inv.join(rp, rp.c.id == inv.c.resource_provider_id))
-                .where(
-                    *_inventory_conditions(f),
-                    (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio
-                    >= _usage_of_inventory() + f.amount,
-                    *conditions,
-                )
-            )
+        roots = _with_room(f, rp.c.root_provider_id, conditions)
         roots = roots.group_by(rp.c.root_provider_id)
         if needed > 1:
             roots = roots.having(func.count() >= needed)
@@ -207,22 +193,10 @@ def scan_candidate_roots(
     root_ok = _root_ok_expr(root_filter)
     checks = []
     for f, needed in zip(filters, providers_needed, strict=True):
-        inner = _provider_conditions(f) + [rp.c.root_provider_id == scanned.c.id]
+        inner = [rp.c.root_provider_id == scanned.c.id]
         if root_ok is not None:
             inner.append(root_ok == 1)
-        if f.class_id is None:
-            matching = select(rp.c.id).where(*inner)
-        else:
-            matching = (
-                select(rp.c.id)
-                .select_from(inv.join(rp, rp.c.id == inv.c.resource_provider_id))
-                .where(
-                    *_inventory_conditions(f),
-                    (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio
-                    >= _usage_of_inventory() + f.amount,
-                    *inner,
-                )
-            )
+        matching = _with_room(f, rp.c.id, inner)
         if needed > 1:
             counted = select(func.count()).select_from(
                 matching.limit(needed).subquery()
@@ -235,6 +209,24 @@ def scan_candidate_roots(
     if not rows:
         return [], None
     return [root for root, ok in rows if ok], rows[-1][0]
+
+
+def _with_room(f: SlotFilter, column, conditions: list) -> Select:
+    """``column`` of the providers the filter lets serve its slot (traits, aggregates,
+    in_tree) that, for a slot with resources, have room for its amount; and ``conditions``."""
+    conditions = _provider_conditions(f) + conditions
+    if f.class_id is None:
+        return select(column).where(*conditions)
+    return (
+        select(column)
+        .select_from(inv.join(rp, rp.c.id == inv.c.resource_provider_id))
+        .where(
+            *_inventory_conditions(f),
+            (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio
+            >= _usage_of_inventory() + f.amount,
+            *conditions,
+        )
+    )
 
 
 def _slot_select(
