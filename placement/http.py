@@ -13,7 +13,7 @@ import orjson
 from placement import errors
 from placement.clock import utcnow
 from placement.context import RequestContext
-from placement.schemas import describe_errors
+from placement.schemas import validate
 
 JSON_TYPE = "application/json"
 
@@ -38,15 +38,6 @@ def load_body(ctx: RequestContext, schema: marshmallow.Schema) -> Any:
     """Read the JSON body and validate it with a marshmallow ``schema``."""
     data = read_json(ctx)
     return validate(schema, data)
-
-
-def validate(schema: marshmallow.Schema, data: Any) -> Any:
-    if not isinstance(data, (dict, list)):
-        raise errors.BadRequest("JSON does not validate: the body must be an object.")
-    try:
-        return schema.load(data)
-    except marshmallow.ValidationError as exc:
-        raise errors.BadRequest(f"JSON does not validate: {describe_errors(exc.messages)}") from exc
 
 
 def json_response(

@@ -42,8 +42,8 @@ from placement.devices.topology import DEVICE_TYPES
 from placement.group_resources.keys import SEGMENT
 from placement.group_resources.naming import Naming
 from placement.group_resources.quantities import UNIT_SIZES, parse_quantity
-from placement.http import validate
 from placement.schemas import devices as schemas
+from placement.schemas import validate
 from placement.schemas.fields import MAX_INT
 
 WHOLE_GPUS = "nvidia.com/gpu"

@@ -113,18 +113,13 @@ def delete_node(conn: Connection, node: str) -> None:
     group_service.delete_node(conn, node)
 
 
-def require_device_node(conn: Connection, node: str) -> Topology:
+def node_view(conn: Connection, naming: Naming, node: str) -> dict:
+    """The node's topology, and each device's provider and inventories with usage."""
     documents = device_topologies.read_documents(conn, [node])
     if node not in documents:
         raise errors.NotFound(f"No device node named {node}.")
-    group_sync.require_node(conn, node)
-    return read_stored(documents[node]).topology
-
-
-def node_view(conn: Connection, naming: Naming, node: str) -> dict:
-    """The node's topology, and each device's provider and inventories with usage."""
-    topology = require_device_node(conn, node)
     root = group_sync.require_node(conn, node)
+    topology = read_stored(documents[node]).topology
     nodes, _out_of_sync = read_device_nodes(conn, naming, [node])
     return bodies.node_body(node, root.uuid, topology, nodes[0] if nodes else None)
 

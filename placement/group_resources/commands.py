@@ -19,8 +19,8 @@ from placement.db import migrate
 from placement.db.engine import WRITE_TRANSACTION_OPTION, is_sqlite, make_engine
 from placement.group_resources import bodies, service
 from placement.group_resources.scoring import SCORERS
-from placement.http import validate
 from placement.schemas import group_resources as schemas
+from placement.schemas import validate
 
 
 def add_commands(commands) -> None:
