@@ -15,7 +15,7 @@ Four small steps, one module each:
    every slot are searched. Under a ``limit`` (no sharing provider), the
    options are read per batch of trees as the search reaches them, and the
    trees themselves are found a window of roots at a time
-   (``SearchPlan.roots_after``), so that a query most trees match reads only
+   (``SearchPlan.matching_roots``), so that a query most trees match reads only
    the first ones.
 3. ``search``: per tree, a depth-first walk over the slots that drops a
    partial placement as soon as it cannot become valid (room on a provider

@@ -14,7 +14,7 @@ an option for every slot are searched. Two ways to get there:
   (``read_trees``), so that ``limit=10`` over 10,000 trees reads about 10.
 """
 
-from collections.abc import Set
+from collections.abc import Iterator, Set
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -27,7 +27,7 @@ from placement.data import names
 
 SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 # Plans without a list of trees look at roots a window at a time, doubling; after this
-# many windows that did not fill a page, the rest is listed in one statement.
+# many windows, the rest is listed in one statement.
 FIRST_SCAN_WINDOW = 32
 MAX_SCAN_WINDOW = 1024
 SCANS_BEFORE_LISTING = 3
@@ -72,14 +72,8 @@ class SearchPlan:
     room: dict[tuple[int, int], Room] = field(default_factory=dict)  # (provider, class)
     root_of: dict[int, int] = field(default_factory=dict)
     sharing: set[int] = field(default_factory=set)  # the sharing providers among the options
-    # The trees to search, in order; None: read a page at a time (``roots_after``).
+    # The trees to search, in order; None: found as the search goes (``matching_roots``).
     candidate_roots: list[int] | None = field(default_factory=list)
-    scan_window: int = 0  # set from FIRST_SCAN_WINDOW
-    scans: int = 0
-    scanned_to: int = 0  # the last root id a window looked at
-    roots_waiting: list[int] = field(default_factory=list)  # matched, not searched yet
-    roots_exhausted: bool = False
-    remaining_roots: list[int] | None = None
     options_read_lazily: bool = False
     traits_of: dict[int, set[int]] = field(default_factory=dict)
     parents: dict[int, int | None] = field(default_factory=dict)
@@ -87,7 +81,6 @@ class SearchPlan:
     twin_families: list[list[int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.scan_window = FIRST_SCAN_WINDOW
         self.tree_options = [{} for _ in self.slots]
         self.sharing_options = [[] for _ in self.slots]
         for members in self.subtree_sets:
@@ -143,42 +136,26 @@ class SearchPlan:
             for provider, traits in sql.requested_traits(self.conn, wanted, roots).items():
                 self.traits_of.setdefault(provider, set()).update(traits)
 
-    def roots_after(self, after: int, count: int) -> list[int]:
-        """The next ``count`` trees to search above root id ``after`` (fewer: no more),
-        for plans without a list of them.
+    def matching_roots(self) -> Iterator[int]:
+        """The trees to search, in root id order, found as they are asked for (plans
+        without a list of them).
 
         Roots are looked at a window at a time (``scan_candidate_roots``), so that a
-        search whose first trees answer it reads no others; matches beyond ``count``
-        wait for the next call. When the windows keep coming back short (the query
-        matches few trees), the rest is listed in one statement instead, as for a plan
-        with a list.
+        search whose first trees answer it reads no others. After SCANS_BEFORE_LISTING
+        windows (the search wants many trees, or the query matches few) the rest are
+        listed in one statement, as for a plan with a list.
         """
-        waiting = [root for root in self.roots_waiting if root > after]
-        scanned_to = max(after, self.scanned_to)
-        while len(waiting) < count and not self.roots_exhausted:
-            if self.remaining_roots is not None:
-                waiting += [root for root in self.remaining_roots if root > scanned_to]
-                self.roots_exhausted = True
-                break
+        needed = self.providers_needed()
+        after, window = 0, FIRST_SCAN_WINDOW
+        for _ in range(SCANS_BEFORE_LISTING):
             matches, last = sql.scan_candidate_roots(
-                self.conn, self.filters, self.root_filter, self.providers_needed(), scanned_to,
-                self.scan_window,
+                self.conn, self.filters, self.root_filter, needed, after, window
             )
-            waiting += matches
+            yield from matches
             if last is None:
-                self.roots_exhausted = True
-                break
-            scanned_to = last
-            self.scans += 1
-            if self.scans >= SCANS_BEFORE_LISTING and len(waiting) < count:
-                self.remaining_roots = sql.candidate_roots(
-                    self.conn, self.filters, self.root_filter, self.providers_needed(),
-                    scanned_to,
-                )
-            self.scan_window = min(self.scan_window * 2, MAX_SCAN_WINDOW)
-        self.roots_waiting = waiting[count:]
-        self.scanned_to = scanned_to
-        return waiting[:count]
+                return
+            after, window = last, min(window * 2, MAX_SCAN_WINDOW)
+        yield from sql.candidate_roots(self.conn, self.filters, self.root_filter, needed, after)
 
     def add_rows(self, rows: list[tuple], sharing_ids: Set[int] = frozenset()) -> None:
         """File option rows (sql.OPTION_COLUMNS) by slot and tree, with their room."""
@@ -243,7 +220,7 @@ def build_plan(
     batch when no sharing provider exists. ``in_order``: the caller searches the
     trees in root id order (it does not shuffle them), so a lazy plan does not
     list them up front either: the search reads them a page at a time
-    (``candidate_roots`` None, ``roots_after``).
+    (``candidate_roots`` None, ``matching_roots``).
     """
     class_ids = names.resource_class_ids(conn, request.resource_class_names())
     trait_ids = names.ids_by_name(conn, names.traits, request.trait_names() | {SHARING_TRAIT})

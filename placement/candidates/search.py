@@ -22,7 +22,8 @@ tree, then the second of every tree, and so on, so that a ``limit`` answers
 from as many trees as possible, and stops as soon as it has enough.
 """
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from placement.candidates.plan import SearchPlan
@@ -64,7 +65,7 @@ def collect(plan: SearchPlan, roots: list[int] | None, cap: int | None) -> list[
     # twice as many each time the trees read so far were not enough.
     first = TREE_READ_BATCH if cap is None else max(16, min(cap, TREE_READ_BATCH))
     live: list[tuple[Iterator[tuple[int, ...]], int]] = []
-    for batch in _batches(plan, roots, first):
+    for batch in _batches(plan.matching_roots() if roots is None else roots, first):
         if plan.needs_tree_reads:
             plan.read_trees(batch)
         for root in batch:
@@ -84,24 +85,11 @@ def collect(plan: SearchPlan, roots: list[int] | None, cap: int | None) -> list[
     return found
 
 
-def _batches(plan: SearchPlan, roots: list[int] | None, size: int) -> Iterator[list[int]]:
-    """The trees in batches of ``size``, doubling up to TREE_READ_BATCH; from ``roots``, or
-    read from the plan a page at a time when it has no list."""
-    if roots is not None:
-        index = 0
-        while index < len(roots):
-            yield roots[index:index + size]
-            index += size
-            size = min(size * 2, TREE_READ_BATCH)
-        return
-    after = 0
-    while True:
-        page = plan.roots_after(after, size)
-        if page:
-            yield page
-        if len(page) < size:
-            return
-        after = page[-1]
+def _batches(roots: Iterable[int], size: int) -> Iterator[list[int]]:
+    """The trees in batches of ``size``, doubling up to TREE_READ_BATCH."""
+    remaining = iter(roots)
+    while batch := list(itertools.islice(remaining, size)):
+        yield batch
         size = min(size * 2, TREE_READ_BATCH)
 
 
