@@ -77,6 +77,11 @@ def import_node(
     synced = group_sync.sync_node(conn, node, layout.resources, naming, node_uuid)
     traits_changed = _sync_traits(conn, node, layout)
     document_changed = device_topologies.store_document(conn, node, topology.to_document())
+    if document_changed and not synced.created:
+        # The document is part of what the node is: searches kept per worker
+        # (``node_cache``) see it change by its root's generation, like any other change.
+        root = group_sync.require_node(conn, node)
+        provider_data.bump_generation(conn, root, root.generation)
     return ImportResult(
         created=synced.created, changed=synced.changed or traits_changed or document_changed
     )

@@ -66,3 +66,15 @@ def test_a_reimport_with_new_labels_shows_at_once(api):
     import_node(api, "n", labelled)
     [best] = candidates(api, {"nvidia.com/gpu": 1}, hint=hint)["candidates"]
     assert minors(best, "gpu") == [1]
+
+
+def test_a_reimport_that_changes_only_the_document_shows_at_once(api):
+    """New device ids change no provider of the tree, only the stored topology."""
+    import_node(api, "n", ONE_SWITCH)
+    [best] = candidates(api, {"nvidia.com/gpu": 1})["candidates"]
+    assert best["devices"]["gpu"][0]["id"] == "GPU-0000"
+    renamed = switch_box(gpus_per_switch=(2,), nics_per_switch=(0,), switches_per_numa=1)
+    renamed["devices"][0]["id"] = "GPU-renamed"
+    assert import_node(api, "n", renamed).json["changed"] is True
+    [best] = candidates(api, {"nvidia.com/gpu": 1})["candidates"]
+    assert best["devices"]["gpu"][0]["id"] == "GPU-renamed"
