@@ -221,3 +221,24 @@ def load_in_parallel(
         # list() re-raises the first failure; the items not started yet are skipped.
         list(pool.map(one, range(count)))
     return made, time.perf_counter() - start
+
+
+def add_timing_options(parser, requests: int, warm_up: int, max_seconds: float) -> None:
+    """The options every runner times its requests with (``--concurrent-requests``
+    defaults to ``--requests``: see ``checked_timing_options``)."""
+    parser.add_argument("--requests", type=int, default=requests,
+                        help="sequential requests per candidates query")
+    parser.add_argument("--concurrent-requests", type=int,
+                        help="requests per candidates query at --concurrency (default: --requests)")
+    parser.add_argument("--concurrency", type=int, default=10, help="threads for req/s")
+    parser.add_argument("--warm-up", type=int, default=warm_up,
+                        help="untimed requests per scenario")
+    parser.add_argument("--max-seconds", type=float, default=max_seconds,
+                        help="time limit of each timed loop")
+
+
+def checked_timing_options(parser, args) -> None:
+    if args.concurrent_requests is None:
+        args.concurrent_requests = args.requests
+    if min(args.requests, args.concurrent_requests) < 1:
+        parser.error("--requests and --concurrent-requests must be >= 1")

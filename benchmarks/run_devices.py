@@ -70,6 +70,7 @@ from dataclasses import dataclass, field
 import requests
 
 from benchmarks import client, load_device_nodes, report
+from benchmarks.client import add_timing_options, checked_timing_options
 from benchmarks.load_device_nodes import GPU_MEMORY_MB, GPUS, NVLINKS, LoadedDevices, dgx_a100
 from benchmarks.run_group_resources import error_code, new_consumers, post
 from benchmarks.service import add_service_options, running_service
@@ -529,16 +530,9 @@ def parse_args(argv):
         description="Device allocation benchmarks (see benchmarks/README.md)."
     )
     parser.add_argument("--nodes", type=int, default=1000, help="DGX A100-like nodes to load")
-    parser.add_argument("--requests", type=int, default=20,
-                        help="sequential requests per candidates query")
-    parser.add_argument("--concurrent-requests", type=int,
-                        help="requests per candidates query at --concurrency (default: --requests)")
+    add_timing_options(parser, requests=20, warm_up=3, max_seconds=120.0)
     parser.add_argument("--claims", type=int, default=50,
                         help="half-GPU claims sequentially, and as many concurrently")
-    parser.add_argument("--concurrency", type=int, default=10, help="threads for req/s")
-    parser.add_argument("--warm-up", type=int, default=3, help="untimed requests per scenario")
-    parser.add_argument("--max-seconds", type=float, default=120.0,
-                        help="time limit of each timed loop")
     parser.add_argument("--read-back", type=int, default=50,
                         help="claimed nodes and consumers read back after the claims")
     parser.add_argument("--seed", type=int, default=42, help="of the read-back sample")
@@ -548,10 +542,9 @@ def parse_args(argv):
     add_service_options(parser)
     parser.set_defaults(load_threads=4)  # two gunicorn workers: more threads only queue
     args = parser.parse_args(argv)
-    if args.concurrent_requests is None:
-        args.concurrent_requests = args.requests
-    if min(args.nodes, args.requests, args.concurrent_requests, args.claims) < 1:
-        parser.error("--nodes, --requests, --concurrent-requests and --claims must be >= 1")
+    checked_timing_options(parser, args)
+    if min(args.nodes, args.claims) < 1:
+        parser.error("--nodes and --claims must be >= 1")
     if args.warm_up + 2 * args.claims > HALF_GPU_CLAIMS_PER_GPU * GPUS * args.nodes:
         parser.error(f"{args.warm_up} + 2 x {args.claims} claims do not fit the "
                      f"{HALF_GPU_CLAIMS_PER_GPU * GPUS * args.nodes} half GPUs of "

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 import requests
 
 from benchmarks import client, load_group_nodes, report
+from benchmarks.client import add_timing_options, checked_timing_options
 from benchmarks.load_group_nodes import GPU_CARDS, LoadedNodes
 from benchmarks.service import add_service_options, running_service
 
@@ -448,22 +449,14 @@ def parse_args(argv):
         description="Group-resource translator benchmarks (see benchmarks/README.md)."
     )
     parser.add_argument("--nodes", type=int, default=1000, help="8-GPU nodes to load")
-    parser.add_argument("--requests", type=int, default=50,
-                        help="sequential requests per candidates query")
-    parser.add_argument("--concurrent-requests", type=int,
-                        help="requests per candidates query at --concurrency (default: --requests)")
+    add_timing_options(parser, requests=50, warm_up=5, max_seconds=120.0)
     parser.add_argument("--claims", type=int, default=100,
                         help="2-GPU claims sequentially, and as many concurrently")
-    parser.add_argument("--concurrency", type=int, default=10, help="threads for req/s")
-    parser.add_argument("--warm-up", type=int, default=5, help="untimed requests per scenario")
-    parser.add_argument("--max-seconds", type=float, default=120.0,
-                        help="time limit of each timed loop")
     add_service_options(parser)
     args = parser.parse_args(argv)
-    if args.concurrent_requests is None:
-        args.concurrent_requests = args.requests
-    if min(args.nodes, args.requests, args.concurrent_requests, args.claims) < 1:
-        parser.error("--nodes, --requests, --concurrent-requests and --claims must be >= 1")
+    checked_timing_options(parser, args)
+    if min(args.nodes, args.claims) < 1:
+        parser.error("--nodes and --claims must be >= 1")
     if args.warm_up + 2 * args.claims > PAIRS_PER_NODE * args.nodes:
         parser.error(f"{args.warm_up} + 2 x {args.claims} claims do not fit the "
                      f"{PAIRS_PER_NODE * args.nodes} GPU pairs of {args.nodes} nodes")
