@@ -6,81 +6,121 @@ resources} before 1.12 and a dict keyed by provider uuid from 1.12, with
 summaries show the requested classes before 1.27 and every inventory from
 1.27, traits from 1.17, and parent and root uuids from 1.29; from 1.29 they
 cover every provider of the trees in the answer, before only the providers
-the candidates use.
+the candidates use. A summary at 1.29 and later is the JSON the worker keeps
+with its copy of the provider (``ProviderWorld.summary``), written into the
+body as it is.
 """
 
-from collections.abc import Iterable
+import re
+
+import orjson
 
 from placement.candidates.plan import SearchPlan
 from placement.candidates.search import Candidate
-from placement.data.provider_summaries import Summary
+
+_PLACEHOLDER = re.compile(r"@(\d+)@")
 
 
-def providers_to_summarize(
-    plan: SearchPlan, candidates: Iterable[Candidate], whole_trees: bool
-) -> tuple[set[int], set[int]]:
-    """(root ids, provider ids) whose providers the summaries must show."""
-    used = {provider for candidate in candidates for provider in candidate.providers}
-    if not whole_trees:
-        return set(), used
-    return {plan.root_of.get(p, p) for p in used}, set()
-
-
-def body(
-    plan: SearchPlan,
-    candidates: list[Candidate],
-    summaries: dict[int, Summary],
-    class_names: dict[int, str],
-    version,
-) -> dict:
-    uuid_of = {provider_id: summary.uuid for provider_id, summary in summaries.items()}
+def body(plan: SearchPlan, candidates: list[Candidate], version) -> dict:
+    requests = _AllocationRequests(plan, version)
     return {
-        "allocation_requests": [
-            _allocation_request(plan, candidate, uuid_of, class_names, version)
-            for candidate in candidates
-        ],
-        "provider_summaries": {
-            summary.uuid: _summary(summary, version) for summary in summaries.values()
-        },
+        "allocation_requests": orjson.Fragment(
+            "[" + ",".join([requests.render(candidate) for candidate in candidates]) + "]"
+        ),
+        "provider_summaries": _summaries(plan, candidates, version),
     }
 
 
-def _allocation_request(
-    plan: SearchPlan, candidate: Candidate, uuid_of, class_names, version
-) -> dict:
-    taken: dict[int, dict[str, int]] = {}
+def _summaries(plan: SearchPlan, candidates: list[Candidate], version):
+    world = plan.world
+    providers = world.providers
+    if version >= (1, 29):  # every provider of the trees used, as kept
+        # (a candidate's providers are in its tree, but for the sharing ones)
+        roots = {candidate.root for candidate in candidates}
+        if plan.sharing:
+            roots |= {
+                providers[p].root_id
+                for candidate in candidates for p in candidate.providers if p in plan.sharing
+            }
+        return orjson.Fragment(
+            b"{" + b",".join([world.tree_summaries(root) for root in sorted(roots)]) + b"}"
+        )
+    used = {provider for candidate in candidates for provider in candidate.providers}
+    class_ids = None if version >= (1, 27) else set(plan.class_names)
+    summaries = {}
+    for provider_id in sorted(used):
+        provider = providers[provider_id]
+        shown: dict = {"resources": world.resources(provider, class_ids)}
+        if version >= (1, 17):
+            shown["traits"] = list(provider.trait_names)
+        summaries[provider.uuid] = shown
+    return summaries
+
+
+class _AllocationRequests:
+    """Allocation requests as JSON text, from one template per way the candidates'
+    slots share providers (which slots are on the same provider): the template is
+    the request with a ``%s`` wherever a provider's uuid goes. Candidates of one
+    shape (``Candidate.shape``) find theirs without working the pattern out."""
+
+    def __init__(self, plan: SearchPlan, version) -> None:
+        self.plan = plan
+        self.version = version
+        self.providers = plan.world.providers
+        self.templates: dict[tuple[int, ...], tuple[str, tuple[int, ...]]] = {}
+        self.by_shape: dict[tuple[int, int], tuple[str, tuple[int, ...]]] = {}
+
+    def render(self, candidate: Candidate) -> str:
+        template = self.by_shape.get(candidate.shape) if candidate.shape else None
+        if template is None:
+            distinct: dict[int, int] = {}
+            pattern = tuple(distinct.setdefault(p, len(distinct)) for p in candidate.providers)
+            template = self.templates.get(pattern)
+            if template is None:
+                template = self.templates[pattern] = self._template(pattern)
+            if candidate.shape:
+                self.by_shape[candidate.shape] = template
+        text, slots = template
+        providers, placed = self.providers, candidate.providers
+        return text % tuple([providers[placed[slot]].uuid for slot in slots])
+
+    def _template(self, pattern: tuple[int, ...]) -> tuple[str, tuple[int, ...]]:
+        """The request's text with ``%s`` for the uuids, and the slot whose provider
+        each ``%s`` stands for."""
+        request = _allocation_request(
+            self.plan, [f"@{number}@" for number in pattern], self.version
+        )
+        text = orjson.dumps(request).decode().replace("%", "%%")
+        first_slot = {number: pattern.index(number) for number in set(pattern)}
+        slots = tuple(first_slot[int(found)] for found in _PLACEHOLDER.findall(text))
+        return _PLACEHOLDER.sub("%s", text), slots
+
+
+def _allocation_request(plan: SearchPlan, uuids: list[str], version) -> dict:
+    """The allocation request placing each slot on the provider ``uuids`` gives it."""
+    class_names = plan.class_names
+    taken: dict[str, dict[str, int]] = {}
     mappings: dict[str, list[str]] = {}
-    for slot, provider in zip(plan.slots, candidate.providers, strict=True):
-        uuid = uuid_of[provider]
+    for slot, uuid in zip(plan.slots, uuids, strict=True):
         group_providers = mappings.setdefault(slot.group.suffix, [])
         if uuid not in group_providers:
             group_providers.append(uuid)
         if not slot.amounts:
             continue
-        resources = taken.setdefault(provider, {})
+        resources = taken.setdefault(uuid, {})
         for class_id, amount in slot.amounts:
             name = class_names[class_id]
             resources[name] = resources.get(name, 0) + amount
     if version < (1, 12):
         return {
             "allocations": [
-                {"resource_provider": {"uuid": uuid_of[p]}, "resources": resources}
-                for p, resources in taken.items()
+                {"resource_provider": {"uuid": uuid}, "resources": resources}
+                for uuid, resources in taken.items()
             ]
         }
     request: dict = {
-        "allocations": {uuid_of[p]: {"resources": resources} for p, resources in taken.items()}
+        "allocations": {uuid: {"resources": resources} for uuid, resources in taken.items()}
     }
     if version >= (1, 34):
         request["mappings"] = mappings
     return request
-
-
-def _summary(summary: Summary, version) -> dict:
-    shown: dict = {"resources": summary.resources}
-    if version >= (1, 17):
-        shown["traits"] = sorted(summary.traits)
-    if version >= (1, 29):
-        shown["parent_provider_uuid"] = summary.parent_uuid
-        shown["root_provider_uuid"] = summary.root_uuid
-    return shown

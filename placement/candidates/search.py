@@ -19,34 +19,85 @@ into the distinct reorderings of the twins' providers, lazily.
 
 ``collect`` takes candidates round-robin over the trees: the first of every
 tree, then the second of every tree, and so on, so that a ``limit`` answers
-from as many trees as possible, and stops as soon as it has enough.
+from as many trees as possible, and stops as soon as it has enough. Without
+sharing providers it searches each tree form once (on its first tree) and
+moves that form's placements onto its other trees; with them, every tree is
+searched with the sharing providers that serve it.
 """
 
-import itertools
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
+from typing import NamedTuple
 
 from placement.candidates.plan import SearchPlan
 
-# Trees whose parents and traits are read at once, as the search reaches them.
-TREE_READ_BATCH = 200
 
-
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     root: int  # the tree the candidate is anchored in
     providers: tuple[int, ...]  # one provider per slot, in plan.slots order
+    # Candidates with equal shapes place their slots alike (the same placement of one
+    # tree form); None: not known to be alike any other.
+    shape: tuple[int, int] | None = None
 
 
-def collect(plan: SearchPlan, roots: list[int] | None, cap: int | None) -> list[Candidate]:
-    """Up to ``cap`` candidates (all when None), round-robin over ``roots`` (None: the
-    plan's trees, read a page at a time as the search gets to them)."""
+def collect(plan: SearchPlan, roots: list[int], cap: int | None) -> list[Candidate]:
+    """Up to ``cap`` candidates (all when None), round-robin over ``roots``: the first
+    of every tree, then the second of every tree, and so on."""
+    if plan.sharing:
+        return _collect_with_sharing(plan, roots, cap)
+    return _collect_by_form(plan, roots, cap)
+
+
+def _collect_by_form(plan: SearchPlan, roots: list[int], cap: int | None) -> list[Candidate]:
+    """Without sharing providers, a tree's placements depend on nothing but its form
+    (``TreeForm``): each form is searched on its first tree, and its placements, kept as
+    positions in that tree, are moved onto the other trees of the form."""
+    world = plan.world
+    demand = list(plan.demand.items())
+    found: list[Candidate] = []
+    chains: dict[int, list[int]] = {}
+    answers: dict[int, _FormAnswer] = {}
+    form_numbers: dict[int, int] = {}
+    live = roots
+    rank = 0  # which placement of each tree this round takes
+    while live:
+        still_live = []
+        for root in live:
+            tree = world.trees[root]
+            if rank == 0:
+                form = world.form_of_tree[root]
+                least_free = form.least_free
+                roomy = all(least_free.get(c, amount) >= amount for c, amount in demand)
+                number = form_numbers[root] = form.shape if roomy else form.exact
+                answer = answers.get(number)
+                if answer is None:
+                    answer = answers[number] = _FormAnswer(
+                        tree_candidates(plan, plan.tree_options(root), chains), tree
+                    )
+            else:
+                number = form_numbers[root]
+                answer = answers[number]
+            positions = answer.get(rank)
+            if positions is None:
+                continue
+            found.append(Candidate(root, tuple([tree[p] for p in positions]), (number, rank)))
+            if cap is not None and len(found) >= cap:
+                return found
+            still_live.append(root)
+        live = still_live
+        rank += 1
+    return found
+
+
+def _collect_with_sharing(
+    plan: SearchPlan, roots: list[int], cap: int | None
+) -> list[Candidate]:
+    """Each tree searched on its own, with the sharing providers that serve it."""
     found: list[Candidate] = []
     seen_outside_anchor: set[tuple] = set()
 
     def take(root: int, providers: tuple[int, ...]) -> bool:
         """Keep one placement unless it repeats one from another anchor tree."""
-        if plan.sharing and all(p in plan.sharing for p in providers):
+        if all(p in plan.sharing for p in providers):
             # Only sharing providers: the same placement is met again from
             # every tree they serve (and from their own).
             key = _identity(plan, providers)
@@ -61,19 +112,13 @@ def collect(plan: SearchPlan, roots: list[int] | None, cap: int | None) -> list[
         return any(take(root, providers) for providers in placements)
 
     chains: dict[int, list[int]] = {}
-    # With a cap, read little more than the trees a first round needs, and
-    # twice as many each time the trees read so far were not enough.
-    first = TREE_READ_BATCH if cap is None else max(16, min(cap, TREE_READ_BATCH))
     live: list[tuple[Iterator[tuple[int, ...]], int]] = []
-    for batch in _batches(plan.matching_roots() if roots is None else roots, first):
-        if plan.needs_tree_reads:
-            plan.read_trees(batch)
-        for root in batch:
-            placements = tree_candidates(plan, root, chains)
-            if advance(placements, root):
-                live.append((placements, root))
-            if cap is not None and len(found) >= cap:
-                return found
+    for root in roots:
+        placements = tree_candidates(plan, plan.tree_options(root), chains)
+        if advance(placements, root):
+            live.append((placements, root))
+        if cap is not None and len(found) >= cap:
+            return found
     while live:  # the second candidate of every tree, then the third, ...
         still_live = []
         for placements, root in live:
@@ -85,12 +130,22 @@ def collect(plan: SearchPlan, roots: list[int] | None, cap: int | None) -> list[
     return found
 
 
-def _batches(roots: Iterable[int], size: int) -> Iterator[list[int]]:
-    """The trees in batches of ``size``, doubling up to TREE_READ_BATCH."""
-    remaining = iter(roots)
-    while batch := list(itertools.islice(remaining, size)):
-        yield batch
-        size = min(size * 2, TREE_READ_BATCH)
+class _FormAnswer:
+    """The placements of one tree form, searched on the first tree of that form and kept
+    as positions in its tree, as far as any tree of the form has asked."""
+
+    def __init__(self, placements: Iterator[tuple[int, ...]], tree: list[int]) -> None:
+        self._placements = placements
+        self._position = {provider: index for index, provider in enumerate(tree)}
+        self.found: list[tuple[int, ...]] = []
+
+    def get(self, rank: int) -> tuple[int, ...] | None:
+        while len(self.found) <= rank:
+            placement = next(self._placements, None)
+            if placement is None:
+                return None
+            self.found.append(tuple(self._position[p] for p in placement))
+        return self.found[rank]
 
 
 def _identity(plan: SearchPlan, providers: tuple[int, ...]) -> tuple:
@@ -107,10 +162,9 @@ def _identity(plan: SearchPlan, providers: tuple[int, ...]) -> tuple:
 
 
 def tree_candidates(
-    plan: SearchPlan, root: int, chains: dict[int, list[int]]
+    plan: SearchPlan, options: list[list[int]], chains: dict[int, list[int]]
 ) -> Iterator[tuple[int, ...]]:
-    """Every valid placement of all slots anchored in the tree of ``root``."""
-    options = [plan.options(position, root) for position in range(len(plan.slots))]
+    """Every valid placement of all slots, each slot on one of its ``options``."""
     if not all(options):
         return
     if all(len(o) == 1 for o in options):
@@ -142,6 +196,7 @@ class _TreeSearch:
         self.granular_providers: dict[int, int] = {}  # provider -> granular slots on it
         self.tree_use: dict[int, tuple[int, int]] = {}  # root -> (provider, slots on it)
         self.last_unsuffixed = plan.unsuffixed_slots[-1] if plan.unsuffixed_slots else -1
+        self.providers_of_world = plan.world.providers
         self.chains = chains  # provider -> itself and its ancestors, shared by all trees
 
     def placements(self, position: int) -> Iterator[tuple[int, ...]]:
@@ -179,7 +234,8 @@ class _TreeSearch:
         if plan.one_provider_per_tree:
             by_tree: dict[int, int] = {}
             for provider in placement:
-                if by_tree.setdefault(plan.root_of.get(provider, provider), provider) != provider:
+                root = self.providers_of_world[provider].root_id
+                if by_tree.setdefault(root, provider) != provider:
                     return False
         for position, provider in enumerate(placement):
             self.providers[position] = provider
@@ -194,16 +250,16 @@ class _TreeSearch:
         return self._units_fit()
 
     def _room_for(self, provider: int, amounts) -> bool:
-        room = self.plan.room
+        inventories = self.providers_of_world[provider].inventories
         taken = self.taken
         for class_id, amount in amounts:
             key = (provider, class_id)
-            if not room[key].takes(taken.get(key, 0) + amount):
+            if not inventories[class_id].takes(taken.get(key, 0) + amount):
                 return False
         return True
 
     def _alone_in_tree(self, provider: int) -> bool:
-        use = self.tree_use.get(self.plan.root_of.get(provider, provider))
+        use = self.tree_use.get(self.providers_of_world[provider].root_id)
         return use is None or use[0] == provider
 
     def _place(self, position: int, index: int, provider: int, granular: bool) -> None:
@@ -215,7 +271,7 @@ class _TreeSearch:
         if granular:
             self.granular_providers[provider] = self.granular_providers.get(provider, 0) + 1
         if self.plan.one_provider_per_tree:
-            tree = self.plan.root_of.get(provider, provider)
+            tree = self.providers_of_world[provider].root_id
             _, count = self.tree_use.get(tree, (provider, 0))
             self.tree_use[tree] = (provider, count + 1)
 
@@ -230,7 +286,7 @@ class _TreeSearch:
             else:
                 del self.granular_providers[provider]
         if self.plan.one_provider_per_tree:
-            tree = self.plan.root_of.get(provider, provider)
+            tree = self.providers_of_world[provider].root_id
             _, count = self.tree_use[tree]
             if count == 1:
                 del self.tree_use[tree]
@@ -249,7 +305,7 @@ class _TreeSearch:
     def _unsuffixed_traits_met(self) -> bool:
         have: set[int] = set()
         for position in self.plan.unsuffixed_slots:
-            have |= self.plan.traits_of.get(self.providers[position], set())
+            have |= self.providers_of_world[self.providers[position]].traits
         return all(any_of & have for any_of in self.plan.unsuffixed_traits)
 
     def _subtree_possible(self, members: tuple[int, ...], position: int) -> bool:
@@ -289,11 +345,11 @@ class _TreeSearch:
         chain = self.chains.get(provider)
         if chain is None:
             chain = [provider]
-            parents = self.plan.parents
-            parent = parents.get(provider)
+            providers = self.providers_of_world
+            parent = providers[provider].parent_id
             while parent is not None:
                 chain.append(parent)
-                parent = parents.get(parent)
+                parent = providers[parent].parent_id
             self.chains[provider] = chain
         return chain
 
@@ -305,8 +361,12 @@ class _TreeSearch:
         return None
 
     def _units_fit(self) -> bool:
-        room = self.plan.room
-        return all(room[key].takes_exactly(amount) for key, amount in self.taken.items() if amount)
+        providers = self.providers_of_world
+        return all(
+            providers[provider].inventories[class_id].takes_exactly(amount)
+            for (provider, class_id), amount in self.taken.items()
+            if amount
+        )
 
 
 def _reorder_families(

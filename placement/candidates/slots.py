@@ -1,4 +1,4 @@
-"""Slots: what the search places, one provider each, and the SQL filter of each.
+"""Slots: what the search places, one provider each, and the filters of each.
 
 A slot is one resource class of the unsuffixed group, one granular group (all
 its classes together), or one resourceless granular group. ``ordered_slots``
@@ -11,8 +11,8 @@ the same same_subtree membership, which the search places as combinations.
 
 from dataclasses import dataclass
 
+from placement.candidates.filters import SlotFilter
 from placement.candidates.request import CandidateRequest, RequestGroup
-from placement.data import candidate_options as sql
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,8 @@ def ordered_slots(request: CandidateRequest, class_ids: dict[str, int]) -> list[
     return slots
 
 
-def slot_filters(slot, trait_ids, aggregate_ids, tree_roots) -> list[sql.SlotFilter] | None:
-    """The SQL filters of one slot (one per class), or None when it cannot match."""
+def slot_filters(slot, trait_ids, aggregate_ids, tree_roots) -> list[SlotFilter] | None:
+    """The filters of one slot (one per class), or None when it cannot match."""
     group = slot.group
     member_of = []
     for any_of in group.aggregates.member_of:
@@ -76,7 +76,7 @@ def slot_filters(slot, trait_ids, aggregate_ids, tree_roots) -> list[sql.SlotFil
         # The unsuffixed group's traits may be spread over its providers:
         # only a single-class unsuffixed group can demand them of its provider.
         required = ()
-    base = sql.SlotFilter(
+    base = SlotFilter(
         required_traits=required,
         forbidden_traits=frozenset(trait_ids[t] for t in group.traits.forbidden),
         member_of=tuple(member_of),
@@ -89,13 +89,7 @@ def slot_filters(slot, trait_ids, aggregate_ids, tree_roots) -> list[sql.SlotFil
     if not slot.amounts:
         return [base]
     return [
-        sql.SlotFilter(**{**base.__dict__, "class_id": class_id, "amount": amount})
+        SlotFilter(**{**base.__dict__, "class_id": class_id, "amount": amount})
         for class_id, amount in slot.amounts
     ]
 
-
-def aggregate_uuids(group: RequestGroup) -> set[str]:
-    uuids = set(group.aggregates.forbidden)
-    for any_of in group.aggregates.member_of:
-        uuids |= any_of
-    return uuids

@@ -1,0 +1,271 @@
+"""Each worker's copy of the providers: exact on every request, read again only where changed.
+
+A candidate search looks at every provider's place in its tree, inventories
+and usage, traits and aggregates. Reading all of that for every request is
+most of what a large answer costs, and it hardly changes between two
+requests. So each worker keeps a ``ProviderWorld`` and, on every request,
+reads the providers' **versions** (``placement.data.provider_world``: id,
+generation, parent, root) and reads again the details of the providers
+whose version changed, and only those.
+
+The copy is exact because every change a search can see changes a version:
+
+* every write of a provider's inventories, traits or aggregates bumps its
+  generation, and so does every allocation written or deleted on it (the
+  data layer does so on every path: it is how placement guards concurrent
+  writers, and what clients rely on);
+* a move changes the parent of the provider and the root of its whole
+  subtree; a new provider is a new row, a deleted one a missing row;
+* a renamed resource class changes no provider: the class names are read
+  on every request too and every kept summary is dropped when they change.
+
+The versions are read before the details. A detail row newer than its
+version (a write committed in between) is kept under the older version and
+read again on the next request; never the reverse. So with any number of
+workers on any number of hosts, each answer reflects the database as of its
+request, as if nothing were kept.
+
+The world also numbers each tree's **form** (``TreeForm``): two trees with
+the same shape (parents), traits, aggregates and inventories are
+indistinguishable to a search without sharing providers, so the search
+answers one tree of each form and maps the answer onto the others
+(``placement.candidates.search``). Usage is left out of the form whenever
+every provider has room for all the request asks: hosts of one hardware
+model share one form however busy they are, as long as they have room.
+"""
+
+import threading
+from dataclasses import dataclass, field
+
+import orjson
+from sqlalchemy import Connection
+
+from placement.data import provider_world as data
+
+
+@dataclass(frozen=True, slots=True)
+class Inventory:
+    """One class of one provider: what the search and the summaries look at."""
+
+    capacity: int  # (total - reserved) * allocation_ratio, rounded down
+    used: int
+    free: int  # capacity - used
+    min_unit: int
+    max_unit: int
+    step_size: int
+
+    def takes(self, amount: int) -> bool:
+        """``amount`` fits, leaving aside min_unit and step_size."""
+        return amount <= self.free and amount <= self.max_unit
+
+    def takes_exactly(self, amount: int) -> bool:
+        """``amount`` is an allocation this inventory accepts."""
+        return (
+            amount <= self.free
+            and self.min_unit <= amount <= self.max_unit
+            and amount % self.step_size == 0
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TreeForm:
+    """What a search without sharing providers sees of a tree, as numbers: trees with
+    equal numbers have equal placements (in positions of their providers by id).
+
+    ``exact`` numbers the shape (parents), each provider's traits, aggregates and
+    inventories with usage. ``shape`` leaves capacity and usage out: it stands for the
+    tree whenever every provider has room for all a request asks of each class (its
+    ``least_free`` for each is at least that), since room then never decides anything.
+    """
+
+    exact: int
+    shape: int
+    least_free: dict[int, int]  # class id -> the least free of any provider of the tree
+
+
+@dataclass(slots=True)
+class Provider:
+    id: int
+    uuid: str
+    parent_id: int | None
+    root_id: int
+    inventories: dict[int, Inventory]
+    traits: frozenset[int]
+    trait_names: tuple[str, ...]  # sorted
+    aggregates: frozenset[int]
+    trait_ids_by_name: tuple[tuple[str, int], ...]  # (name, id) of its traits
+    aggregate_uuids: tuple[tuple[str, int], ...]  # (uuid, id) of its aggregates
+
+
+@dataclass
+class ProviderWorld:
+    providers: dict[int, Provider] = field(default_factory=dict)
+    trees: dict[int, list[int]] = field(default_factory=dict)  # root id -> ids, in id order
+    with_trait: dict[int, set[int]] = field(default_factory=dict)  # trait id -> providers
+    in_aggregate: dict[int, set[int]] = field(default_factory=dict)  # aggregate -> providers
+    id_of_uuid: dict[str, int] = field(default_factory=dict)
+    # Of the traits and aggregates some provider has (so they exist, under that name):
+    trait_id_of_name: dict[str, int] = field(default_factory=dict)
+    aggregate_id_of_uuid: dict[str, int] = field(default_factory=dict)
+    form_of_tree: dict[int, TreeForm] = field(default_factory=dict)  # by root id
+    class_names: dict[int, str] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    _versions: list[tuple] = field(default_factory=list)
+    _form_numbers: dict[tuple, int] = field(default_factory=dict)
+    _tree_summaries: dict[int, bytes] = field(default_factory=dict)  # root id -> JSON
+
+    def refresh(self, conn: Connection) -> None:
+        """Bring the copy up to date with what ``conn`` sees (hold ``lock``)."""
+        class_names = data.class_names(conn)
+        if class_names != self.class_names:
+            self.class_names = class_names
+            self._tree_summaries.clear()
+        versions = data.provider_versions(conn)
+        if versions == self._versions:
+            return
+        if self.providers:
+            before, now = set(self._versions), set(versions)
+            changed = [version for version in versions if version not in before]
+            changed_ids = {version[0] for version in changed}
+            removed = {version[0] for version in before - now} - changed_ids
+            details = data.provider_details(conn, changed_ids)
+        else:
+            changed, removed = versions, set()
+            details = data.provider_details(conn, None)
+        touched_trees: set[int] = set()
+        for provider_id in removed:
+            self._forget(provider_id, touched_trees)
+        for version in changed:
+            self._forget(version[0], touched_trees)
+            if version[0] in details:  # (else deleted since: gone from the next versions)
+                self._add(version, details[version[0]], touched_trees)
+        for root_id in touched_trees:
+            self._tree_summaries.pop(root_id, None)
+            tree = self.trees.get(root_id)
+            if tree:
+                tree.sort()
+                self.form_of_tree[root_id] = self._form(tree)
+            else:
+                self.trees.pop(root_id, None)
+                self.form_of_tree.pop(root_id, None)
+        self._versions = versions
+        if len(self._form_numbers) > 4 * len(self.trees) + 1024:
+            self._renumber_forms()
+
+    def tree_summaries(self, root_id: int) -> bytes:
+        """The entries of a tree's providers in provider_summaries at 1.29 and later
+        (every inventory, traits, parent and root), as JSON text ``"uuid":{...},...``;
+        kept until the tree or the class names change."""
+        text = self._tree_summaries.get(root_id)
+        if text is None:
+            root_uuid = self.providers[root_id].uuid
+            entries = []
+            for provider in (self.providers[p] for p in self.trees[root_id]):
+                parent = self.providers[provider.parent_id] if provider.parent_id else None
+                entries.append(orjson.dumps(provider.uuid) + b":" + orjson.dumps({
+                    "resources": self.resources(provider, None),
+                    "traits": provider.trait_names,
+                    "parent_provider_uuid": parent.uuid if parent else None,
+                    "root_provider_uuid": root_uuid,
+                }))
+            text = self._tree_summaries[root_id] = b",".join(entries)
+        return text
+
+    def resources(self, provider: Provider, class_ids: set[int] | None) -> dict:
+        """capacity and used of its inventories (only of ``class_ids`` unless None)."""
+        return {
+            self.class_names[class_id]: {"capacity": inventory.capacity, "used": inventory.used}
+            for class_id, inventory in provider.inventories.items()
+            if class_ids is None or class_id in class_ids
+        }
+
+    def _forget(self, provider_id: int, touched_trees: set[int]) -> None:
+        provider = self.providers.pop(provider_id, None)
+        if provider is None:
+            return
+        self.trees[provider.root_id].remove(provider_id)
+        touched_trees.add(provider.root_id)
+        if self.id_of_uuid.get(provider.uuid) == provider_id:
+            del self.id_of_uuid[provider.uuid]
+        for name, trait_id in provider.trait_ids_by_name:
+            holders = self.with_trait[trait_id]
+            holders.discard(provider_id)
+            if not holders:
+                del self.with_trait[trait_id], self.trait_id_of_name[name]
+        for uuid, aggregate_id in provider.aggregate_uuids:
+            members = self.in_aggregate[aggregate_id]
+            members.discard(provider_id)
+            if not members:
+                del self.in_aggregate[aggregate_id], self.aggregate_id_of_uuid[uuid]
+
+    def _add(self, version: tuple, details: data.ProviderDetails, touched_trees) -> None:
+        provider_id, _, parent_id, root_id = version[:4]
+        inventories = {}
+        for class_id, row in details.inventories.items():
+            total, reserved, ratio, min_unit, max_unit, step_size, used = row
+            capacity = int((total - reserved) * ratio)
+            inventories[class_id] = Inventory(
+                capacity, int(used), capacity - int(used), min_unit, max_unit, step_size
+            )
+        self.providers[provider_id] = Provider(
+            id=provider_id,
+            uuid=details.uuid,
+            parent_id=parent_id,
+            root_id=root_id,
+            inventories=inventories,
+            traits=frozenset(details.traits),
+            trait_names=tuple(sorted(details.traits.values())),
+            aggregates=frozenset(details.aggregates),
+            trait_ids_by_name=tuple((name, id_) for id_, name in details.traits.items()),
+            aggregate_uuids=tuple((uuid, id_) for id_, uuid in details.aggregates.items()),
+        )
+        self.trees.setdefault(root_id, []).append(provider_id)
+        touched_trees.add(root_id)
+        self.id_of_uuid[details.uuid] = provider_id
+        for trait_id, name in details.traits.items():
+            self.with_trait.setdefault(trait_id, set()).add(provider_id)
+            self.trait_id_of_name[name] = trait_id
+        for aggregate_id, uuid in details.aggregates.items():
+            self.in_aggregate.setdefault(aggregate_id, set()).add(provider_id)
+            self.aggregate_id_of_uuid[uuid] = aggregate_id
+
+    def _form(self, tree: list[int]) -> TreeForm:
+        position = {provider_id: index for index, provider_id in enumerate(tree)}
+        exact, shape = [], []
+        least_free: dict[int, int] = {}
+        for provider in (self.providers[provider_id] for provider_id in tree):
+            place = (
+                position.get(provider.parent_id, -1),  # type: ignore[arg-type]
+                provider.traits,
+                provider.aggregates,
+            )
+            inventories = sorted(provider.inventories.items())
+            exact.append((place, tuple(inventories)))
+            shape.append((place, tuple(
+                (class_id, i.min_unit, i.max_unit, i.step_size) for class_id, i in inventories
+            )))
+            for class_id, inventory in inventories:
+                least_free[class_id] = min(least_free.get(class_id, inventory.free), inventory.free)
+        numbers = self._form_numbers
+        return TreeForm(
+            exact=numbers.setdefault(("exact", *exact), len(numbers)),
+            shape=numbers.setdefault(("shape", *shape), len(numbers)),
+            least_free=least_free,
+        )
+
+    def _renumber_forms(self) -> None:
+        """Forget the forms no tree has any more."""
+        self._form_numbers = {}
+        for root_id, tree in self.trees.items():
+            self.form_of_tree[root_id] = self._form(tree)
+
+
+_WORLDS: dict[str, ProviderWorld] = {}
+_WORLDS_LOCK = threading.Lock()
+
+
+def world_of(conn: Connection) -> ProviderWorld:
+    """This worker's copy of the providers of ``conn``'s database (not yet refreshed)."""
+    key = str(conn.engine.url)
+    with _WORLDS_LOCK:
+        return _WORLDS.setdefault(key, ProviderWorld())

@@ -1,0 +1,151 @@
+"""The reads behind each worker's copy of the providers (``placement.candidates.world``).
+
+``provider_versions`` is read on every GET /allocation_candidates: one narrow
+row per provider, whose change says that something a candidate search looks
+at changed (see ``placement.candidates.world``). It is the one statement of
+the service read through the driver's own cursor (binary rows on
+PostgreSQL), because building ORM rows would cost three times the query on
+tens of thousands of providers. ``provider_details`` reads everything else
+of the providers whose version changed; ``class_names`` the names of the
+resource classes, which a rename (1.2 to 1.6) changes without touching a
+provider.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, func, select
+
+from placement.data.sql import SQLITE_IN_CHUNK, id_conditions
+from placement.db.tables import (
+    allocations,
+    inventories,
+    placement_aggregates,
+    resource_classes,
+    resource_provider_aggregates,
+    resource_provider_traits,
+    resource_providers,
+    traits,
+)
+
+rp = resource_providers
+
+# id, generation, parent, root; and, on SQLite, the uuid: SQLite hands the id of a
+# deleted last row to the next provider (PostgreSQL's sequences never reuse one), so
+# only the uuid tells a re-created provider from the one it replaces there.
+_VERSION_COLUMNS = "id, generation, parent_provider_id, root_provider_id"
+
+
+def provider_versions(conn: Connection) -> list[tuple]:
+    """(id, generation, parent id, root id[, uuid on SQLite]) of every provider, by id."""
+    columns = _VERSION_COLUMNS + (", uuid" if conn.dialect.name == "sqlite" else "")
+    statement = f"SELECT {columns} FROM resource_providers ORDER BY id"
+    dbapi_connection = conn.connection.dbapi_connection
+    if conn.dialect.name == "postgresql":
+        cursor = dbapi_connection.cursor(binary=True)  # type: ignore[union-attr]
+    else:
+        cursor = dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(statement)
+        return list(cursor.fetchall())
+    finally:
+        cursor.close()
+
+
+@dataclass
+class ProviderDetails:
+    """What a candidate search needs of one provider besides its version."""
+
+    uuid: str
+    # class id -> (total, reserved, allocation_ratio, min_unit, max_unit, step_size, used)
+    inventories: dict[int, tuple]
+    traits: dict[int, str]  # trait id -> name
+    aggregates: dict[int, str]  # aggregate id -> uuid
+
+
+def provider_details(
+    conn: Connection, provider_ids: Iterable[int] | None
+) -> dict[int, ProviderDetails]:
+    """The details of the given providers (None: of every provider), by id; four
+    statements per batch of SQLITE_IN_CHUNK ids."""
+    found: dict[int, ProviderDetails] = {}
+    if provider_ids is None:
+        _read_batch(conn, found, None)
+        return found
+    ordered = sorted(set(provider_ids))
+    for start in range(0, len(ordered), SQLITE_IN_CHUNK):
+        _read_batch(conn, found, ordered[start:start + SQLITE_IN_CHUNK])
+    return found
+
+
+def _read_batch(conn: Connection, found: dict[int, ProviderDetails], ids) -> None:
+    def only_batch(statement, provider_column):
+        return statement if ids is None else statement.where(
+            *id_conditions(conn, provider_column, ids)
+        )
+
+    # SELECT id, uuid FROM resource_providers [WHERE id IN (:ids)]
+    for provider_id, uuid in conn.execute(only_batch(select(rp.c.id, rp.c.uuid), rp.c.id)):
+        found[provider_id] = ProviderDetails(uuid, {}, {}, {})
+    # SELECT i.resource_provider_id, i.resource_class_id, i.total, i.reserved,
+    #        i.allocation_ratio, i.min_unit, i.max_unit, i.step_size,
+    #        (SELECT COALESCE(SUM(a.used), 0) FROM allocations a
+    #          WHERE a.resource_provider_id = i.resource_provider_id
+    #            AND a.resource_class_id = i.resource_class_id)
+    #   FROM inventories i [WHERE i.resource_provider_id IN (:ids)]
+    used = (
+        select(func.coalesce(func.sum(allocations.c.used), 0))
+        .where(
+            allocations.c.resource_provider_id == inventories.c.resource_provider_id,
+            allocations.c.resource_class_id == inventories.c.resource_class_id,
+        )
+        .correlate(inventories)
+        .scalar_subquery()
+    )
+    statement = select(
+        inventories.c.resource_provider_id,
+        inventories.c.resource_class_id,
+        inventories.c.total,
+        inventories.c.reserved,
+        inventories.c.allocation_ratio,
+        inventories.c.min_unit,
+        inventories.c.max_unit,
+        inventories.c.step_size,
+        used,
+    )
+    for provider_id, class_id, *numbers in conn.execute(
+        only_batch(statement, inventories.c.resource_provider_id)
+    ):
+        if provider_id in found:
+            found[provider_id].inventories[class_id] = tuple(numbers)
+    # SELECT rpt.resource_provider_id, t.id, t.name
+    #   FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id [WHERE ...]
+    statement = select(
+        resource_provider_traits.c.resource_provider_id, traits.c.id, traits.c.name
+    ).join(traits, traits.c.id == resource_provider_traits.c.trait_id)
+    for provider_id, trait_id, name in conn.execute(
+        only_batch(statement, resource_provider_traits.c.resource_provider_id)
+    ):
+        if provider_id in found:
+            found[provider_id].traits[trait_id] = name
+    # SELECT rpa.resource_provider_id, a.id, a.uuid FROM resource_provider_aggregates rpa
+    #   JOIN placement_aggregates a ON a.id = rpa.aggregate_id [WHERE ...]
+    statement = select(
+        resource_provider_aggregates.c.resource_provider_id,
+        placement_aggregates.c.id,
+        placement_aggregates.c.uuid,
+    ).join(
+        placement_aggregates,
+        placement_aggregates.c.id == resource_provider_aggregates.c.aggregate_id,
+    )
+    for provider_id, aggregate_id, uuid in conn.execute(
+        only_batch(statement, resource_provider_aggregates.c.resource_provider_id)
+    ):
+        if provider_id in found:
+            found[provider_id].aggregates[aggregate_id] = uuid
+
+
+def class_names(conn: Connection) -> dict[int, str]:
+    """Every resource class, id -> name."""
+    return dict(conn.execute(select(resource_classes.c.id, resource_classes.c.name)).all())
+
