@@ -11,11 +11,28 @@ each query, with and without ``&limit=10``:
 * ``nested`` (7-provider trees; ``--trees 1000,5000,10000`` loads 1,000 trees,
   runs the queries, grows the load to 5,000, runs them again, and so on):
   DISK_GB on a multi-attach root, VCPU+MEMORY_MB on the CUSTOM_FOO NUMA node and
-  an FPGA in the same subtree: two candidates per tree;
+  an FPGA in the same subtree: two candidates per tree; with ``--busy``, once
+  the last size was asked, every tree gets its own usage and the queries are
+  asked again (below);
 * ``gpu`` (``--hosts`` hosts of 2 NUMA nodes x 2 PCIe switches x (2 GPUs + 1 NIC)):
   two GPUs and a NIC under one switch (2 candidates per switch, 8 per host),
   four GPUs on one NUMA node (4! per NUMA node, 48 per host) and eight GPUs on
   the host (8! per host), all with group_policy=isolate.
+
+``--busy`` (nested only) shows the search when no two trees are alike. After
+the queries at the last size of ``--trees`` (once: the claims are never taken
+back, so a grown load would mix idle and busy trees), tree i (in creation
+order) gets one consumer, ``PUT /allocations/{new uuid}`` (1.39, consumer_type
+INSTANCE), taking DISK_GB (i % 4000) + 1 on the root and MEMORY_MB i // 4000 on
+NUMA0 (when not 0): a usage no other tree has, with room left for the query;
+the FPGA under NUMA1 (no candidate uses it, but no tree then has room for all
+the query asks on every provider of a class, so none shares its form with
+another); and, on every tenth tree (i % 10 == 0), all of NUMA0's VCPU (32 x 16),
+so that those trees answer nothing. The claims are made on ``--load-threads``
+threads (a ``GET /resource_providers?in_tree=`` for the tree's providers, then
+the PUT), then the nested queries run again, labelled ``nested, busy``: the
+expected count is two per tree not made full, and the note flags any candidate
+on a full tree.
 
 Each query is first asked once (the probe: candidate count, distinct root
 providers among the candidates, size of the answer); if that fails (non-200,
@@ -45,16 +62,20 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import requests
 
 from benchmarks import client, load_trees, report
+from benchmarks.load import LoadError
 from benchmarks.load_trees import LoadedTrees, Shape
 from benchmarks.service import add_service_options, running_service
 
 LIMIT = 10
 SETTLE_TIMEOUT_S = 600
+BUSY_DISK_STEPS = 4000  # distinct DISK_GB usages of the root (4096 total, the query asks 10)
+BUSY_FULL_EVERY = 10  # every tenth busy tree has no VCPU left on its CUSTOM_FOO NUMA node
+BUSY_LABEL = f"nested, busy (every tree its own usage, {100 // BUSY_FULL_EVERY}% full)"
 
 
 @dataclass(frozen=True)
@@ -75,6 +96,7 @@ class Probe:
     count: int = 0
     roots: int = 0
     foreign: int = 0  # candidates using providers this run did not load
+    on_full: int = 0  # candidates in trees made full (--busy)
     kib: int = 0
 
 
@@ -83,6 +105,15 @@ class Context:
     base_url: str
     run_id: str
     args: argparse.Namespace
+
+
+@dataclass(frozen=True)
+class Busy:
+    """What ``--busy`` claimed: the roots left without room, and how long it took."""
+
+    full: frozenset[str]
+    claims: int
+    seconds: float
 
 
 def gpu_groups(count: int) -> str:
@@ -141,8 +172,9 @@ def expected_count(query: Query, trees: int, limit: int | None, max_candidates: 
     return count if limit is None else min(count, limit)
 
 
-def probe(url: str, loaded: LoadedTrees) -> Probe:
-    """Ask once; count the candidates and the distinct trees they come from."""
+def probe(url: str, loaded: LoadedTrees, full: frozenset[str] = frozenset()) -> Probe:
+    """Ask once; count the candidates, the distinct trees they come from and those in
+    trees of ``full`` (which should have none)."""
     start = time.perf_counter()
     try:
         with client.new_session() as session:
@@ -158,7 +190,10 @@ def probe(url: str, loaded: LoadedTrees) -> Probe:
         providers = candidate["allocations"]
         if any(rp not in loaded.root_of for rp in providers):
             found.foreign += 1
-        roots.update(loaded.root_of[rp] for rp in providers if rp in loaded.root_of)
+        in_roots = {loaded.root_of[rp] for rp in providers if rp in loaded.root_of}
+        if in_roots & full:
+            found.on_full += 1
+        roots.update(in_roots)
     found.count, found.roots, found.kib = len(candidates), len(roots), len(response.content) // 1024
     return found
 
@@ -172,10 +207,14 @@ def probe_note(found: Probe, expected: int) -> str:
     note += f", {found.roots} roots, {found.kib} KiB"
     if found.foreign:
         note += f"; {found.foreign} on providers not loaded by this run (EXPECTED none)"
+    if found.on_full:
+        note += f"; {found.on_full} in trees made full (EXPECTED none)"
     return note
 
 
-def query_row(ctx: Context, loaded: LoadedTrees, query: Query, limit: int | None) -> report.Row:
+def query_row(ctx: Context, loaded: LoadedTrees, query: Query, limit: int | None,
+              full: frozenset[str] = frozenset()) -> report.Row:
+    """Probe and time one query; the trees of ``full`` are expected to answer nothing."""
     args = ctx.args
     url = f"{ctx.base_url}/allocation_candidates?{query.params}"
     name = f"{query.label}, {len(loaded.roots)} {loaded.shape.unit}"
@@ -183,10 +222,9 @@ def query_row(ctx: Context, loaded: LoadedTrees, query: Query, limit: int | None
         url += f"&limit={limit}"
         name += f", limit={limit}"
     print(f"running {name}...", file=sys.stderr, flush=True)
-    found = probe(url, loaded)
-    note = probe_note(
-        found, expected_count(query, len(loaded.roots), limit, args.max_candidates)
-    )
+    found = probe(url, loaded, full)
+    answering = len(loaded.roots) - len(full)
+    note = probe_note(found, expected_count(query, answering, limit, args.max_candidates))
     if found.status != 200:
         if not isinstance(found.status, int):
             settle(ctx.base_url, found.seconds)
@@ -226,10 +264,11 @@ def settle(base_url: str, longest: float) -> None:
 
 
 def query_rows(ctx: Context, loaded: LoadedTrees,
-               queries: Callable[[LoadedTrees], list[Query]]) -> list[report.Row]:
+               queries: Callable[[LoadedTrees], list[Query]],
+               full: frozenset[str] = frozenset()) -> list[report.Row]:
     """Every query, without then with ``limit``."""
     return [
-        query_row(ctx, loaded, query, limit)
+        query_row(ctx, loaded, query, limit, full)
         for query in queries(loaded)
         for limit in (None, LIMIT)
     ]
@@ -251,8 +290,82 @@ def scenario_flat(ctx: Context, loads: list[str]) -> list[report.Row]:
     return query_rows(ctx, loaded, flat_queries)
 
 
+def _capacity(node: str, rc: str) -> int:
+    """What a NESTED provider can give of a class: (total - reserved) x allocation_ratio."""
+    inventory = next(n for n in load_trees.NESTED.nodes if n.name == node).inventories[rc]
+    return int((inventory["total"] - inventory.get("reserved", 0))
+               * inventory.get("allocation_ratio", 1.0))
+
+
+def busy_full(index: int) -> bool:
+    return index % BUSY_FULL_EVERY == 0
+
+
+def busy_usage(index: int) -> dict[str, dict[str, int]]:
+    """What the ``--busy`` consumer of tree ``index`` takes, by node name of NESTED.
+
+    DISK_GB on the root and MEMORY_MB on NUMA0 together differ from every other
+    tree's, and leave room for the query; the FPGA under NUMA1 is never part of a
+    candidate; every tenth tree also takes all of NUMA0's VCPU.
+    """
+    numa0 = {}
+    if index // BUSY_DISK_STEPS:
+        numa0["MEMORY_MB"] = index // BUSY_DISK_STEPS
+    if busy_full(index):
+        numa0["VCPU"] = _capacity("numa0", "VCPU")
+    usage = {"cn": {"DISK_GB": index % BUSY_DISK_STEPS + 1}, "fpga2": {"FPGA": 1}}
+    if numa0:
+        usage["numa0"] = numa0
+    return usage
+
+
+def claim_busy(session: requests.Session, base_url: str, root: str, index: int) -> None:
+    """Find the providers of tree ``index`` by name, then claim its ``busy_usage``."""
+    response = session.get(f"{base_url}/resource_providers?in_tree={root}",
+                           timeout=client.REQUEST_TIMEOUT_S)
+    if response.status_code != 200:
+        raise LoadError(f"providers of tree {root}: {response.status_code} "
+                        f"{response.text[:500]}")
+    by_node = {rp["name"].rsplit("-", 1)[-1]: rp["uuid"]
+               for rp in response.json()["resource_providers"]}
+    usage = busy_usage(index)
+    if not usage.keys() <= by_node.keys():
+        raise LoadError(f"tree {root} lacks providers {sorted(usage.keys() - by_node.keys())}")
+    consumer = uuid.uuid4()
+    response = session.put(f"{base_url}/allocations/{consumer}", json={
+        "allocations": {by_node[node]: {"resources": resources}
+                        for node, resources in usage.items()},
+        "project_id": "bench-project",
+        "user_id": "bench-user",
+        "consumer_generation": None,
+        "consumer_type": "INSTANCE",
+    }, timeout=client.REQUEST_TIMEOUT_S)
+    if response.status_code != 204:
+        raise LoadError(f"allocations of tree {root} ({consumer}): {response.status_code} "
+                        f"{response.text[:500]}")
+
+
+def make_busy(ctx: Context, loaded: LoadedTrees) -> Busy:
+    """One consumer per loaded tree (``busy_usage``), on ``--load-threads`` threads."""
+    count = len(loaded.roots)
+    print(f"claiming {count} consumers, one per nested tree ({2 * count} requests)...",
+          file=sys.stderr, flush=True)
+    _, seconds = client.load_in_parallel(
+        count, ctx.args.load_threads,
+        lambda session, index: claim_busy(session, ctx.base_url, loaded.roots[index], index),
+        "claims", progress=True,
+    )
+    full = frozenset(root for index, root in enumerate(loaded.roots) if busy_full(index))
+    return Busy(full, count, seconds)
+
+
+def busy_queries(loaded: LoadedTrees) -> list[Query]:
+    return [replace(query, label=BUSY_LABEL) for query in nested_queries(loaded)]
+
+
 def scenario_nested(ctx: Context, loads: list[str]) -> list[report.Row]:
-    """The nested queries at each size of ``--trees``, growing one load."""
+    """The nested queries at each size of ``--trees``, growing one load; with ``--busy``,
+    once more after the last size, every tree with its own usage."""
     rows: list[report.Row] = []
     loaded = LoadedTrees(load_trees.NESTED, aggregate=str(uuid.uuid4()))
     for size in ctx.args.trees:
@@ -260,6 +373,11 @@ def scenario_nested(ctx: Context, loads: list[str]) -> list[report.Row]:
         loaded.extend(load(ctx, load_trees.NESTED, more, len(loaded.roots), loaded.aggregate))
         rows += query_rows(ctx, loaded, nested_queries)
     loads.append(describe_load(loaded))
+    if ctx.args.busy:
+        busy = make_busy(ctx, loaded)
+        loads.append(f"busy: {busy.claims} consumers, one per nested tree, "
+                     f"{len(busy.full)} trees full, in {busy.seconds:.0f} s")
+        rows += query_rows(ctx, loaded, busy_queries, busy.full)
     return rows
 
 
@@ -293,6 +411,9 @@ def parse_args(argv):
     parser.add_argument("--trees", type=tree_sizes, default=[1000],
                         help="nested: trees, or increasing sizes to grow to (1000,5000,10000)")
     parser.add_argument("--hosts", type=int, default=250, help="gpu: hosts")
+    parser.add_argument("--busy", action="store_true",
+                        help="nested: after the last size, give every tree its own usage "
+                             f"({100 // BUSY_FULL_EVERY}%% of them full) and ask again")
     parser.add_argument("--requests", type=int, default=30, help="sequential requests per query")
     parser.add_argument("--concurrent-requests", type=int,
                         help="requests per query at --concurrency (default: --requests)")
@@ -306,6 +427,8 @@ def parse_args(argv):
                              "passed to the service the runner starts")
     add_service_options(parser)
     args = parser.parse_args(argv)
+    if args.busy and args.scenario not in ("nested", "all"):
+        parser.error("--busy applies to the nested scenario (--scenario nested or all)")
     if args.concurrent_requests is None:
         args.concurrent_requests = args.requests
     return args

@@ -13,6 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from placement.app import create_app
+from placement.candidates.world import forget_worlds
 from placement.config import Config
 from placement.db import migrate
 from placement.db.engine import make_engine
@@ -89,6 +90,7 @@ def engine(backend, empty_database_url, migrated_engines):
     engine = migrated_engines[backend]
     yield engine
     _empty(engine)
+    forget_worlds()
 
 
 def _empty(engine: sa.Engine) -> None:

@@ -25,8 +25,7 @@ class SlotFilter:
     tree); granular groups look at the provider only.
     """
 
-    class_id: int | None = None
-    amount: int = 0
+    amounts: tuple[tuple[int, int], ...] = ()  # (class id, amount); none when resourceless
     required_traits: tuple[frozenset[int], ...] = ()
     forbidden_traits: frozenset[int] = field(default_factory=frozenset)
     member_of: tuple[frozenset[int], ...] = ()
@@ -35,9 +34,9 @@ class SlotFilter:
     tree_root_id: int | None = None
 
     def matches(self, provider: Provider, root: Provider) -> bool:
-        if self.class_id is not None:
-            inventory = provider.inventories.get(self.class_id)
-            if inventory is None or not inventory.takes_exactly(self.amount):
+        for class_id, amount in self.amounts:
+            inventory = provider.inventories.get(class_id)
+            if inventory is None or not inventory.takes_exactly(amount):
                 return False
         if self.tree_root_id is not None and provider.root_id != self.tree_root_id:
             return False

@@ -1,7 +1,7 @@
 """From a parsed request to a SearchPlan over the worker's copy of the providers.
 
 ``build_plan`` turns names into ids (400 for an unknown class or trait),
-builds the slots and their filters (``placement.candidates.slots`` and
+builds the slots and the filter of each (``placement.candidates.slots`` and
 ``filters``), and finds the sharing providers that can serve some slot, with
 the trees each of them serves. The plan then answers, for any tree, which of
 its providers (and which sharing providers) can serve each slot
@@ -16,7 +16,7 @@ from sqlalchemy import Connection
 
 from placement.candidates.filters import RootFilter, SlotFilter
 from placement.candidates.request import CandidateRequest
-from placement.candidates.slots import Slot, ordered_slots, slot_filters
+from placement.candidates.slots import Slot, ordered_slots, slot_filter
 from placement.candidates.world import ProviderWorld
 from placement.data import names
 
@@ -26,7 +26,7 @@ SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 class SearchPlan:
     world: ProviderWorld
     slots: list[Slot]
-    filters_of_slot: list[tuple[SlotFilter, ...]]  # per slot: one per class (or one)
+    filter_of_slot: list[SlotFilter]
     root_filter: RootFilter
     isolate: bool
     subtree_sets: list[tuple[int, ...]]  # slot positions tied by each same_subtree
@@ -78,13 +78,12 @@ class SearchPlan:
         providers = self.world.providers
         root = providers[root_id]
         tree = [providers[p] for p in self.world.trees[root_id]]
-        known: dict[tuple[SlotFilter, ...], list[int]] = {}  # twins have the same filters
+        known: dict[SlotFilter, list[int]] = {}  # twins have the same filter
         options = []
-        for position, filters in enumerate(self.filters_of_slot):
-            local = known.get(filters)
+        for position, wanted in enumerate(self.filter_of_slot):
+            local = known.get(wanted)
             if local is None:
-                local = [p.id for p in tree if all(f.matches(p, root) for f in filters)]
-                known[filters] = local
+                local = known[wanted] = [p.id for p in tree if wanted.matches(p, root)]
             shared = [s for s in self.sharing_options[position] if root_id in self.anchors[s]]
             options.append(local + shared if shared else local)
         return options
@@ -109,16 +108,16 @@ def build_plan(
     }
 
     slots = ordered_slots(request, class_ids)
-    filters_of_slot = []
+    filter_of_slot = []
     for slot in slots:
-        filters = slot_filters(slot, trait_ids, aggregate_ids, tree_roots)
-        if filters is None:
+        found = slot_filter(slot, trait_ids, aggregate_ids, tree_roots)
+        if found is None:
             return None
-        filters_of_slot.append(tuple(filters))
+        filter_of_slot.append(found)
     plan = SearchPlan(
         world=world,
         slots=slots,
-        filters_of_slot=filters_of_slot,
+        filter_of_slot=filter_of_slot,
         root_filter=RootFilter(
             required=tuple(
                 frozenset(trait_ids[t] for t in s) for s in request.root_traits.required
@@ -136,7 +135,7 @@ def build_plan(
     )
     sharing_trait = world.trait_id_of_name.get(SHARING_TRAIT)
     _add_sharing(plan, world.with_trait.get(sharing_trait, set()) if sharing_trait else set())
-    in_trees = {f.tree_root_id for fs in filters_of_slot for f in fs if f.tree_root_id}
+    in_trees = {f.tree_root_id for f in filter_of_slot if f.tree_root_id}
     if in_trees and not plan.sharing:
         # Every provider of a candidate is in its tree: only a tree every in_tree names.
         plan.in_tree_roots = in_trees if len(in_trees) == 1 else set()
@@ -167,8 +166,8 @@ def _add_sharing(plan: SearchPlan, sharing_ids: set[int]) -> None:
     for sharing_id in sorted(sharing_ids):
         provider = providers[sharing_id]
         root = providers[provider.root_id]
-        for position, filters in enumerate(plan.filters_of_slot):
-            if all(f.matches(provider, root) for f in filters):
+        for position, wanted in enumerate(plan.filter_of_slot):
+            if wanted.matches(provider, root):
                 plan.sharing_options[position].append(sharing_id)
                 plan.sharing.add(sharing_id)
     for sharing_id in plan.sharing:

@@ -68,7 +68,7 @@ class _AllocationRequests:
         self.version = version
         self.providers = plan.world.providers
         self.templates: dict[tuple[int, ...], tuple[str, tuple[int, ...]]] = {}
-        self.by_shape: dict[tuple[int, int], tuple[str, tuple[int, ...]]] = {}
+        self.by_shape: dict[tuple, tuple[str, tuple[int, ...]]] = {}
 
     def render(self, candidate: Candidate) -> str:
         template = self.by_shape.get(candidate.shape) if candidate.shape else None

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from placement.candidates.plan import SearchPlan
+from placement.candidates.world import TreeForm
 
 
 class Candidate(NamedTuple):
@@ -36,7 +37,7 @@ class Candidate(NamedTuple):
     providers: tuple[int, ...]  # one provider per slot, in plan.slots order
     # Candidates with equal shapes place their slots alike (the same placement of one
     # tree form); None: not known to be alike any other.
-    shape: tuple[int, int] | None = None
+    shape: tuple | None = None
 
 
 def collect(plan: SearchPlan, roots: list[int], cap: int | None) -> list[Candidate]:
@@ -48,15 +49,16 @@ def collect(plan: SearchPlan, roots: list[int], cap: int | None) -> list[Candida
 
 
 def _collect_by_form(plan: SearchPlan, roots: list[int], cap: int | None) -> list[Candidate]:
-    """Without sharing providers, a tree's placements depend on nothing but its form
-    (``TreeForm``): each form is searched on its first tree, and its placements, kept as
-    positions in that tree, are moved onto the other trees of the form."""
+    """Without sharing providers, a tree's placements depend on nothing but its form and
+    free amounts (``tree_key``): each kind of tree is searched on its first tree, and its
+    placements, kept as positions in that tree, are moved onto the others of its kind."""
     world = plan.world
-    demand = list(plan.demand.items())
+    demand = plan.demand
+    demand_items = list(demand.items())
     found: list[Candidate] = []
     chains: dict[int, list[int]] = {}
-    answers: dict[int, _FormAnswer] = {}
-    form_numbers: dict[int, int] = {}
+    answers: dict[object, _FormAnswer] = {}
+    key_of_tree: dict[int, object] = {}
     live = roots
     rank = 0  # which placement of each tree this round takes
     while live:
@@ -64,28 +66,44 @@ def _collect_by_form(plan: SearchPlan, roots: list[int], cap: int | None) -> lis
         for root in live:
             tree = world.trees[root]
             if rank == 0:
-                form = world.form_of_tree[root]
-                least_free = form.least_free
-                roomy = all(least_free.get(c, amount) >= amount for c, amount in demand)
-                number = form_numbers[root] = form.shape if roomy else form.exact
-                answer = answers.get(number)
+                key = key_of_tree[root] = tree_key(world.form_of_tree[root], demand, demand_items)
+                answer = answers.get(key)
                 if answer is None:
-                    answer = answers[number] = _FormAnswer(
+                    answer = answers[key] = _FormAnswer(
                         tree_candidates(plan, plan.tree_options(root), chains), tree
                     )
             else:
-                number = form_numbers[root]
-                answer = answers[number]
+                key = key_of_tree[root]
+                answer = answers[key]
             positions = answer.get(rank)
             if positions is None:
                 continue
-            found.append(Candidate(root, tuple([tree[p] for p in positions]), (number, rank)))
+            found.append(Candidate(root, tuple([tree[p] for p in positions]), (key, rank)))
             if cap is not None and len(found) >= cap:
                 return found
             still_live.append(root)
         live = still_live
         rank += 1
     return found
+
+
+def tree_key(form: TreeForm, demand: dict[int, int], demand_items) -> object:
+    """What a search without sharing providers sees of a tree, for a request asking at most
+    ``demand`` of each class of one provider: the tree's shape and each inventory's free
+    amount, capped at the demand of its class (room beyond it decides nothing; classes
+    not asked for, nothing at all). Just the shape when every inventory has room."""
+    least_free = form.least_free
+    for class_id, amount in demand_items:
+        if least_free.get(class_id, amount) < amount:
+            break
+    else:
+        return form.shape
+    capped = []
+    for class_id, free in form.frees:
+        need = demand.get(class_id)
+        if need is not None:
+            capped.append(free if free < need else need)
+    return (form.shape, *capped)
 
 
 def _collect_with_sharing(

@@ -1,4 +1,4 @@
-"""Slots: what the search places, one provider each, and the filters of each.
+"""Slots: what the search places, one provider each, and the filter of each.
 
 A slot is one resource class of the unsuffixed group, one granular group (all
 its classes together), or one resourceless granular group. ``ordered_slots``
@@ -57,8 +57,8 @@ def ordered_slots(request: CandidateRequest, class_ids: dict[str, int]) -> list[
     return slots
 
 
-def slot_filters(slot, trait_ids, aggregate_ids, tree_roots) -> list[SlotFilter] | None:
-    """The filters of one slot (one per class), or None when it cannot match."""
+def slot_filter(slot, trait_ids, aggregate_ids, tree_roots) -> SlotFilter | None:
+    """The filter of one slot, or None when it cannot match."""
     group = slot.group
     member_of = []
     for any_of in group.aggregates.member_of:
@@ -76,7 +76,8 @@ def slot_filters(slot, trait_ids, aggregate_ids, tree_roots) -> list[SlotFilter]
         # The unsuffixed group's traits may be spread over its providers:
         # only a single-class unsuffixed group can demand them of its provider.
         required = ()
-    base = SlotFilter(
+    return SlotFilter(
+        amounts=slot.amounts,
         required_traits=required,
         forbidden_traits=frozenset(trait_ids[t] for t in group.traits.forbidden),
         member_of=tuple(member_of),
@@ -86,10 +87,4 @@ def slot_filters(slot, trait_ids, aggregate_ids, tree_roots) -> list[SlotFilter]
         aggregates_span_root=not group.granular,
         tree_root_id=tree_root,
     )
-    if not slot.amounts:
-        return [base]
-    return [
-        SlotFilter(**{**base.__dict__, "class_id": class_id, "amount": amount})
-        for class_id, amount in slot.amounts
-    ]
 

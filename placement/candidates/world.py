@@ -23,15 +23,20 @@ The versions are read before the details. A detail row newer than its
 version (a write committed in between) is kept under the older version and
 read again on the next request; never the reverse. So with any number of
 workers on any number of hosts, each answer reflects the database as of its
-request, as if nothing were kept.
+request, as if nothing were kept. (A backup of the same database restored
+underneath running workers is seen too: generations only grow, so what
+changed since the backup shows as changed. What it cannot see is another
+database put in place of the first under the same URL, where ids restart and
+may meet the same generations: restart the service after such a swap.)
 
-The world also numbers each tree's **form** (``TreeForm``): two trees with
-the same shape (parents), traits, aggregates and inventories are
-indistinguishable to a search without sharing providers, so the search
-answers one tree of each form and maps the answer onto the others
-(``placement.candidates.search``). Usage is left out of the form whenever
-every provider has room for all the request asks: hosts of one hardware
-model share one form however busy they are, as long as they have room.
+The world also keeps each tree's **form** (``TreeForm``): its shape
+(parents, traits, aggregates, inventories without amounts) as a number, and
+its free amounts. To a search without sharing providers, two trees of one
+shape whose free amounts are alike up to what the request asks are
+indistinguishable, so the search answers one tree of each kind and maps the
+answer onto the others (``placement.candidates.search``): hosts of one
+hardware model are searched once however busy they are, as long as each has
+room for the request or lacks it in the same places.
 """
 
 import threading
@@ -67,20 +72,22 @@ class Inventory:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class TreeForm:
-    """What a search without sharing providers sees of a tree, as numbers: trees with
-    equal numbers have equal placements (in positions of their providers by id).
+    """What a search without sharing providers sees of a tree.
 
-    ``exact`` numbers the shape (parents), each provider's traits, aggregates and
-    inventories with usage. ``shape`` leaves capacity and usage out: it stands for the
-    tree whenever every provider has room for all a request asks of each class (its
-    ``least_free`` for each is at least that), since room then never decides anything.
+    ``shape`` numbers the tree's shape (parents) and each provider's traits,
+    aggregates and inventories without their amounts: two trees with one shape
+    and the same free amounts have the same placements (in positions of their
+    providers by id). Free amounts beyond what a request asks of a class change
+    nothing either: ``frees`` lists each inventory's free amount so that the
+    search can cap them (``search.tree_key``), and ``least_free`` answers at once
+    whether every inventory has room for all a request asks.
     """
 
-    exact: int
     shape: int
     least_free: dict[int, int]  # class id -> the least free of any provider of the tree
+    frees: tuple[tuple[int, int], ...]  # (class id, free) of each inventory, in position order
 
 
 @dataclass(slots=True)
@@ -115,7 +122,15 @@ class ProviderWorld:
     _tree_summaries: dict[int, bytes] = field(default_factory=dict)  # root id -> JSON
 
     def refresh(self, conn: Connection) -> None:
-        """Bring the copy up to date with what ``conn`` sees (hold ``lock``)."""
+        """Bring the copy up to date with what ``conn`` sees (hold ``lock``). Should
+        anything fail half-way, the copy is dropped: the next request reads it all."""
+        try:
+            self._refresh(conn)
+        except BaseException:
+            self._forget_everything()
+            raise
+
+    def _refresh(self, conn: Connection) -> None:
         class_names = data.class_names(conn)
         if class_names != self.class_names:
             self.class_names = class_names
@@ -133,10 +148,12 @@ class ProviderWorld:
             changed, removed = versions, set()
             details = data.provider_details(conn, None)
         touched_trees: set[int] = set()
-        for provider_id in removed:
+        # Everything old out first, then the new in: a trait or aggregate may have
+        # passed from one provider to another under a new id (or, on SQLite, an id
+        # to a new name) between two refreshes.
+        for provider_id in removed.union(version[0] for version in changed):
             self._forget(provider_id, touched_trees)
         for version in changed:
-            self._forget(version[0], touched_trees)
             if version[0] in details:  # (else deleted since: gone from the next versions)
                 self._add(version, details[version[0]], touched_trees)
         for root_id in touched_trees:
@@ -191,17 +208,21 @@ class ProviderWorld:
             holders = self.with_trait[trait_id]
             holders.discard(provider_id)
             if not holders:
-                del self.with_trait[trait_id], self.trait_id_of_name[name]
+                del self.with_trait[trait_id]
+                if self.trait_id_of_name.get(name) == trait_id:
+                    del self.trait_id_of_name[name]
         for uuid, aggregate_id in provider.aggregate_uuids:
             members = self.in_aggregate[aggregate_id]
             members.discard(provider_id)
             if not members:
-                del self.in_aggregate[aggregate_id], self.aggregate_id_of_uuid[uuid]
+                del self.in_aggregate[aggregate_id]
+                if self.aggregate_id_of_uuid.get(uuid) == aggregate_id:
+                    del self.aggregate_id_of_uuid[uuid]
 
     def _add(self, version: tuple, details: data.ProviderDetails, touched_trees) -> None:
         provider_id, _, parent_id, root_id = version[:4]
         inventories = {}
-        for class_id, row in details.inventories.items():
+        for class_id, row in sorted(details.inventories.items()):
             total, reserved, ratio, min_unit, max_unit, step_size, used = row
             capacity = int((total - reserved) * ratio)
             inventories[class_id] = Inventory(
@@ -229,29 +250,30 @@ class ProviderWorld:
             self.in_aggregate.setdefault(aggregate_id, set()).add(provider_id)
             self.aggregate_id_of_uuid[uuid] = aggregate_id
 
+    def _forget_everything(self) -> None:
+        for name, value in vars(ProviderWorld()).items():
+            if name != "lock":  # (held by the caller)
+                setattr(self, name, value)
+
     def _form(self, tree: list[int]) -> TreeForm:
         position = {provider_id: index for index, provider_id in enumerate(tree)}
-        exact, shape = [], []
+        shape = []
         least_free: dict[int, int] = {}
+        frees = []
         for provider in (self.providers[provider_id] for provider_id in tree):
-            place = (
+            inventories = sorted(provider.inventories.items())
+            shape.append((
                 position.get(provider.parent_id, -1),  # type: ignore[arg-type]
                 provider.traits,
                 provider.aggregates,
-            )
-            inventories = sorted(provider.inventories.items())
-            exact.append((place, tuple(inventories)))
-            shape.append((place, tuple(
-                (class_id, i.min_unit, i.max_unit, i.step_size) for class_id, i in inventories
-            )))
+                tuple((class_id, i.min_unit, i.max_unit, i.step_size)
+                      for class_id, i in inventories),
+            ))
             for class_id, inventory in inventories:
                 least_free[class_id] = min(least_free.get(class_id, inventory.free), inventory.free)
-        numbers = self._form_numbers
-        return TreeForm(
-            exact=numbers.setdefault(("exact", *exact), len(numbers)),
-            shape=numbers.setdefault(("shape", *shape), len(numbers)),
-            least_free=least_free,
-        )
+                frees.append((class_id, inventory.free))
+        number = self._form_numbers.setdefault(tuple(shape), len(self._form_numbers))
+        return TreeForm(shape=number, least_free=least_free, frees=tuple(frees))
 
     def _renumber_forms(self) -> None:
         """Forget the forms no tree has any more."""
@@ -269,3 +291,10 @@ def world_of(conn: Connection) -> ProviderWorld:
     key = str(conn.engine.url)
     with _WORLDS_LOCK:
         return _WORLDS.setdefault(key, ProviderWorld())
+
+
+def forget_worlds() -> None:
+    """Drop every kept copy (the test suite does, between tests that empty the database:
+    SQLite then hands out the same trait and aggregate ids again)."""
+    with _WORLDS_LOCK:
+        _WORLDS.clear()
