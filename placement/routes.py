@@ -112,6 +112,9 @@ ROUTES: dict[str, dict[str, Callable]] = {
 READ_ONLY_POSTS = frozenset(
     {group_resources.translate, group_resources.find_candidates, devices.find_candidates}
 )
+# Views whose several reads must see one snapshot of the database. SQLite's transactions
+# always do; PostgreSQL's at READ COMMITTED see each statement's own.
+SNAPSHOT_VIEWS = frozenset({allocation_candidate.list_allocation_candidates})
 
 
 def register_routes(app: flask.Flask) -> None:
@@ -121,18 +124,20 @@ def register_routes(app: flask.Flask) -> None:
             app.add_url_rule(
                 path,
                 endpoint=f"{method} {path}",
-                view_func=_transactional(view, write=writes),
+                view_func=_transactional(view, write=writes, snapshot=view in SNAPSHOT_VIEWS),
                 methods=[method],
                 provide_automatic_options=False,
             )
 
 
-def _transactional(view, write: bool):
+def _transactional(view, write: bool, snapshot: bool = False):
     def endpoint(**kwargs):
         services = flask.current_app.extensions["placement"]
         with services.engine.connect() as conn:
             if write:
                 conn = conn.execution_options(**{WRITE_TRANSACTION_OPTION: True})
+            if snapshot and conn.dialect.name == "postgresql":
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin():
                 ctx = RequestContext(
                     conn=conn,

@@ -7,10 +7,10 @@ One step per module:
    everything a microversion does not accept.
 2. ``world``: this worker's copy of the providers (trees, inventories with
    usage, traits, aggregates), brought up to date on every request by
-   reading every provider's version and re-reading only the changed ones.
-   It is exact, not a cache that may lag: every write a search can see
-   changes a version (see its docstring). It also groups the trees by
-   *form* (shape, traits, aggregates, inventories with usage).
+   reading every provider's version and re-reading only the changed ones,
+   in one snapshot of the database. It is exact, not a cache that may lag:
+   every write a search can see changes a version (see its docstring). It
+   also keeps each tree's *form*: its shape as a number, and its free amounts.
 3. ``plan`` (with ``slots`` and ``filters``): the request -> a
    ``SearchPlan``. A *slot* is one thing placed on one provider: each class
    of the unsuffixed group, each granular group (all its classes together),
@@ -25,9 +25,10 @@ One step per module:
    have a common top). Identical granular groups ("twins") are placed as
    combinations and their reorderings listed afterwards, lazily, so that 8
    isolated GPU groups cost one combination per host, not 8! walks. Without
-   sharing providers, a tree's placements depend on its form only: each
-   form is searched on its first tree and its placements are moved onto the
-   others. Trees are taken round-robin (the first candidate of every tree,
+   sharing providers, a tree's placements depend only on its shape and on
+   its free amounts capped at what the request asks (``search.tree_key``):
+   each kind of tree is searched once and its placements are moved onto the
+   others of its kind. Trees are taken round-robin (the first candidate of every tree,
    then the second...) so that ``limit`` answers from as many trees as
    possible, and the walk stops as soon as ``limit`` (or
    ``max_allocation_candidates``) is reached: nothing is built that is not
@@ -36,6 +37,7 @@ One step per module:
    requests are written from one JSON template per way the slots share
    providers; provider summaries at 1.29+ are JSON kept per tree by the world.
 
-No SQL runs after the plan is built: the world answers everything. Its
-one read that grows with the database is the versions statement.
+No SQL runs after the plan is built: the world answers everything. What
+every request reads grows with the database in one statement only, the
+versions (the class names are few; details are read for changed providers).
 """

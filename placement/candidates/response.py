@@ -7,8 +7,8 @@ summaries show the requested classes before 1.27 and every inventory from
 1.27, traits from 1.17, and parent and root uuids from 1.29; from 1.29 they
 cover every provider of the trees in the answer, before only the providers
 the candidates use. A summary at 1.29 and later is the JSON the worker keeps
-with its copy of the provider (``ProviderWorld.summary``), written into the
-body as it is.
+with its copy of the tree (``ProviderWorld.tree_summaries``), written into
+the body as it is.
 """
 
 import re
@@ -35,13 +35,13 @@ def _summaries(plan: SearchPlan, candidates: list[Candidate], version):
     world = plan.world
     providers = world.providers
     if version >= (1, 29):  # every provider of the trees used, as kept
-        # (a candidate's providers are in its tree, but for the sharing ones)
-        roots = {candidate.root for candidate in candidates}
+        # A candidate's providers are in the tree it is anchored in, but sharing ones.
         if plan.sharing:
-            roots |= {
-                providers[p].root_id
-                for candidate in candidates for p in candidate.providers if p in plan.sharing
+            roots = {
+                providers[p].root_id for candidate in candidates for p in candidate.providers
             }
+        else:
+            roots = {candidate.root for candidate in candidates}
         return orjson.Fragment(
             b"{" + b",".join([world.tree_summaries(root) for root in sorted(roots)]) + b"}"
         )
@@ -60,26 +60,27 @@ def _summaries(plan: SearchPlan, candidates: list[Candidate], version):
 class _AllocationRequests:
     """Allocation requests as JSON text, from one template per way the candidates'
     slots share providers (which slots are on the same provider): the template is
-    the request with a ``%s`` wherever a provider's uuid goes. Candidates of one
-    shape (``Candidate.shape``) find theirs without working the pattern out."""
+    the request with a ``%s`` wherever a provider's uuid goes (class names and
+    suffixes have no ``@``: the placeholders ``@n@`` cannot clash). Candidates of one
+    ``Candidate.template_key`` find theirs without working the pattern out."""
 
     def __init__(self, plan: SearchPlan, version) -> None:
         self.plan = plan
         self.version = version
         self.providers = plan.world.providers
         self.templates: dict[tuple[int, ...], tuple[str, tuple[int, ...]]] = {}
-        self.by_shape: dict[tuple, tuple[str, tuple[int, ...]]] = {}
+        self.by_key: dict[tuple, tuple[str, tuple[int, ...]]] = {}
 
     def render(self, candidate: Candidate) -> str:
-        template = self.by_shape.get(candidate.shape) if candidate.shape else None
+        template = self.by_key.get(candidate.template_key) if candidate.template_key else None
         if template is None:
             distinct: dict[int, int] = {}
             pattern = tuple(distinct.setdefault(p, len(distinct)) for p in candidate.providers)
             template = self.templates.get(pattern)
             if template is None:
                 template = self.templates[pattern] = self._template(pattern)
-            if candidate.shape:
-                self.by_shape[candidate.shape] = template
+            if candidate.template_key:
+                self.by_key[candidate.template_key] = template
         text, slots = template
         providers, placed = self.providers, candidate.providers
         return text % tuple([providers[placed[slot]].uuid for slot in slots])

@@ -20,9 +20,10 @@ into the distinct reorderings of the twins' providers, lazily.
 ``collect`` takes candidates round-robin over the trees: the first of every
 tree, then the second of every tree, and so on, so that a ``limit`` answers
 from as many trees as possible, and stops as soon as it has enough. Without
-sharing providers it searches each tree form once (on its first tree) and
-moves that form's placements onto its other trees; with them, every tree is
-searched with the sharing providers that serve it.
+sharing providers it searches each kind of tree once (``tree_key``: shape and
+free amounts capped at the request) and moves the placements onto the other
+trees of that kind; with them, every tree is searched with the sharing
+providers that serve it.
 """
 
 from collections.abc import Iterator
@@ -35,9 +36,9 @@ from placement.candidates.world import TreeForm
 class Candidate(NamedTuple):
     root: int  # the tree the candidate is anchored in
     providers: tuple[int, ...]  # one provider per slot, in plan.slots order
-    # Candidates with equal shapes place their slots alike (the same placement of one
-    # tree form); None: not known to be alike any other.
-    shape: tuple | None = None
+    # Candidates with equal template keys place their slots alike (the same placement
+    # of one kind of tree); None: not known to be alike any other.
+    template_key: tuple | None = None
 
 
 def collect(plan: SearchPlan, roots: list[int], cap: int | None) -> list[Candidate]:
@@ -57,7 +58,7 @@ def _collect_by_form(plan: SearchPlan, roots: list[int], cap: int | None) -> lis
     demand_items = list(demand.items())
     found: list[Candidate] = []
     chains: dict[int, list[int]] = {}
-    answers: dict[object, _FormAnswer] = {}
+    answers: dict[object, _KindAnswer] = {}
     key_of_tree: dict[int, object] = {}
     live = roots
     rank = 0  # which placement of each tree this round takes
@@ -66,10 +67,13 @@ def _collect_by_form(plan: SearchPlan, roots: list[int], cap: int | None) -> lis
         for root in live:
             tree = world.trees[root]
             if rank == 0:
-                key = key_of_tree[root] = tree_key(world.form_of_tree[root], demand, demand_items)
+                key = tree_key(world.form_of_tree[root], demand, demand_items)
+                if key is None:
+                    continue
+                key_of_tree[root] = key
                 answer = answers.get(key)
                 if answer is None:
-                    answer = answers[key] = _FormAnswer(
+                    answer = answers[key] = _KindAnswer(
                         tree_candidates(plan, plan.tree_options(root), chains), tree
                     )
             else:
@@ -91,12 +95,17 @@ def tree_key(form: TreeForm, demand: dict[int, int], demand_items) -> object:
     """What a search without sharing providers sees of a tree, for a request asking at most
     ``demand`` of each class of one provider: the tree's shape and each inventory's free
     amount, capped at the demand of its class (room beyond it decides nothing; classes
-    not asked for, nothing at all). Just the shape when every inventory has room."""
+    not asked for, nothing at all). Just the shape when every inventory has room; None
+    when no provider of the tree has some class asked for (no placement at all)."""
     least_free = form.least_free
+    roomy = True
     for class_id, amount in demand_items:
-        if least_free.get(class_id, amount) < amount:
-            break
-    else:
+        free = least_free.get(class_id)
+        if free is None:
+            return None
+        if free < amount:
+            roomy = False
+    if roomy:
         return form.shape
     capped = []
     for class_id, free in form.frees:
@@ -148,9 +157,9 @@ def _collect_with_sharing(
     return found
 
 
-class _FormAnswer:
-    """The placements of one tree form, searched on the first tree of that form and kept
-    as positions in its tree, as far as any tree of the form has asked."""
+class _KindAnswer:
+    """The placements of one kind of tree (``tree_key``), searched on its first tree and
+    kept as positions in that tree, as far as any tree of the kind has asked."""
 
     def __init__(self, placements: Iterator[tuple[int, ...]], tree: list[int]) -> None:
         self._placements = placements

@@ -17,11 +17,11 @@ The copy is exact because every change a search can see changes a version:
 * a move changes the parent of the provider and the root of its whole
   subtree; a new provider is a new row, a deleted one a missing row;
 * a renamed resource class changes no provider: the class names are read
-  on every request too and every kept summary is dropped when they change.
+  on every request too and every kept summary is dropped when one changes.
 
-The versions are read before the details. A detail row newer than its
-version (a write committed in between) is kept under the older version and
-read again on the next request; never the reverse. So with any number of
+The versions, the details and the class names are read in one snapshot of
+the database (the request runs at REPEATABLE READ on PostgreSQL; a SQLite
+transaction is one snapshot), so they always agree. So with any number of
 workers on any number of hosts, each answer reflects the database as of its
 request, as if nothing were kept. (A backup of the same database restored
 underneath running workers is seen too: generations only grow, so what
@@ -39,6 +39,7 @@ hardware model are searched once however busy they are, as long as each has
 room for the request or lacks it in the same places.
 """
 
+import sys
 import threading
 from dataclasses import dataclass, field
 
@@ -122,31 +123,36 @@ class ProviderWorld:
     _tree_summaries: dict[int, bytes] = field(default_factory=dict)  # root id -> JSON
 
     def refresh(self, conn: Connection) -> None:
-        """Bring the copy up to date with what ``conn`` sees (hold ``lock``). Should
-        anything fail half-way, the copy is dropped: the next request reads it all."""
-        try:
-            self._refresh(conn)
-        except BaseException:
-            self._forget_everything()
-            raise
-
-    def _refresh(self, conn: Connection) -> None:
+        """Bring the copy up to date with what ``conn`` sees (hold ``lock``): read what
+        changed, then apply it. Should applying fail half-way, the copy is dropped and
+        the next request reads it all."""
+        # (The class names are read first: on SQLite that statement begins the
+        # transaction, before the versions are read through the driver's cursor.)
         class_names = data.class_names(conn)
-        if class_names != self.class_names:
-            self.class_names = class_names
-            self._tree_summaries.clear()
         versions = data.provider_versions(conn)
-        if versions == self._versions:
+        if versions == self._versions and class_names == self.class_names:
             return
-        if self.providers:
+        if not self.providers:
+            changed, removed = versions, set()
+            details = data.provider_details(conn, None)
+        elif versions != self._versions:
             before, now = set(self._versions), set(versions)
             changed = [version for version in versions if version not in before]
             changed_ids = {version[0] for version in changed}
             removed = {version[0] for version in before - now} - changed_ids
             details = data.provider_details(conn, changed_ids)
         else:
-            changed, removed = versions, set()
-            details = data.provider_details(conn, None)
+            changed, removed, details = [], set(), {}
+        try:
+            self._apply(class_names, versions, changed, removed, details)
+        except BaseException:
+            self._forget_everything()
+            raise
+
+    def _apply(self, class_names, versions, changed, removed, details) -> None:
+        if any(class_names.get(id_) != name for id_, name in self.class_names.items()):
+            self._tree_summaries.clear()  # a class renamed or deleted (new ones change none)
+        self.class_names = class_names
         touched_trees: set[int] = set()
         # Everything old out first, then the new in: a trait or aggregate may have
         # passed from one provider to another under a new id (or, on SQLite, an id
@@ -154,8 +160,7 @@ class ProviderWorld:
         for provider_id in removed.union(version[0] for version in changed):
             self._forget(provider_id, touched_trees)
         for version in changed:
-            if version[0] in details:  # (else deleted since: gone from the next versions)
-                self._add(version, details[version[0]], touched_trees)
+            self._add(version, details[version[0]], touched_trees)
         for root_id in touched_trees:
             self._tree_summaries.pop(root_id, None)
             tree = self.trees.get(root_id)
@@ -205,19 +210,9 @@ class ProviderWorld:
         if self.id_of_uuid.get(provider.uuid) == provider_id:
             del self.id_of_uuid[provider.uuid]
         for name, trait_id in provider.trait_ids_by_name:
-            holders = self.with_trait[trait_id]
-            holders.discard(provider_id)
-            if not holders:
-                del self.with_trait[trait_id]
-                if self.trait_id_of_name.get(name) == trait_id:
-                    del self.trait_id_of_name[name]
+            _leave(self.with_trait, self.trait_id_of_name, name, trait_id, provider_id)
         for uuid, aggregate_id in provider.aggregate_uuids:
-            members = self.in_aggregate[aggregate_id]
-            members.discard(provider_id)
-            if not members:
-                del self.in_aggregate[aggregate_id]
-                if self.aggregate_id_of_uuid.get(uuid) == aggregate_id:
-                    del self.aggregate_id_of_uuid[uuid]
+            _leave(self.in_aggregate, self.aggregate_id_of_uuid, uuid, aggregate_id, provider_id)
 
     def _add(self, version: tuple, details: data.ProviderDetails, touched_trees) -> None:
         provider_id, _, parent_id, root_id = version[:4]
@@ -235,7 +230,7 @@ class ProviderWorld:
             root_id=root_id,
             inventories=inventories,
             traits=frozenset(details.traits),
-            trait_names=tuple(sorted(details.traits.values())),
+            trait_names=tuple(sorted(sys.intern(name) for name in details.traits.values())),
             aggregates=frozenset(details.aggregates),
             trait_ids_by_name=tuple((name, id_) for id_, name in details.traits.items()),
             aggregate_uuids=tuple((uuid, id_) for id_, uuid in details.aggregates.items()),
@@ -280,6 +275,17 @@ class ProviderWorld:
         self._form_numbers = {}
         for root_id, tree in self.trees.items():
             self.form_of_tree[root_id] = self._form(tree)
+
+
+def _leave(members_of: dict, id_of_name: dict, name: str, id_: int, provider_id: int) -> None:
+    """Take a provider out of the members of a trait or aggregate; forget the trait or
+    aggregate (and its name, unless it now names another) when it has none left."""
+    members = members_of[id_]
+    members.discard(provider_id)
+    if not members:
+        del members_of[id_]
+        if id_of_name.get(name) == id_:
+            del id_of_name[name]
 
 
 _WORLDS: dict[str, ProviderWorld] = {}

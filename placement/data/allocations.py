@@ -145,8 +145,21 @@ def write_allocations(
 
 
 def delete_consumer_allocations(conn: Connection, consumer: consumer_data.Consumer) -> None:
-    lock_providers(conn, _providers_of_consumers(conn, [consumer.id]))
-    conn.execute(delete(allocations).where(allocations.c.consumer_id == consumer.id))
+    """Delete the consumer's allocations, bumping the generation of every provider they
+    were on; ConcurrentUpdate when they moved to others between the read and the locks."""
+    locked = _providers_of_consumers(conn, [consumer.id])
+    lock_providers(conn, locked)
+    deleted_from = set(
+        conn.scalars(
+            delete(allocations)
+            .where(allocations.c.consumer_id == consumer.id)
+            .returning(allocations.c.resource_provider_id)
+        )
+    )
+    if not deleted_from <= locked:
+        raise errors.ConcurrentUpdate(
+            f"The allocations of consumer {consumer.uuid} changed concurrently; retry."
+        )
     consumer_data.delete_if_empty(conn, [consumer.id])
 
 

@@ -30,15 +30,18 @@ from placement.db.tables import (
 
 rp = resource_providers
 
-# id, generation, parent, root; and, on SQLite, the uuid: SQLite hands the id of a
-# deleted last row to the next provider (PostgreSQL's sequences never reuse one), so
-# only the uuid tells a re-created provider from the one it replaces there.
+# id, generation, parent, root; and, on SQLite, the uuid and creation time: SQLite hands
+# the id of a deleted last row to the next provider (PostgreSQL's sequences never reuse
+# one), even to one re-created with the same uuid, so only they tell it from the one it
+# replaces there.
 _VERSION_COLUMNS = "id, generation, parent_provider_id, root_provider_id"
 
 
 def provider_versions(conn: Connection) -> list[tuple]:
-    """(id, generation, parent id, root id[, uuid on SQLite]) of every provider, by id."""
-    columns = _VERSION_COLUMNS + (", uuid" if conn.dialect.name == "sqlite" else "")
+    """(id, generation, parent id, root id[, uuid, created_at on SQLite]) of every
+    provider, by id."""
+    sqlite = conn.dialect.name == "sqlite"
+    columns = _VERSION_COLUMNS + (", uuid, created_at" if sqlite else "")
     statement = f"SELECT {columns} FROM resource_providers ORDER BY id"
     dbapi_connection = conn.connection.dbapi_connection
     if conn.dialect.name == "postgresql":

@@ -38,7 +38,8 @@ def _list_allocation_candidates(ctx: RequestContext) -> flask.Response:
             random.shuffle(candidates)
         if not candidates:
             return json_response(ctx, EMPTY)
-        return json_response(ctx, response.body(plan, candidates, ctx.version))
+        body = response.body(plan, candidates, ctx.version)  # (text only: no more reads)
+    return json_response(ctx, body)
 
 
 def _cap(ctx: RequestContext, limit: int | None) -> int | None:

@@ -229,6 +229,22 @@ def test_a_sharing_provider_alone_is_listed_once(tree):
     )
 
 
+def test_summaries_cover_the_trees_the_candidates_use_not_the_anchors(tree):
+    """From 1.29 the summaries show every provider of the trees a candidate uses: a
+    candidate served by a sharing provider alone uses no provider of its anchor tree."""
+    tree.add("CN", inventory={"VCPU": 8}, aggregates=["A"])  # the first tree: the anchor
+    tree.add("NUMA", parent="CN", inventory={"VCPU": 4})
+    tree.add("SS", inventory={"DISK_GB": 100}, traits=["MISC_SHARES_VIA_AGGREGATE"],
+             aggregates=["A"])
+
+    body = tree.get("resources=DISK_GB:10", version="1.29")
+
+    assert [sorted(r["allocations"]) for r in body["allocation_requests"]] == [
+        [tree.uuid["SS"]]
+    ]
+    assert set(body["provider_summaries"]) == {tree.uuid["SS"]}
+
+
 @pytest.fixture
 def gpu_hosts(tree) -> Providers:
     """Three hosts, each with 2 NUMA nodes of 2 GPUs."""

@@ -3,7 +3,10 @@
 import uuid
 
 import pytest
+from sqlalchemy import select
 
+from placement.data import allocations as allocation_data
+from placement.db.tables import resource_providers
 from tests.conftest import error_code
 
 
@@ -188,6 +191,31 @@ def test_delete(api, host):
     assert api.delete(f"/allocations/{consumer}").status_code == 204
     assert api.get(f"/resource_providers/{host}/usages").json["usages"]["VCPU"] == 0
     assert api.delete(f"/allocations/{consumer}").status_code == 404
+
+
+def test_delete_racing_a_move_is_409_and_deletes_nothing(api, host, engine, monkeypatch):
+    """A DELETE that read the consumer's providers before a concurrent PUT moved its
+    allocations elsewhere must not delete them from a provider whose generation it did
+    not bump (the providers' versions are how every worker's copy sees usage change)."""
+    other = api.create_provider("other")["uuid"]
+    api.set_inventory(other, VCPU={"total": 8})
+    consumer = str(uuid.uuid4())
+    assert claim(api, consumer, {other: {"VCPU": 3}}).status_code == 204
+    stale = {_provider_id(engine, host)}  # as if read before a PUT moved them to other
+    monkeypatch.setattr(allocation_data, "_providers_of_consumers", lambda conn, ids: stale)
+
+    response = api.delete(f"/allocations/{consumer}")
+
+    assert response.status_code == 409
+    assert error_code(response) == "placement.concurrent_update"
+    assert api.get(f"/resource_providers/{other}/usages").json["usages"]["VCPU"] == 3
+
+
+def _provider_id(engine, uuid_) -> int:
+    with engine.connect() as conn:
+        return conn.scalar(
+            select(resource_providers.c.id).where(resource_providers.c.uuid == uuid_)
+        )
 
 
 def test_provider_with_allocations_cannot_be_deleted(api, host):

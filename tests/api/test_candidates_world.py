@@ -579,6 +579,20 @@ def test_provider_replaced_by_one_alike(check, tree, api):
     assert set(body["provider_summaries"]) == {tree.uuid["NEW"]}
 
 
+def test_provider_recreated_with_its_uuid(check, tree, api):
+    """A provider deleted and created again with the same uuid, brought to the same
+    generation (on SQLite it gets the same id back): its new inventory is seen."""
+    tree.add("CN1", inventory={"VCPU": 4})
+    uuid = tree.add("CN2", inventory={"VCPU": 8})
+    assert check.candidates("resources=VCPU:10") == set()
+
+    assert api.delete(f"/resource_providers/{uuid}").status_code == 204
+    assert api.create_provider("CN2", uuid=uuid)["uuid"] == uuid
+    api.set_inventory(uuid, VCPU=16)
+
+    assert check.candidates("resources=VCPU:10") == {alloc(("CN2", "VCPU", 10))}
+
+
 @pytest.fixture
 def numa_hosts(tree) -> Providers:
     """H1 with NUMA nodes N10 (GPU G10) and N11 (GPU G11); H2 with N20 (GPU G20)."""

@@ -11,11 +11,7 @@ Which worker answered each request is read from gunicorn's access log, to be
 sure that several workers took part.
 """
 
-import os
 import random
-import socket
-import subprocess
-import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -24,8 +20,7 @@ from dataclasses import dataclass
 import pytest
 import requests
 
-from placement.db import migrate
-from placement.db.engine import make_engine
+from tests.functional.gunicorn import running_gunicorn
 
 WORKERS = 4
 TREES = 20
@@ -36,51 +31,16 @@ TRAIT = "CUSTOM_WORLD_FAST"
 QUERY = f"resources=DISK_GB:10&resources_C=VCPU:2&required_C={TRAIT}"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(params=["postgresql", "sqlite"])
 def service(request, empty_database_url, tmp_path):
     """The service under gunicorn; yields its base URL and its access log's path."""
-    url = empty_database_url(request.param)
-    engine = make_engine(url)
-    migrate.upgrade(engine)
-    engine.dispose()
-    port = _free_port()
-    env = dict(os.environ, PLACEMENT_DATABASE_URL=url)
     access_log = tmp_path / "access.log"
-    log = open(tmp_path / "gunicorn.log", "w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--workers", str(WORKERS),
-         "--bind", f"127.0.0.1:{port}",
-         "--access-logfile", str(access_log),
-         "--access-logformat", "%(p)s %({x-probe}i)s %(s)s",
-         "placement.wsgi:application"],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_up(base, process, tmp_path / "gunicorn.log")
+    logging = ("--access-logfile", str(access_log),
+               "--access-logformat", "%(p)s %({x-probe}i)s %(s)s")
+    with running_gunicorn(
+        empty_database_url(request.param), tmp_path, WORKERS, logging
+    ) as base:
         yield base, access_log
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
-
-
-def _wait_until_up(base, process, log_path) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            requests.get(base + "/", timeout=2)
-            return
-        except requests.RequestException:
-            if time.monotonic() > deadline or process.poll() is not None:
-                pytest.fail(f"gunicorn did not start: {log_path.read_text()}")
-            time.sleep(0.2)
 
 
 @dataclass

@@ -6,65 +6,23 @@ claim left nothing behind (not even its consumer), and consumer generations
 move by one per successful write.
 """
 
-import os
-import socket
-import subprocess
-import sys
 import threading
-import time
 import uuid
 
 import pytest
 import requests
 
-from placement.db import migrate
-from placement.db.engine import make_engine
+from tests.functional.gunicorn import running_gunicorn
 
 CLAIMERS = 24
 CAPACITY = 10
 HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(params=["postgresql", "sqlite"])
 def service(request, empty_database_url, tmp_path):
-    url = empty_database_url(request.param)
-    engine = make_engine(url)
-    migrate.upgrade(engine)
-    engine.dispose()
-    port = _free_port()
-    env = dict(os.environ, PLACEMENT_DATABASE_URL=url)
-    log = open(tmp_path / "gunicorn.log", "w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--workers", "4", "--bind", f"127.0.0.1:{port}",
-         "placement.wsgi:application"],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_up(base, process, tmp_path / "gunicorn.log")
+    with running_gunicorn(empty_database_url(request.param), tmp_path, workers=4) as base:
         yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
-
-
-def _wait_until_up(base, process, log_path) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            requests.get(base + "/", timeout=2)
-            return
-        except requests.RequestException:
-            if time.monotonic() > deadline or process.poll() is not None:
-                pytest.fail(f"gunicorn did not start: {log_path.read_text()}")
-            time.sleep(0.2)
 
 
 def _race(functions):
