@@ -55,7 +55,7 @@ def _collect_by_form(plan: SearchPlan, roots: list[int], cap: int | None) -> lis
     placements, kept as positions in that tree, are moved onto the others of its kind."""
     world = plan.world
     demand = plan.demand
-    demand_items = list(demand.items())
+    demand_items = tuple(sorted(demand.items()))
     found: list[Candidate] = []
     chains: dict[int, list[int]] = {}
     answers: dict[object, _KindAnswer] = {}
@@ -67,7 +67,12 @@ def _collect_by_form(plan: SearchPlan, roots: list[int], cap: int | None) -> lis
         for root in live:
             tree = world.trees[root]
             if rank == 0:
-                key = tree_key(world.form_of_tree[root], demand, demand_items)
+                form = world.form_of_tree[root]
+                key = form.keys.get(demand_items, _UNKNOWN)
+                if key is _UNKNOWN:
+                    if len(form.keys) >= KEYS_KEPT_PER_FORM:
+                        form.keys.clear()
+                    key = form.keys[demand_items] = tree_key(form, demand, demand_items)
                 if key is None:
                     continue
                 key_of_tree[root] = key
@@ -89,6 +94,10 @@ def _collect_by_form(plan: SearchPlan, roots: list[int], cap: int | None) -> lis
         live = still_live
         rank += 1
     return found
+
+
+_UNKNOWN = object()
+KEYS_KEPT_PER_FORM = 16  # distinct demands (flavors, say) whose keys each form keeps
 
 
 def tree_key(form: TreeForm, demand: dict[int, int], demand_items) -> object:

@@ -89,6 +89,9 @@ class TreeForm:
     shape: int
     least_free: dict[int, int]  # class id -> the least free of any provider of the tree
     frees: tuple[tuple[int, int], ...]  # (class id, free) of each inventory, in position order
+    # The search's keys for this form, by request demand (``search.tree_key``): a form
+    # never changes (a changed tree gets a new one), so neither do they.
+    keys: dict[tuple, object] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -124,8 +124,12 @@ def _forms(world: ProviderWorld) -> dict:
     it (the numbers themselves differ between two worlds)."""
 
     def parts(form) -> list[tuple[str, object]]:
+        # (``keys`` is what the search worked out of the form, per request: not state)
         if dataclasses.is_dataclass(form):
-            return [(f.name, getattr(form, f.name)) for f in dataclasses.fields(form)]
+            return [
+                (f.name, getattr(form, f.name)) for f in dataclasses.fields(form)
+                if f.name != "keys"
+            ]
         return [("form", form)]
 
     sharing: dict[tuple, set[int]] = defaultdict(set)
