@@ -18,22 +18,22 @@ One step per module:
    provider alone (capacity minus usage, units, traits, aggregates,
    in_tree); root_required is checked on the roots; sharing providers are
    matched once, with the trees each serves.
-4. ``search``: per tree, a depth-first walk over the slots that drops a
+4. ``walk``: per tree, a depth-first walk over the slots that drops a
    partial placement as soon as it cannot become valid (room on a provider
    exceeded by the sum of what is placed there, isolate broken, the
    unsuffixed group's traits missing, a same_subtree set that can no longer
    have a common top). Identical granular groups ("twins") are placed as
    combinations and their reorderings listed afterwards, lazily, so that 8
-   isolated GPU groups cost one combination per host, not 8! walks. Without
-   sharing providers, a tree's placements depend only on its shape and on
-   its free amounts capped at what the request asks (``search.tree_key``):
-   each kind of tree is searched once and its placements are moved onto the
-   others of its kind. Trees are taken round-robin (the first candidate of every tree,
-   then the second...) so that ``limit`` answers from as many trees as
-   possible, and the walk stops as soon as ``limit`` (or
-   ``max_allocation_candidates``) is reached: nothing is built that is not
-   returned.
-5. ``response``: the body of the requested microversion. Allocation
+   isolated GPU groups cost one combination per host, not 8! walks.
+5. ``search``: over the trees. Without sharing providers, a tree's
+   placements depend only on its shape and on its free amounts capped at
+   what the request asks (``search.tree_key``): each kind of tree is walked
+   once and its placements are moved onto the others of its kind. Trees are
+   taken round-robin (the first candidate of every tree, then the
+   second...) so that ``limit`` answers from as many trees as possible, and
+   the search stops as soon as ``limit`` (or ``max_allocation_candidates``)
+   is reached: nothing is built that is not returned.
+6. ``response``: the body of the requested microversion. Allocation
    requests are written from one JSON template per way the slots share
    providers; provider summaries at 1.29+ are JSON kept per tree by the world.
 
