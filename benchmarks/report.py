@@ -9,7 +9,9 @@ knowing what produced it.
 import json
 import os
 import platform
+import shlex
 import subprocess
+import sys
 from dataclasses import dataclass
 
 from benchmarks.client import Timing
@@ -93,10 +95,18 @@ def environment() -> dict:
         "python": platform.python_version(),
         "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
         # Taken before the service starts: anything above ~0 means another process was busy.
-        "load average before the run (1, 5 min)": ", ".join(
-            f"{x:.2f}" for x in os.getloadavg()[:2]
-        ),
+        "load average before the run (1, 5 min)": load_average(),
     }
+
+
+def load_average() -> str:
+    """The 1- and 5-minute load averages, as printed in the configuration."""
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg()[:2])
+
+
+def command_line(module: str, argv: list[str] | None) -> str:
+    """How the runner ``module`` was invoked, for the configuration."""
+    return f"python -m {module} " + shlex.join(sys.argv[1:] if argv is None else argv)
 
 
 def dump_json(path: str, config: dict, rows: list[Row]) -> None:

@@ -57,7 +57,6 @@ loop stopped by its time limit).
 import argparse
 import math
 import os
-import shlex
 import sys
 import time
 import uuid
@@ -436,9 +435,7 @@ def parse_args(argv):
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    command = "python -m benchmarks.run_candidates " + shlex.join(
-        sys.argv[1:] if argv is None else argv
-    )
+    command = report.command_line("benchmarks.run_candidates", argv)
     machine = report.environment()  # before the service adds its own load
     if args.url is None:
         # gunicorn inherits the environment: the service caps candidates as the checks expect.

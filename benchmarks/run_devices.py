@@ -54,10 +54,8 @@ import functools
 import io
 import itertools
 import json
-import os
 import pstats
 import random
-import shlex
 import sys
 import threading
 import time
@@ -556,9 +554,7 @@ def parse_args(argv):
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    command = "python -m benchmarks.run_devices " + shlex.join(
-        sys.argv[1:] if argv is None else argv
-    )
+    command = report.command_line("benchmarks.run_devices", argv)
     machine = report.environment()  # before the service adds its own load
     with running_service(args.workers, args.database_url, args.url, args.log_dir) as service:
         print(f"service at {service.base_url}", file=sys.stderr, flush=True)
@@ -569,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
             service.base_url, args.nodes, args.load_threads, progress=True
         )
         print(f"loaded in {loaded.seconds:.1f} s", file=sys.stderr, flush=True)
-        after_load = ", ".join(f"{x:.2f}" for x in os.getloadavg()[:2])
+        after_load = report.load_average()
         if args.profile:
             profile(service, loaded, args)
             return 0

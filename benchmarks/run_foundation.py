@@ -27,7 +27,6 @@ claim, a failed check), so a regression cannot hide in a table.
 
 import argparse
 import random
-import shlex
 import sys
 import time
 import uuid
@@ -185,9 +184,7 @@ def parse_args(argv):
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    command = "python -m benchmarks.run_foundation " + shlex.join(
-        sys.argv[1:] if argv is None else argv
-    )
+    command = report.command_line("benchmarks.run_foundation", argv)
     machine = report.environment()  # before the service adds its own load
     with running_service(args.workers, args.database_url, args.url, args.log_dir) as service:
         print(f"service at {service.base_url}; loading {args.providers} providers...",

@@ -37,8 +37,6 @@ Exits 1 when anything was unexpected (non-200, error, timeout, failed check).
 """
 
 import argparse
-import os
-import shlex
 import sys
 import threading
 import time
@@ -465,9 +463,7 @@ def parse_args(argv):
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    command = "python -m benchmarks.run_group_resources " + shlex.join(
-        sys.argv[1:] if argv is None else argv
-    )
+    command = report.command_line("benchmarks.run_group_resources", argv)
     machine = report.environment()  # before the service adds its own load
     with running_service(args.workers, args.database_url, args.url, args.log_dir) as service:
         print(f"service at {service.base_url}", file=sys.stderr, flush=True)
@@ -477,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
             service.base_url, args.nodes, args.load_threads, progress=True
         )
         print(f"loaded in {loaded.seconds:.1f} s", file=sys.stderr, flush=True)
-        after_load = ", ".join(f"{x:.2f}" for x in os.getloadavg()[:2])
+        after_load = report.load_average()
         fresh = args.url is None and args.database_url is None
         ctx = Context(service.base_url, args, loaded, fresh)
         rows = run(ctx)
