@@ -52,7 +52,7 @@ def _summaries(plan: SearchPlan, candidates: list[Candidate], version):
         provider = providers[provider_id]
         shown: dict = {"resources": world.resources(provider, class_ids)}
         if version >= (1, 17):
-            shown["traits"] = list(provider.trait_names)
+            shown["traits"] = provider.trait_names()
         summaries[provider.uuid] = shown
     return summaries
 

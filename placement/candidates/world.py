@@ -102,10 +102,12 @@ class Provider:
     root_id: int
     inventories: dict[int, Inventory]
     traits: frozenset[int]
-    trait_names: tuple[str, ...]  # sorted
     aggregates: frozenset[int]
-    trait_ids_by_name: tuple[tuple[str, int], ...]  # (name, id) of its traits
+    trait_ids_by_name: tuple[tuple[str, int], ...]  # (name, id) of its traits, by name
     aggregate_uuids: tuple[tuple[str, int], ...]  # (uuid, id) of its aggregates
+
+    def trait_names(self) -> list[str]:
+        return [name for name, _ in self.trait_ids_by_name]
 
 
 @dataclass
@@ -189,7 +191,7 @@ class ProviderWorld:
                 parent = self.providers[provider.parent_id] if provider.parent_id else None
                 entries.append(orjson.dumps(provider.uuid) + b":" + orjson.dumps({
                     "resources": self.resources(provider, None),
-                    "traits": provider.trait_names,
+                    "traits": provider.trait_names(),
                     "parent_provider_uuid": parent.uuid if parent else None,
                     "root_provider_uuid": root_uuid,
                 }))
@@ -233,9 +235,10 @@ class ProviderWorld:
             root_id=root_id,
             inventories=inventories,
             traits=frozenset(details.traits),
-            trait_names=tuple(sorted(sys.intern(name) for name in details.traits.values())),
             aggregates=frozenset(details.aggregates),
-            trait_ids_by_name=tuple((name, id_) for id_, name in details.traits.items()),
+            trait_ids_by_name=tuple(
+                sorted((sys.intern(name), id_) for id_, name in details.traits.items())
+            ),
             aggregate_uuids=tuple((uuid, id_) for id_, uuid in details.aggregates.items()),
         )
         self.trees.setdefault(root_id, []).append(provider_id)

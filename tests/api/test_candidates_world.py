@@ -111,10 +111,12 @@ def _non_empty(index: dict[int, set[int]]) -> dict[int, set[int]]:
 
 
 def _comparable(provider) -> dict:
-    """A provider's fields, tuples of pairs (in database row order) as sets."""
+    """A provider's fields, tuples of pairs in database row order as sets (its traits are
+    sorted by name: kept in order)."""
     fields = {f.name: getattr(provider, f.name) for f in dataclasses.fields(provider)}
+    ordered = "trait_ids_by_name"
     return {
-        name: frozenset(value) if isinstance(value, tuple) and name != "trait_names" else value
+        name: frozenset(value) if isinstance(value, tuple) and name != ordered else value
         for name, value in fields.items()
     }
 
