@@ -7,10 +7,12 @@ One step per module:
    everything a microversion does not accept.
 2. ``world``: this worker's copy of the providers (trees, inventories with
    usage, traits, aggregates), brought up to date on every request by
-   reading every provider's version and re-reading only the changed ones,
-   in one snapshot of the database. It is exact, not a cache that may lag:
-   every write a search can see changes a version (see its docstring). It
-   also keeps each tree's *form*: its shape as a number, and its free amounts.
+   reading the providers logged as changed since its last request (a log
+   written by triggers in the writers' transactions) and re-reading those
+   whose version changed, in one snapshot of the database. It is exact, not
+   a cache that may lag: every write a search can see changes a version (see
+   its docstring). It also keeps each tree's *form*: its shape as a number,
+   and its free amounts.
 3. ``plan`` (with ``slots`` and ``filters``): the request -> a
    ``SearchPlan``. A *slot* is one thing placed on one provider: each class
    of the unsuffixed group, each granular group (all its classes together),
@@ -38,6 +40,7 @@ One step per module:
    providers; provider summaries at 1.29+ are JSON kept per tree by the world.
 
 No SQL runs after the plan is built: the world answers everything. What
-every request reads grows with the database in one statement only, the
-versions (the class names are few; details are read for changed providers).
+a request reads grows with the writes since the last one, not with the
+database (the class names are few; the log names the changed providers;
+details are read for those whose version changed).
 """

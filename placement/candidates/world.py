@@ -4,9 +4,13 @@ A candidate search looks at every provider's place in its tree, inventories
 and usage, traits and aggregates. Reading all of that for every request is
 most of what a large answer costs, and it hardly changes between two
 requests. So each worker keeps a ``ProviderWorld`` and, on every request,
-reads the providers' **versions** (``placement.data.provider_world``: id,
-generation, parent, root) and reads again the details of the providers
-whose version changed, and only those.
+reads the **versions** (``placement.data.provider_world``: id, generation,
+parent, root) of the providers logged as changed since its last request, and
+reads again the details of those whose version changed, and only those. (The
+log, ``provider_changes``, is written by triggers on every insert, update and
+delete of a provider row, in the writer's transaction; migration 0003 says
+how a reader keeps its place in it. Its first request, and one that finds
+the log pruned past its place, reads every provider's version instead.)
 
 The copy is exact because every change a search can see changes a version:
 
@@ -19,15 +23,14 @@ The copy is exact because every change a search can see changes a version:
 * a renamed resource class changes no provider: the class names are read
   on every request too and every kept summary is dropped when one changes.
 
-The versions, the details and the class names are read in one snapshot of
+The log, the versions, the details and the class names are read in one snapshot of
 the database (the request runs at REPEATABLE READ on PostgreSQL; a SQLite
 transaction is one snapshot), so they always agree. So with any number of
 workers on any number of hosts, each answer reflects the database as of its
-request, as if nothing were kept. (A backup of the same database restored
-underneath running workers is seen too: generations only grow, so what
-changed since the backup shows as changed. What it cannot see is another
-database put in place of the first under the same URL, where ids restart and
-may meet the same generations: restart the service after such a swap.)
+request, as if nothing were kept. (What it cannot see is a database put in
+place of the one it follows under the same URL: another one, or a backup of
+the same one restored, whose log and ids start over from older positions.
+Restart the service after such a swap.)
 
 The world also keeps each tree's **form** (``TreeForm``): its shape
 (parents, traits, aggregates, inventories without amounts) as a number, and
@@ -123,7 +126,8 @@ class ProviderWorld:
     form_of_tree: dict[int, TreeForm] = field(default_factory=dict)  # by root id
     class_names: dict[int, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    _versions: list[tuple] = field(default_factory=list)
+    _versions: dict[int, tuple] = field(default_factory=dict)  # by provider id
+    _log_position: int | None = None  # where the copy stands in the change log
     _form_numbers: dict[tuple, int] = field(default_factory=dict)
     _tree_summaries: dict[int, bytes] = field(default_factory=dict)  # root id -> JSON
 
@@ -132,29 +136,39 @@ class ProviderWorld:
         changed, then apply it. Should applying fail half-way, the copy is dropped and
         the next request reads it all."""
         # (The class names are read first: on SQLite that statement begins the
-        # transaction, before the versions are read through the driver's cursor.)
+        # transaction, before the log is read through the driver's cursor.)
         class_names = data.class_names(conn)
-        versions = data.provider_versions(conn)
-        if versions == self._versions and class_names == self.class_names:
-            return
-        if not self.providers:
-            changed, removed = versions, set()
-            details = data.provider_details(conn, None)
-        elif versions != self._versions:
-            before, now = set(self._versions), set(versions)
-            changed = [version for version in versions if version not in before]
-            changed_ids = {version[0] for version in changed}
-            removed = {version[0] for version in before - now} - changed_ids
-            details = data.provider_details(conn, changed_ids)
+        log = data.change_log_position(conn)
+        if (self._log_position is None or log.pruned_below is None
+                or self._log_position < log.pruned_below):
+            seen: dict[int, tuple | None] = dict.fromkeys(self._versions)
+            seen.update((version[0], version) for version in data.provider_versions(conn))
         else:
-            changed, removed, details = [], set(), {}
+            seen = data.changed_provider_versions(conn, self._log_position)
+        changed = [
+            version for provider_id, version in seen.items()
+            if version is not None and self._versions.get(provider_id) != version
+        ]
+        removed = {
+            provider_id for provider_id, version in seen.items()
+            if version is None and provider_id in self._versions
+        }
+        if changed or removed:
+            changed_ids = None if not self._versions else {version[0] for version in changed}
+            details = data.provider_details(conn, changed_ids)
+        elif class_names == self.class_names:
+            self._log_position = log.position
+            return
+        else:
+            details = {}
         try:
-            self._apply(class_names, versions, changed, removed, details)
+            self._apply(class_names, changed, removed, details)
         except BaseException:
             self._forget_everything()
             raise
+        self._log_position = log.position
 
-    def _apply(self, class_names, versions, changed, removed, details) -> None:
+    def _apply(self, class_names, changed, removed, details) -> None:
         if any(class_names.get(id_) != name for id_, name in self.class_names.items()):
             self._tree_summaries.clear()  # a class renamed or deleted (new ones change none)
         self.class_names = class_names
@@ -175,7 +189,10 @@ class ProviderWorld:
             else:
                 self.trees.pop(root_id, None)
                 self.form_of_tree.pop(root_id, None)
-        self._versions = versions
+        for provider_id in removed:
+            del self._versions[provider_id]
+        for version in changed:
+            self._versions[version[0]] = version
         if len(self._form_numbers) > 4 * len(self.trees) + 1024:
             self._renumber_forms()
 

@@ -1,14 +1,18 @@
 """The reads behind each worker's copy of the providers (``placement.candidates.world``).
 
-``provider_versions`` is read on every GET /allocation_candidates: one narrow
-row per provider, whose change says that something a candidate search looks
-at changed (see ``placement.candidates.world``). It is the one statement of
-the service read through the driver's own cursor (binary rows on
-PostgreSQL), because building ORM rows would cost three times the query on
-tens of thousands of providers. ``provider_details`` reads everything else
-of the providers whose version changed; ``class_names`` the names of the
-resource classes, which a rename (1.2 to 1.6) changes without touching a
-provider.
+A provider's *version* (``provider_versions``: id, generation, parent, root)
+changes whenever something a candidate search looks at changes (see
+``placement.candidates.world``). A copy reads every version once; after that
+it reads, on each request, only the versions of the providers logged as
+changed since its last read (``change_log_position``,
+``changed_provider_versions``: the ``provider_changes`` log, written by
+triggers in the writers' own transactions, migration 0003), or every version
+again when the log was pruned past where it stood. Both are read through the
+driver's own cursor (binary rows on PostgreSQL): building ORM rows would cost
+three times the query on tens of thousands of providers.
+``provider_details`` reads everything else of the providers whose version
+changed; ``class_names`` the names of the resource classes, which a rename
+(1.2 to 1.6) changes without touching a provider.
 """
 
 from collections.abc import Iterable
@@ -34,15 +38,68 @@ rp = resource_providers
 # the id of a deleted last row to the next provider (PostgreSQL's sequences never reuse
 # one), even to one re-created with the same uuid, so only they tell it from the one it
 # replaces there.
-_VERSION_COLUMNS = "id, generation, parent_provider_id, root_provider_id"
+_VERSION_COLUMNS = ("generation", "parent_provider_id", "root_provider_id")
+_SQLITE_VERSION_COLUMNS = ("uuid", "created_at")
+
+# Where a reader stands in the change log (migration 0003): on PostgreSQL the oldest
+# transaction still running as its snapshot was taken (entries of that one and later
+# ones may become visible yet); on SQLite, whose writers commit in id order, the id
+# after the last one written.
+_POSITION = {
+    "postgresql": "pg_snapshot_xmin(pg_current_snapshot())::text::bigint",
+    "sqlite": "COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'provider_changes'), 0) + 1",
+}
+_POSITION_COLUMN = {"postgresql": "transaction_id", "sqlite": "id"}
 
 
 def provider_versions(conn: Connection) -> list[tuple]:
     """(id, generation, parent id, root id[, uuid, created_at on SQLite]) of every
     provider, by id."""
-    sqlite = conn.dialect.name == "sqlite"
-    columns = _VERSION_COLUMNS + (", uuid, created_at" if sqlite else "")
-    statement = f"SELECT {columns} FROM resource_providers ORDER BY id"
+    columns = ", ".join(_version_columns(conn))
+    return _fetch(conn, f"SELECT id, {columns} FROM resource_providers ORDER BY id")
+
+
+@dataclass(frozen=True)
+class LogPosition:
+    """Where this snapshot stands in the change log, and below which position its
+    entries may have been pruned (None: unknown, the log cannot be trusted)."""
+
+    position: int
+    pruned_below: int | None
+
+
+def change_log_position(conn: Connection) -> LogPosition:
+    dialect = conn.dialect.name
+    rows = _fetch(conn, f"SELECT {_POSITION[dialect]}, below FROM provider_changes_pruned")
+    if len(rows) != 1:
+        position = _fetch(conn, f"SELECT {_POSITION[dialect]}")[0][0]
+        return LogPosition(position, None)
+    return LogPosition(*rows[0])
+
+
+def changed_provider_versions(conn: Connection, since: int) -> dict[int, tuple | None]:
+    """The versions (as ``provider_versions`` gives them) of the providers logged as
+    changed from position ``since`` on, by id; None for those that no longer exist."""
+    dialect = conn.dialect.name
+    columns = ", ".join(f"rp.{column}" for column in _version_columns(conn))
+    rows = _fetch(
+        conn,
+        f"SELECT c.provider_id, {columns}"
+        " FROM (SELECT DISTINCT provider_id FROM provider_changes"
+        f" WHERE {_POSITION_COLUMN[dialect]} >= {int(since)}) AS c"
+        " LEFT JOIN resource_providers rp ON rp.id = c.provider_id",
+    )
+    return {row[0]: (row if row[1] is not None else None) for row in rows}
+
+
+def _version_columns(conn: Connection) -> tuple[str, ...]:
+    if conn.dialect.name == "sqlite":
+        return _VERSION_COLUMNS + _SQLITE_VERSION_COLUMNS
+    return _VERSION_COLUMNS
+
+
+def _fetch(conn: Connection, statement: str) -> list[tuple]:
+    """Rows as the driver gives them (binary on PostgreSQL), without building rows."""
     dbapi_connection = conn.connection.dbapi_connection
     if conn.dialect.name == "postgresql":
         cursor = dbapi_connection.cursor(binary=True)  # type: ignore[union-attr]

@@ -202,3 +202,24 @@ device_topologies = Table(
     Column("document", Text, nullable=False),
     *_timestamps(),
 )
+
+# The providers whose row changed, appended by triggers in the writer's transaction
+# (migration 0003): what each worker's copy of the providers reads on a request
+# (placement.data.provider_world). ``transaction_id`` is the writing transaction's id
+# on PostgreSQL; SQLite needs none (its writers commit in id order).
+provider_changes = Table(
+    "provider_changes",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("provider_id", IdType, nullable=False),
+    Column("transaction_id", BigInteger, nullable=True),
+    Index(None, "transaction_id"),
+    sqlite_autoincrement=True,
+)
+
+# One row: the log's entries at positions below ``below`` may have been pruned.
+provider_changes_pruned = Table(
+    "provider_changes_pruned",
+    metadata,
+    Column("below", BigInteger, nullable=False),
+)

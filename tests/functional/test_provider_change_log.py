@@ -1,0 +1,272 @@
+"""The provider change log (migration 0003) and how each worker's copy reads it.
+
+Triggers log every insert, update and delete of a provider row in the
+writer's own transaction; a warm copy of the providers
+(``placement.candidates.world``) reads only the providers logged since its
+last read, and every provider's version again when the log was pruned past
+where it stood. These tests pin the log's contract: what is logged, that a
+transaction committing after a later one is not missed (PostgreSQL), that the
+log prunes itself and says so, and that a copy behind the pruning reads all.
+"""
+
+import importlib.util
+import pathlib
+import uuid as uuid_lib
+from datetime import datetime
+
+import pytest
+from sqlalchemy import text
+
+from placement.candidates.world import ProviderWorld
+from placement.data import names, provider_world
+from placement.db import migrate
+from placement.db.engine import make_engine
+
+MIGRATION = pathlib.Path(migrate.MIGRATIONS_DIR) / "versions" / "0003_provider_changes.py"
+
+
+def _migration():
+    spec = importlib.util.spec_from_file_location("provider_changes_migration", MIGRATION)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def refresh(world: ProviderWorld, engine) -> None:
+    """One request's refresh: one transaction, REPEATABLE READ on PostgreSQL."""
+    with engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        with conn.begin():
+            world.refresh(conn)
+
+
+def add_provider(conn, name: str, vcpu: int) -> int:
+    """A root provider with VCPU, as the data layer writes one (the class names first)."""
+    names.sync_standard_names(conn)
+    provider_id = conn.execute(text(
+        "INSERT INTO resource_providers (uuid, name, generation, created_at)"
+        " VALUES (:uuid, :name, 0, :now) RETURNING id"
+    ), {"uuid": str(uuid_lib.uuid4()), "name": name, "now": datetime.now()}).scalar_one()
+    conn.execute(text("UPDATE resource_providers SET root_provider_id = id WHERE id = :id"),
+                 {"id": provider_id})
+    conn.execute(text(
+        "INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved,"
+        " min_unit, max_unit, step_size, allocation_ratio, created_at)"
+        " SELECT :id, id, :total, 0, 1, :total, 1, 1.0, :now FROM resource_classes"
+        " WHERE name = 'VCPU'"
+    ), {"id": provider_id, "total": vcpu, "now": datetime.now()})
+    return provider_id
+
+
+def set_vcpu(conn, provider_id: int, total: int) -> None:
+    """An inventory write as the data layer makes it: the row, then the generation."""
+    conn.execute(text(
+        "UPDATE inventories SET total = :total, max_unit = :total"
+        " WHERE resource_provider_id = :id"
+    ), {"id": provider_id, "total": total})
+    conn.execute(text(
+        "UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"
+    ), {"id": provider_id})
+
+
+def vcpu_total(world: ProviderWorld, provider_id: int) -> int:
+    return next(iter(world.providers[provider_id].inventories.values())).capacity
+
+
+def logged(conn) -> list[tuple]:
+    return [tuple(row) for row in conn.execute(text(
+        "SELECT provider_id, transaction_id FROM provider_changes ORDER BY id"
+    ))]
+
+
+class Reads:
+    """Counts the full versions reads and records whose details are read."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.full_reads = 0
+        self.details: list[set[int] | None] = []
+        versions, details = provider_world.provider_versions, provider_world.provider_details
+
+        def counted_versions(conn):
+            self.full_reads += 1
+            return versions(conn)
+
+        def recorded_details(conn, provider_ids):
+            self.details.append(None if provider_ids is None else set(provider_ids))
+            return details(conn, provider_ids)
+
+        monkeypatch.setattr(provider_world, "provider_versions", counted_versions)
+        monkeypatch.setattr(provider_world, "provider_details", recorded_details)
+
+
+def test_every_insert_update_and_delete_of_a_provider_is_logged(engine):
+    with engine.begin() as conn:
+        before = len(logged(conn))
+        provider_id = add_provider(conn, "logged", 4)  # an insert, then the root's update
+        set_vcpu(conn, provider_id, 8)
+        conn.execute(text("DELETE FROM inventories WHERE resource_provider_id = :id"),
+                     {"id": provider_id})
+        conn.execute(text("DELETE FROM resource_providers WHERE id = :id"),
+                     {"id": provider_id})
+        entries = logged(conn)[before:]
+        if engine.dialect.name == "postgresql":
+            this_transaction = conn.execute(
+                text("SELECT pg_current_xact_id()::text::bigint")
+            ).scalar_one()
+        else:
+            this_transaction = None
+    assert entries == [(provider_id, this_transaction)] * 4
+
+
+def test_a_warm_copy_reads_only_the_providers_logged_since(engine, monkeypatch):
+    with engine.begin() as conn:
+        first, second, third = (add_provider(conn, f"cn{i}", 4) for i in range(3))
+    world = ProviderWorld()
+    refresh(world, engine)
+    reads = Reads(monkeypatch)
+    with engine.begin() as conn:
+        set_vcpu(conn, second, 16)
+    refresh(world, engine)
+    assert reads.full_reads == 0
+    assert reads.details == [{second}]
+    assert [vcpu_total(world, p) for p in (first, second, third)] == [4, 16, 4]
+    # Nothing logged since: nothing read but the log.
+    refresh(world, engine)
+    assert reads.full_reads == 0 and reads.details == [{second}]
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM inventories WHERE resource_provider_id = :id"),
+                     {"id": third})
+        conn.execute(text("DELETE FROM resource_providers WHERE id = :id"), {"id": third})
+        fourth = add_provider(conn, "cn3", 2)
+    refresh(world, engine)
+    assert reads.full_reads == 0
+    assert set(world.providers) == {first, second, fourth}
+    assert vcpu_total(world, fourth) == 2
+
+
+def test_a_copy_behind_the_pruned_log_reads_every_version(engine, monkeypatch):
+    with engine.begin() as conn:
+        provider_id = add_provider(conn, "cn", 4)
+    world = ProviderWorld()
+    refresh(world, engine)
+    reads = Reads(monkeypatch)
+    with engine.begin() as conn:
+        set_vcpu(conn, provider_id, 8)
+        # As if the log had been pruned past the copy: its entries are gone.
+        conn.execute(text("DELETE FROM provider_changes"))
+        below = conn.execute(text("SELECT below FROM provider_changes_pruned")).scalar_one()
+        conn.execute(text("UPDATE provider_changes_pruned SET below = :far"),
+                     {"far": 2 ** 62})
+    try:
+        refresh(world, engine)
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE provider_changes_pruned SET below = :below"),
+                         {"below": below})
+    assert reads.full_reads == 1
+    assert vcpu_total(world, provider_id) == 8
+
+
+def test_without_the_pruned_row_the_log_is_not_trusted(engine, monkeypatch):
+    with engine.begin() as conn:
+        provider_id = add_provider(conn, "cn", 4)
+    world = ProviderWorld()
+    refresh(world, engine)
+    reads = Reads(monkeypatch)
+    with engine.begin() as conn:
+        below = conn.execute(text("SELECT below FROM provider_changes_pruned")).scalar_one()
+        conn.execute(text("DELETE FROM provider_changes_pruned"))
+    try:
+        refresh(world, engine)
+        refresh(world, engine)
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO provider_changes_pruned (below) VALUES (:below)"),
+                         {"below": below})
+    assert reads.full_reads == 2
+    assert vcpu_total(world, provider_id) == 4
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def own_engine(request, empty_database_url):
+    """A migrated database of this test's own (these tests leave the log pruned)."""
+    engine = make_engine(empty_database_url(request.param))
+    migrate.upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+def test_the_log_prunes_its_oldest_entries_and_says_so(own_engine, monkeypatch):
+    migration = _migration()
+    engine = own_engine
+    postgresql = engine.dialect.name == "postgresql"
+    with engine.begin() as conn:
+        provider_id = add_provider(conn, "cn", 4)
+    world = ProviderWorld()
+    refresh(world, engine)
+    with engine.begin() as conn:
+        set_vcpu(conn, provider_id, 8)
+        logged_so_far = conn.execute(text("SELECT max(id) FROM provider_changes")).scalar_one()
+        filler = migration.KEEP + migration.PRUNE_EVERY - logged_so_far
+        if postgresql:
+            conn.execute(text(
+                "INSERT INTO provider_changes (provider_id, transaction_id)"
+                " SELECT 0, pg_current_xact_id()::text::bigint FROM generate_series(1, :n)"
+            ), {"n": filler})
+            this_transaction = conn.execute(
+                text("SELECT pg_current_xact_id()::text::bigint")
+            ).scalar_one()
+        else:
+            conn.execute(text(
+                "INSERT INTO provider_changes (provider_id)"
+                " WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :n)"
+                " SELECT 0 FROM n"
+            ), {"n": filler})
+    with engine.connect() as conn:
+        first, count = conn.execute(
+            text("SELECT min(id), count(*) FROM provider_changes")
+        ).one()
+        below = conn.execute(text("SELECT below FROM provider_changes_pruned")).scalar_one()
+    assert first == migration.PRUNE_EVERY + 1
+    assert count == migration.KEEP
+    # Past every position deleted: the id after them on SQLite, the transaction after
+    # the latest of theirs on PostgreSQL.
+    assert below == (this_transaction + 1 if postgresql else migration.PRUNE_EVERY + 1)
+    # The copy stood before the pruned entries (its change to 8 among them): it reads
+    # every version again, and sees the change.
+    reads = Reads(monkeypatch)
+    refresh(world, engine)
+    assert reads.full_reads == 1
+    assert vcpu_total(world, provider_id) == 8
+    refresh(world, engine)
+    assert reads.full_reads == 1
+
+
+@pytest.fixture
+def postgresql_engine(empty_database_url):
+    engine = make_engine(empty_database_url("postgresql"))
+    migrate.upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+def test_a_write_committing_after_a_later_one_is_not_missed(postgresql_engine):
+    """PostgreSQL: entries commit out of the order they were written in. A copy that
+    read a later transaction's entry must still read the earlier one's once it
+    commits."""
+    engine = postgresql_engine
+    with engine.begin() as conn:
+        first, second = add_provider(conn, "cn1", 4), add_provider(conn, "cn2", 4)
+    world = ProviderWorld()
+    refresh(world, engine)
+    with engine.connect() as slow, engine.connect() as quick:
+        slow_transaction = slow.begin()
+        set_vcpu(slow, first, 8)  # logged first, committed last
+        with quick.begin():
+            set_vcpu(quick, second, 16)
+        refresh(world, engine)
+        assert (vcpu_total(world, first), vcpu_total(world, second)) == (4, 16)
+        slow_transaction.commit()
+    refresh(world, engine)
+    assert (vcpu_total(world, first), vcpu_total(world, second)) == (8, 16)
