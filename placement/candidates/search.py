@@ -42,41 +42,45 @@ def _collect_by_form(plan: SearchPlan, roots: list[int], cap: int | None) -> lis
     world = plan.world
     demand = plan.demand
     demand_items = tuple(sorted(demand.items()))
-    found: list[Candidate] = []
     chains: dict[int, list[int]] = {}
     answers: dict[object, _KindAnswer] = {}
-    key_of_tree: dict[int, object] = {}
-    live = roots
-    rank = 0  # which placement of each tree this round takes
+    found: list[Candidate] = []
+    live = []  # (root, its providers, its kind's key, its kind's answer) of each tree left
+    for root in roots:  # the first placement of every tree, finding its kind
+        form = world.form_of_tree[root]
+        key = form.keys.get(demand_items, _UNKNOWN)
+        if key is _UNKNOWN:
+            if len(form.keys) >= KEYS_KEPT_PER_FORM:
+                form.keys.clear()
+            key = form.keys[demand_items] = tree_key(form, demand, demand_items)
+        if key is None:
+            continue
+        tree = world.trees[root]
+        answer = answers.get(key)
+        if answer is None:
+            answer = answers[key] = _KindAnswer(
+                tree_candidates(plan, plan.tree_options(root), chains), tree
+            )
+        positions = answer.get(0)
+        if positions is None:
+            continue
+        found.append(Candidate(root, tuple([tree[p] for p in positions]), (key, 0)))
+        if cap is not None and len(found) >= cap:
+            return found
+        live.append((root, tree, key, answer))
+    rank = 1  # which placement of each tree left this round takes
     while live:
         still_live = []
-        for root in live:
-            tree = world.trees[root]
-            if rank == 0:
-                form = world.form_of_tree[root]
-                key = form.keys.get(demand_items, _UNKNOWN)
-                if key is _UNKNOWN:
-                    if len(form.keys) >= KEYS_KEPT_PER_FORM:
-                        form.keys.clear()
-                    key = form.keys[demand_items] = tree_key(form, demand, demand_items)
-                if key is None:
-                    continue
-                key_of_tree[root] = key
-                answer = answers.get(key)
-                if answer is None:
-                    answer = answers[key] = _KindAnswer(
-                        tree_candidates(plan, plan.tree_options(root), chains), tree
-                    )
-            else:
-                key = key_of_tree[root]
-                answer = answers[key]
-            positions = answer.get(rank)
+        for entry in live:
+            root, tree, key, answer = entry
+            known = answer.found
+            positions = known[rank] if rank < len(known) else answer.get(rank)
             if positions is None:
                 continue
             found.append(Candidate(root, tuple([tree[p] for p in positions]), (key, rank)))
             if cap is not None and len(found) >= cap:
                 return found
-            still_live.append(root)
+            still_live.append(entry)
         live = still_live
         rank += 1
     return found
