@@ -74,9 +74,14 @@ def _collect_by_form(plan: SearchPlan, roots: list[int], cap: int | None) -> lis
         for entry in live:
             root, tree, key, answer = entry
             known = answer.found
-            positions = known[rank] if rank < len(known) else answer.get(rank)
-            if positions is None:
+            if rank < len(known):
+                positions = known[rank]
+            elif answer.exhausted:
                 continue
+            else:
+                positions = answer.get(rank)
+                if positions is None:
+                    continue
             found.append(Candidate(root, tuple([tree[p] for p in positions]), (key, rank)))
             if cap is not None and len(found) >= cap:
                 return found
@@ -164,11 +169,13 @@ class _KindAnswer:
         self._placements = placements
         self._position = {provider: index for index, provider in enumerate(tree)}
         self.found: list[tuple[int, ...]] = []
+        self.exhausted = False  # all found
 
     def get(self, rank: int) -> tuple[int, ...] | None:
         while len(self.found) <= rank:
-            placement = next(self._placements, None)
+            placement = None if self.exhausted else next(self._placements, None)
             if placement is None:
+                self.exhausted = True
                 return None
             self.found.append(tuple(self._position[p] for p in placement))
         return self.found[rank]
