@@ -1,8 +1,9 @@
 """The worker's copy of the providers is exact: a warm world answers like a cold one.
 
 GET /allocation_candidates answers from ``placement.candidates.world``: a
-per-worker copy of the providers, refreshed on every request by reading every
-provider's version and re-reading only the changed ones. The claim is that
+per-worker copy of the providers, refreshed on every request by reading the
+providers logged as changed since the last one and re-reading those whose
+version changed. The claim is that
 the copy is exact, so every test here
 
 1. warms the world with a query,
