@@ -145,45 +145,46 @@ def test_a_warm_copy_reads_only_the_providers_logged_since(engine, monkeypatch):
     assert vcpu_total(world, fourth) == 2
 
 
-def test_a_copy_behind_the_pruned_log_reads_every_version(engine, monkeypatch):
+@pytest.fixture
+def warm(engine, monkeypatch):
+    """A copy holding one provider with 4 VCPU; the reads after it counted."""
     with engine.begin() as conn:
         provider_id = add_provider(conn, "cn", 4)
     world = ProviderWorld()
     refresh(world, engine)
-    reads = Reads(monkeypatch)
+    return world, provider_id, Reads(monkeypatch)
+
+
+@pytest.fixture
+def pruned_row(engine):
+    """The log's one ``provider_changes_pruned`` row, put back as it was afterwards."""
+    with engine.connect() as conn:
+        below = conn.execute(text("SELECT below FROM provider_changes_pruned")).scalar_one()
+    yield
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM provider_changes_pruned"))
+        conn.execute(text("INSERT INTO provider_changes_pruned (below) VALUES (:below)"),
+                     {"below": below})
+
+
+def test_a_copy_behind_the_pruned_log_reads_every_version(engine, warm, pruned_row):
+    world, provider_id, reads = warm
     with engine.begin() as conn:
         set_vcpu(conn, provider_id, 8)
         # As if the log had been pruned past the copy: its entries are gone.
         conn.execute(text("DELETE FROM provider_changes"))
-        below = conn.execute(text("SELECT below FROM provider_changes_pruned")).scalar_one()
-        conn.execute(text("UPDATE provider_changes_pruned SET below = :far"),
-                     {"far": 2 ** 62})
-    try:
-        refresh(world, engine)
-    finally:
-        with engine.begin() as conn:
-            conn.execute(text("UPDATE provider_changes_pruned SET below = :below"),
-                         {"below": below})
+        conn.execute(text("UPDATE provider_changes_pruned SET below = :far"), {"far": 2 ** 62})
+    refresh(world, engine)
     assert reads.full_reads == 1
     assert vcpu_total(world, provider_id) == 8
 
 
-def test_without_the_pruned_row_the_log_is_not_trusted(engine, monkeypatch):
+def test_without_the_pruned_row_the_log_is_not_trusted(engine, warm, pruned_row):
+    world, provider_id, reads = warm
     with engine.begin() as conn:
-        provider_id = add_provider(conn, "cn", 4)
-    world = ProviderWorld()
-    refresh(world, engine)
-    reads = Reads(monkeypatch)
-    with engine.begin() as conn:
-        below = conn.execute(text("SELECT below FROM provider_changes_pruned")).scalar_one()
         conn.execute(text("DELETE FROM provider_changes_pruned"))
-    try:
-        refresh(world, engine)
-        refresh(world, engine)
-    finally:
-        with engine.begin() as conn:
-            conn.execute(text("INSERT INTO provider_changes_pruned (below) VALUES (:below)"),
-                         {"below": below})
+    refresh(world, engine)
+    refresh(world, engine)
     assert reads.full_reads == 2
     assert vcpu_total(world, provider_id) == 4
 
