@@ -94,7 +94,7 @@ def engine(backend, empty_database_url, migrated_engines):
 
 
 def _empty(engine: sa.Engine) -> None:
-    keep = {"resource_classes", "traits", "alembic_version", "provider_changes_pruned"}
+    keep = {"resource_classes", "traits", "alembic_version", "provider_changes_state"}
     with engine.begin() as conn:
         for table in reversed(metadata.sorted_tables):
             if table.name not in keep:

@@ -19,13 +19,25 @@ Where a reader stands in the log (``placement.data.provider_world``):
 
 The log is pruned by a trigger on it: at every ``PRUNE_EVERY``-th entry, the
 entries older than the last ``KEEP`` are deleted and
-``provider_changes_pruned.below`` moves past the positions deleted. A reader
-whose position lies below it reads every provider's version again.
+``provider_changes_state.pruned_below`` moves past the positions deleted. A
+reader whose position lies below it reads every provider's version again.
+The prune runs inside the write whose entry hits the multiple (deleting
+``PRUNE_EVERY`` rows costs that write tens of milliseconds); on PostgreSQL it
+is skipped while another prune's transaction is open, and an id burnt by a
+rolled-back writer skips one too: the log keeps at least ``KEEP`` entries,
+and the next prune catches up.
+
+``provider_changes_state.incarnation`` names this log: a reader that finds
+another one (the log re-created, or, on PostgreSQL, ``resource_providers``
+truncated, which no row trigger sees) or finds its position gone back (a
+backup restored) drops its copy and reads everything again.
 
 Revision ID: 0003
 Revises: 0002
 Create Date: 2026-11-22
 """
+
+import uuid
 
 import sqlalchemy as sa
 from alembic import op
@@ -59,13 +71,15 @@ POSTGRESQL_UPGRADE = [
     f"""
     CREATE FUNCTION prune_provider_changes() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-        IF pg_try_advisory_xact_lock(hashtext('provider_changes_pruned')) THEN
+        IF pg_try_advisory_xact_lock(hashtext('provider_changes_state')) THEN
             WITH gone AS (
                 DELETE FROM provider_changes WHERE id <= NEW.id - {KEEP}
                 RETURNING transaction_id
             )
-            UPDATE provider_changes_pruned
-               SET below = GREATEST(below, (SELECT max(transaction_id) + 1 FROM gone));
+            UPDATE provider_changes_state
+               SET pruned_below = GREATEST(
+                   pruned_below, (SELECT max(transaction_id) + 1 FROM gone)
+               );
         END IF;
         RETURN NULL;
     END $$
@@ -75,9 +89,24 @@ POSTGRESQL_UPGRADE = [
     AFTER INSERT ON provider_changes
     FOR EACH ROW WHEN (NEW.id % {PRUNE_EVERY} = 0) EXECUTE FUNCTION prune_provider_changes()
     """,
+    # TRUNCATE fires no row trigger: the log starts over under a new name.
+    """
+    CREATE FUNCTION start_provider_changes_over() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        UPDATE provider_changes_state SET incarnation = gen_random_uuid()::text;
+        RETURN NULL;
+    END $$
+    """,
+    """
+    CREATE TRIGGER resource_providers_truncated
+    BEFORE TRUNCATE ON resource_providers
+    FOR EACH STATEMENT EXECUTE FUNCTION start_provider_changes_over()
+    """,
 ]
 
 POSTGRESQL_DOWNGRADE = [
+    "DROP TRIGGER resource_providers_truncated ON resource_providers",
+    "DROP FUNCTION start_provider_changes_over()",
     "DROP TRIGGER provider_changes_prune ON provider_changes",
     "DROP FUNCTION prune_provider_changes()",
     "DROP TRIGGER resource_providers_changed ON resource_providers",
@@ -101,7 +130,7 @@ SQLITE_UPGRADE = [
     CREATE TRIGGER provider_changes_prune AFTER INSERT ON provider_changes
     WHEN NEW.id % {PRUNE_EVERY} = 0
     BEGIN
-        UPDATE provider_changes_pruned SET below = max(below, NEW.id - {KEEP} + 1);
+        UPDATE provider_changes_state SET pruned_below = max(pruned_below, NEW.id - {KEEP} + 1);
         DELETE FROM provider_changes WHERE id <= NEW.id - {KEEP};
     END
     """,
@@ -127,11 +156,14 @@ def upgrade() -> None:
     op.create_index(
         "ix_provider_changes_transaction_id", "provider_changes", ["transaction_id"]
     )
-    pruned = op.create_table(
-        "provider_changes_pruned",
-        sa.Column("below", sa.BigInteger(), nullable=False),
+    state = op.create_table(
+        "provider_changes_state",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("pruned_below", sa.BigInteger(), nullable=False),
+        sa.Column("incarnation", sa.String(36), nullable=False),
+        sa.PrimaryKeyConstraint("id", name="pk_provider_changes_state"),
     )
-    op.bulk_insert(pruned, [{"below": 0}])
+    op.bulk_insert(state, [{"id": 1, "pruned_below": 0, "incarnation": str(uuid.uuid4())}])
     postgresql = op.get_bind().dialect.name == "postgresql"
     for statement in POSTGRESQL_UPGRADE if postgresql else SQLITE_UPGRADE:
         op.execute(statement)
@@ -141,6 +173,6 @@ def downgrade() -> None:
     postgresql = op.get_bind().dialect.name == "postgresql"
     for statement in POSTGRESQL_DOWNGRADE if postgresql else SQLITE_DOWNGRADE:
         op.execute(statement)
-    op.drop_table("provider_changes_pruned")
+    op.drop_table("provider_changes_state")
     op.drop_index("ix_provider_changes_transaction_id", table_name="provider_changes")
     op.drop_table("provider_changes")

@@ -40,7 +40,8 @@ One step per module:
    providers; provider summaries at 1.29+ are JSON kept per tree by the world.
 
 No SQL runs after the plan is built: the world answers everything. What
-a request reads grows with the writes since the last one, not with the
-database (the class names are few; the log names the changed providers;
-details are read for those whose version changed).
+a request reads grows with the writes since the last one (on PostgreSQL,
+since the oldest write transaction then open), not with the database: the
+class names are few, the log names the changed providers, details are read
+for those whose version changed.
 """

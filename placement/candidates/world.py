@@ -27,10 +27,10 @@ The log, the versions, the details and the class names are read in one snapshot 
 the database (the request runs at REPEATABLE READ on PostgreSQL; a SQLite
 transaction is one snapshot), so they always agree. So with any number of
 workers on any number of hosts, each answer reflects the database as of its
-request, as if nothing were kept. (What it cannot see is a database put in
-place of the one it follows under the same URL: another one, or a backup of
-the same one restored, whose log and ids start over from older positions.
-Restart the service after such a swap.)
+request, as if nothing were kept. (A log that starts over, or a position that
+goes back, drops the copy: see ``refresh``. What it cannot see is a database
+put in place of the one it follows under the same URL whose log has already
+moved past the copy's position: restart the service after such a swap.)
 
 The world also keeps each tree's **form** (``TreeForm``): its shape
 (parents, traits, aggregates, inventories without amounts) as a number, and
@@ -128,6 +128,7 @@ class ProviderWorld:
     lock: threading.Lock = field(default_factory=threading.Lock)
     _versions: dict[int, tuple] = field(default_factory=dict)  # by provider id
     _log_position: int | None = None  # where the copy stands in the change log
+    _log_incarnation: str | None = None  # and in which one
     _form_numbers: dict[tuple, int] = field(default_factory=dict)
     _tree_summaries: dict[int, bytes] = field(default_factory=dict)  # root id -> JSON
 
@@ -139,6 +140,12 @@ class ProviderWorld:
         # transaction, before the log is read through the driver's cursor.)
         class_names = data.class_names(conn)
         log = data.change_log_position(conn)
+        if self._log_position is not None and (
+            log.incarnation != self._log_incarnation or log.position < self._log_position
+        ):
+            # The log started over (re-created, truncated) or went back (a backup
+            # restored): ids and generations may repeat, so nothing kept is trusted.
+            self._forget_everything()
         if (self._log_position is None or log.pruned_below is None
                 or self._log_position < log.pruned_below):
             seen: dict[int, tuple | None] = dict.fromkeys(self._versions)
@@ -157,7 +164,7 @@ class ProviderWorld:
             changed_ids = None if not self._versions else {version[0] for version in changed}
             details = data.provider_details(conn, changed_ids)
         elif class_names == self.class_names:
-            self._log_position = log.position
+            self._log_position, self._log_incarnation = log.position, log.incarnation
             return
         else:
             details = {}
@@ -166,7 +173,7 @@ class ProviderWorld:
         except BaseException:
             self._forget_everything()
             raise
-        self._log_position = log.position
+        self._log_position, self._log_incarnation = log.position, log.incarnation
 
     def _apply(self, class_names, changed, removed, details) -> None:
         if any(class_names.get(id_) != name for id_, name in self.class_names.items()):

@@ -61,19 +61,23 @@ def provider_versions(conn: Connection) -> list[tuple]:
 
 @dataclass(frozen=True)
 class LogPosition:
-    """Where this snapshot stands in the change log, and below which position its
-    entries may have been pruned (None: unknown, the log cannot be trusted)."""
+    """Where this snapshot stands in the change log; below which position its entries
+    may have been pruned; and which log it is (it changes when the log starts over).
+    The last two are None when the log's one state row is missing: it cannot be
+    trusted then, and every request reads every version."""
 
     position: int
     pruned_below: int | None
+    incarnation: str | None
 
 
 def change_log_position(conn: Connection) -> LogPosition:
-    dialect = conn.dialect.name
-    rows = _fetch(conn, f"SELECT {_POSITION[dialect]}, below FROM provider_changes_pruned")
+    position = _POSITION[conn.dialect.name]
+    rows = _fetch(
+        conn, f"SELECT {position}, pruned_below, incarnation FROM provider_changes_state"
+    )
     if len(rows) != 1:
-        position = _fetch(conn, f"SELECT {_POSITION[dialect]}")[0][0]
-        return LogPosition(position, None)
+        return LogPosition(_fetch(conn, f"SELECT {position}")[0][0], None, None)
     return LogPosition(*rows[0])
 
 

@@ -217,9 +217,12 @@ provider_changes = Table(
     sqlite_autoincrement=True,
 )
 
-# One row: the log's entries at positions below ``below`` may have been pruned.
-provider_changes_pruned = Table(
-    "provider_changes_pruned",
+# One row (id 1): the log's entries at positions below ``pruned_below`` may have been
+# pruned; ``incarnation`` names the log, and changes when it starts over.
+provider_changes_state = Table(
+    "provider_changes_state",
     metadata,
-    Column("below", BigInteger, nullable=False),
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("pruned_below", BigInteger, nullable=False),
+    Column("incarnation", String(36), nullable=False),
 )

@@ -156,37 +156,70 @@ def warm(engine, monkeypatch):
 
 
 @pytest.fixture
-def pruned_row(engine):
-    """The log's one ``provider_changes_pruned`` row, put back as it was afterwards."""
+def state_row(engine):
+    """The log's one ``provider_changes_state`` row, put back as it was afterwards."""
     with engine.connect() as conn:
-        below = conn.execute(text("SELECT below FROM provider_changes_pruned")).scalar_one()
+        below, incarnation = conn.execute(
+            text("SELECT pruned_below, incarnation FROM provider_changes_state")
+        ).one()
     yield
     with engine.begin() as conn:
-        conn.execute(text("DELETE FROM provider_changes_pruned"))
-        conn.execute(text("INSERT INTO provider_changes_pruned (below) VALUES (:below)"),
-                     {"below": below})
+        conn.execute(text("DELETE FROM provider_changes_state"))
+        conn.execute(text(
+            "INSERT INTO provider_changes_state (id, pruned_below, incarnation)"
+            " VALUES (1, :below, :incarnation)"
+        ), {"below": below, "incarnation": incarnation})
 
 
-def test_a_copy_behind_the_pruned_log_reads_every_version(engine, warm, pruned_row):
+def test_a_copy_behind_the_pruned_log_reads_every_version(engine, warm, state_row):
     world, provider_id, reads = warm
     with engine.begin() as conn:
         set_vcpu(conn, provider_id, 8)
         # As if the log had been pruned past the copy: its entries are gone.
         conn.execute(text("DELETE FROM provider_changes"))
-        conn.execute(text("UPDATE provider_changes_pruned SET below = :far"), {"far": 2 ** 62})
+        conn.execute(text("UPDATE provider_changes_state SET pruned_below = :far"),
+                     {"far": 2 ** 62})
     refresh(world, engine)
     assert reads.full_reads == 1
     assert vcpu_total(world, provider_id) == 8
 
 
-def test_without_the_pruned_row_the_log_is_not_trusted(engine, warm, pruned_row):
+def test_without_the_state_row_the_log_is_not_trusted(engine, warm, state_row):
     world, provider_id, reads = warm
     with engine.begin() as conn:
-        conn.execute(text("DELETE FROM provider_changes_pruned"))
+        conn.execute(text("DELETE FROM provider_changes_state"))
     refresh(world, engine)
     refresh(world, engine)
     assert reads.full_reads == 2
     assert vcpu_total(world, provider_id) == 4
+
+
+def unlogged_vcpu_change(engine, provider_id: int, total: int) -> None:
+    """A change the log does not show (made while it was away, or before a restore)."""
+    with engine.begin() as conn:
+        set_vcpu(conn, provider_id, total)
+        conn.execute(text("DELETE FROM provider_changes"))
+
+
+def test_a_log_that_started_over_is_read_from_scratch(engine, warm, state_row):
+    """Another log (re-created, or truncated on PostgreSQL): nothing kept is trusted."""
+    world, provider_id, reads = warm
+    unlogged_vcpu_change(engine, provider_id, 8)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE provider_changes_state SET incarnation = 'another log'"))
+    refresh(world, engine)
+    assert reads.full_reads == 1 and reads.details == [None]
+    assert vcpu_total(world, provider_id) == 8
+
+
+def test_a_log_position_gone_back_is_read_from_scratch(engine, warm):
+    """A backup restored: the log stands before where the copy last read it."""
+    world, provider_id, reads = warm
+    unlogged_vcpu_change(engine, provider_id, 8)
+    world._log_position += 10 ** 9  # as if it had read a log since rolled back
+    refresh(world, engine)
+    assert reads.full_reads == 1 and reads.details == [None]
+    assert vcpu_total(world, provider_id) == 8
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -228,7 +261,9 @@ def test_the_log_prunes_its_oldest_entries_and_says_so(own_engine, monkeypatch):
         first, count = conn.execute(
             text("SELECT min(id), count(*) FROM provider_changes")
         ).one()
-        below = conn.execute(text("SELECT below FROM provider_changes_pruned")).scalar_one()
+        below = conn.execute(
+            text("SELECT pruned_below FROM provider_changes_state")
+        ).scalar_one()
     assert first == migration.PRUNE_EVERY + 1
     assert count == migration.KEEP
     # Past every position deleted: the id after them on SQLite, the transaction after
@@ -271,3 +306,38 @@ def test_a_write_committing_after_a_later_one_is_not_missed(postgresql_engine):
         slow_transaction.commit()
     refresh(world, engine)
     assert (vcpu_total(world, first), vcpu_total(world, second)) == (8, 16)
+
+
+def test_a_write_in_a_savepoint_is_logged_under_its_transaction(postgresql_engine):
+    engine = postgresql_engine
+    with engine.begin() as conn:
+        provider_id = add_provider(conn, "cn", 4)
+    world = ProviderWorld()
+    refresh(world, engine)
+    with engine.connect() as slow:
+        transaction = slow.begin()
+        with slow.begin_nested():
+            set_vcpu(slow, provider_id, 8)
+        top_level = slow.execute(text("SELECT pg_current_xact_id()::text::bigint")).scalar_one()
+        refresh(world, engine)  # while it runs: not seen yet
+        assert vcpu_total(world, provider_id) == 4
+        transaction.commit()
+    with engine.connect() as conn:
+        assert logged(conn)[-1] == (provider_id, top_level)
+    refresh(world, engine)
+    assert vcpu_total(world, provider_id) == 8
+
+
+def test_truncating_the_providers_starts_the_log_over(postgresql_engine):
+    engine = postgresql_engine
+    with engine.begin() as conn:
+        add_provider(conn, "cn", 4)
+    world = ProviderWorld()
+    refresh(world, engine)
+    with engine.begin() as conn:
+        conn.execute(text("TRUNCATE resource_providers CASCADE"))
+        fresh = add_provider(conn, "cn", 2)
+        conn.execute(text("DELETE FROM provider_changes"))  # (TRUNCATE logged nothing)
+    refresh(world, engine)
+    assert set(world.providers) == {fresh}
+    assert vcpu_total(world, fresh) == 2
