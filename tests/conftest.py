@@ -184,6 +184,18 @@ class Api:
         assert response.status_code == 200, response.json
         return response.json
 
+    def allocate(self, consumer, allocations, generation=None, project="p", user="u"):
+        """PUT /allocations/{consumer} of ``{provider uuid: {class: amount}}`` (an
+        INSTANCE); the response, for the caller to check."""
+        body = {
+            "allocations": {rp: {"resources": res} for rp, res in allocations.items()},
+            "project_id": project,
+            "user_id": user,
+            "consumer_generation": generation,
+            "consumer_type": "INSTANCE",
+        }
+        return self.put(f"/allocations/{consumer}", json=body)
+
     def set_aggregates(self, provider_uuid, *aggregates):
         body = {
             "resource_provider_generation": self.generation(provider_uuid),

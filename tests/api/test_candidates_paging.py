@@ -20,10 +20,7 @@ def forest(api):
             api.set_traits(child["uuid"], "CUSTOM_RARE")
         children.append(child["uuid"])
     consumer = "5b0b8a8e-52f2-4d3a-8a3e-1f2e3d4c5b6a"
-    response = api.put(f"/allocations/{consumer}", json={
-        "allocations": {children[12]: {"resources": {"VCPU": 4}}},
-        "project_id": "p", "user_id": "u", "consumer_generation": None,
-        "consumer_type": "INSTANCE"})
+    response = api.allocate(consumer, {children[12]: {"VCPU": 4}})
     assert response.status_code == 204, response.json
     return children
 

@@ -181,14 +181,7 @@ def put_inventory(api, provider_uuid, class_name, version=LATEST, **fields):
 
 
 def claim(api, consumer, allocations, generation=None):
-    body = {
-        "allocations": {rp: {"resources": res} for rp, res in allocations.items()},
-        "project_id": "p",
-        "user_id": "u",
-        "consumer_generation": generation,
-        "consumer_type": "INSTANCE",
-    }
-    response = api.put(f"/allocations/{consumer}", json=body)
+    response = api.allocate(consumer, allocations, generation)
     assert response.status_code == 204, response.json
 
 

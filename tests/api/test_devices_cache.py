@@ -17,10 +17,7 @@ def test_allocations_written_through_placement_show_at_once(api):
     assert minors(candidates(api, {"nvidia.com/gpu": 1})["candidates"][0], "gpu") == [0]
     consumer = str(uuid.uuid4())
     gpu0 = _gpu(body, 0)["provider"]
-    response = api.put(f"/allocations/{consumer}", json={
-        "allocations": {gpu0: {"resources": {"CUSTOM_GPU_CORE": 1}}},
-        "project_id": "p", "user_id": "u", "consumer_generation": None,
-        "consumer_type": "INSTANCE"})
+    response = api.allocate(consumer, {gpu0: {"CUSTOM_GPU_CORE": 1}})
     assert response.status_code == 204, response.json
     assert minors(candidates(api, {"nvidia.com/gpu": 1})["candidates"][0], "gpu") == [1]
     assert api.delete(f"/allocations/{consumer}").status_code == 204

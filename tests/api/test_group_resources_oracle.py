@@ -485,14 +485,9 @@ def _allocate_some(api, rng: random.Random, world: World) -> None:
         if not amounts:
             continue
         amount = rng.choice(amounts)
-        body = {
-            "allocations": {group.uuid: {"resources": {cls: amount}}},
-            "project_id": "p1",
-            "user_id": "u1",
-            "consumer_generation": None,
-            "consumer_type": "INSTANCE",
-        }
-        response = api.put(f"/allocations/{uuid.uuid4()}", json=body)
+        response = api.allocate(
+            uuid.uuid4(), {group.uuid: {cls: amount}}, project="p1", user="u1"
+        )
         assert response.status_code == 204, response.json
         inventory.used += amount
 

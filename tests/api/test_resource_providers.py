@@ -222,14 +222,7 @@ def test_resources_filter_counts_each_providers_own_usage(api):
     idle = api.create_provider("idle")["uuid"]
     for provider in (busy, idle):
         api.set_inventory(provider, VCPU=4)
-    claim = {
-        "allocations": {busy: {"resources": {"VCPU": 3}}},
-        "project_id": "p",
-        "user_id": "u",
-        "consumer_generation": None,
-        "consumer_type": "INSTANCE",
-    }
-    assert api.put(f"/allocations/{uuid.uuid4()}", json=claim).status_code == 204
+    assert api.allocate(uuid.uuid4(), {busy: {"VCPU": 3}}).status_code == 204
 
     def names(query):
         providers = api.get(f"/resource_providers?{query}").json["resource_providers"]
