@@ -160,19 +160,14 @@ class ProviderWorld:
             provider_id for provider_id, version in seen.items()
             if version is None and provider_id in self._versions
         }
-        if changed or removed:
+        if changed or removed or class_names != self.class_names:
             changed_ids = None if not self._versions else {version[0] for version in changed}
-            details = data.provider_details(conn, changed_ids)
-        elif class_names == self.class_names:
-            self._log_position, self._log_incarnation = log.position, log.incarnation
-            return
-        else:
-            details = {}
-        try:
-            self._apply(class_names, changed, removed, details)
-        except BaseException:
-            self._forget_everything()
-            raise
+            details = data.provider_details(conn, changed_ids) if changed else {}
+            try:
+                self._apply(class_names, changed, removed, details)
+            except BaseException:
+                self._forget_everything()
+                raise
         self._log_position, self._log_incarnation = log.position, log.incarnation
 
     def _apply(self, class_names, changed, removed, details) -> None:
