@@ -141,6 +141,16 @@ OPTIONS: tuple[Option, ...] = (
         "millions of candidates; the answer is spread over trees round-robin.",
     ),
     Option(
+        "allocation_candidates_cache_mib",
+        "placement",
+        "allocation_candidates_cache_mib",
+        "PLACEMENT_ALLOCATION_CANDIDATES_CACHE_MIB",
+        int,
+        "Each worker keeps each tree's allocation candidates for the requests asked lately, "
+        "dropped whenever the tree changes, so that a repeated request searches only the "
+        "trees written since: about this many MiB per worker (0: keep none).",
+    ),
+    Option(
         "group_resource_classes",
         "group_resources",
         "standard_classes",
@@ -182,6 +192,7 @@ class Config:
     allow_noauth_on_public_address: bool = False
     randomize_allocation_candidates: bool = False
     max_allocation_candidates: int = 10000
+    allocation_candidates_cache_mib: int = 64
     group_resource_classes: Mapping[str, str] = dataclasses.field(
         default_factory=lambda: dict(DEFAULT_STANDARD_CLASSES)
     )
@@ -198,6 +209,8 @@ class Config:
             )
         if self.auth_strategy == "token" and not self.tokens_file:
             raise ConfigError("auth_strategy = token needs tokens_file")
+        if self.allocation_candidates_cache_mib < 0:
+            raise ConfigError("allocation_candidates_cache_mib must be 0 or more")
         for name, unit in self.group_resource_byte_units.items():
             if unit not in ("MB", "GB"):
                 raise ConfigError(f"group_resources byte_units: {name}:{unit} is not MB or GB")

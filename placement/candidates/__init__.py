@@ -34,10 +34,16 @@ One step per module:
    taken round-robin (the first candidate of every tree, then the
    second...) so that ``limit`` answers from as many trees as possible, and
    the search stops as soon as ``limit`` (or ``max_allocation_candidates``)
-   is reached: nothing is built that is not returned.
-6. ``response``: the body of the requested microversion. Allocation
-   requests are written from one JSON template per way the slots share
-   providers; provider summaries at 1.29+ are JSON kept per tree by the world.
+   is reached: nothing is built that is not returned. Each candidate comes
+   with its allocation request written (``response.AllocationRequests``:
+   one JSON template per way the slots share providers).
+6. ``answers``: without sharing providers, each tree's candidates are kept
+   on the world for the next request like this one (``SearchPlan.signature``
+   and the microversion), and dropped with the tree: a repeated request
+   walks and writes only the trees written since.
+7. ``response``: the body of the requested microversion, joined from the
+   candidates' allocation requests and the provider summaries, which at
+   1.29+ are JSON kept per tree by the world.
 
 No SQL runs after the plan is built: the world answers everything. What
 a request reads grows with the writes since the last one (on PostgreSQL,

@@ -61,6 +61,23 @@ class SearchPlan:
                 families.setdefault(head, [head]).append(position)
         self.twin_families = list(families.values())
 
+    def signature(self) -> tuple:
+        """What decides a tree's candidates and how they are written, but the tree itself
+        and the sharing providers: two plans of one signature find the same candidates in
+        one tree (the answers kept between requests, ``placement.candidates.answers``).
+        Not in it: ``root_filter`` and ``in_tree_roots`` only choose the trees; the
+        sharing fields are empty whenever answers are kept; the rest follows from these."""
+        return (
+            tuple(self.slots),
+            tuple(self.filter_of_slot),
+            self.isolate,
+            tuple(self.subtree_sets),
+            self.unsuffixed_slots,
+            self.unsuffixed_traits,
+            self.one_provider_per_tree,
+            tuple(sorted(self.class_names.items())),
+        )
+
     def candidate_roots(self) -> list[int]:
         """The trees a candidate may be anchored in, in root id order: those whose root
         passes root_required (and, when nothing is shared, the trees in_tree names)."""

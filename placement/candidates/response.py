@@ -22,10 +22,10 @@ _PLACEHOLDER = re.compile(r"@(\d+)@")
 
 
 def body(plan: SearchPlan, candidates: list[Candidate], version) -> dict:
-    requests = _AllocationRequests(plan, version)
+    """The body, from candidates whose allocation requests ``AllocationRequests`` wrote."""
     return {
         "allocation_requests": orjson.Fragment(
-            "[" + ",".join([requests.render(candidate) for candidate in candidates]) + "]"
+            "[" + ",".join([candidate.request for candidate in candidates]) + "]"
         ),
         "provider_summaries": _summaries(plan, candidates, version),
     }
@@ -57,12 +57,13 @@ def _summaries(plan: SearchPlan, candidates: list[Candidate], version):
     return summaries
 
 
-class _AllocationRequests:
-    """Allocation requests as JSON text, from one template per way the candidates'
-    slots share providers (which slots are on the same provider): the template is
-    the request with a ``%s`` wherever a provider's uuid goes (class names and
-    suffixes have no ``@``: the placeholders ``@n@`` cannot clash). Candidates of one
-    ``Candidate.template_key`` find theirs without working the pattern out."""
+class AllocationRequests:
+    """Writes the allocation requests of one request's candidates as JSON text, from one
+    template per way the candidates' slots share providers (which slots are on the same
+    provider): the template is the request with a ``%s`` wherever a provider's uuid goes
+    (class names and suffixes have no ``@``: the placeholders ``@n@`` cannot clash).
+    Placements of one template key (``search.Render``) find theirs without working the
+    pattern out."""
 
     def __init__(self, plan: SearchPlan, version) -> None:
         self.plan = plan
@@ -71,18 +72,19 @@ class _AllocationRequests:
         self.templates: dict[tuple[int, ...], tuple[str, tuple[int, ...]]] = {}
         self.by_key: dict[tuple, tuple[str, tuple[int, ...]]] = {}
 
-    def render(self, candidate: Candidate) -> str:
-        template = self.by_key.get(candidate.template_key) if candidate.template_key else None
+    def render(self, placed: tuple[int, ...], template_key: tuple | None) -> str:
+        """The allocation request of the placement ``placed`` (a provider per slot)."""
+        template = self.by_key.get(template_key) if template_key else None
         if template is None:
             distinct: dict[int, int] = {}
-            pattern = tuple(distinct.setdefault(p, len(distinct)) for p in candidate.providers)
+            pattern = tuple(distinct.setdefault(p, len(distinct)) for p in placed)
             template = self.templates.get(pattern)
             if template is None:
                 template = self.templates[pattern] = self._template(pattern)
-            if candidate.template_key:
-                self.by_key[candidate.template_key] = template
+            if template_key:
+                self.by_key[template_key] = template
         text, slots = template
-        providers, placed = self.providers, candidate.providers
+        providers = self.providers
         return text % tuple([providers[placed[slot]].uuid for slot in slots])
 
     def _template(self, pattern: tuple[int, ...]) -> tuple[str, tuple[int, ...]]:

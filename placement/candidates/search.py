@@ -8,12 +8,19 @@ sharing providers it walks each kind of tree once (``tree_key``: shape and
 free amounts capped at the request) and moves the placements onto the other
 trees of that kind; with them, every tree is walked with the sharing
 providers that serve it.
+
+Each candidate comes with its allocation request already written (``Render``,
+from ``placement.candidates.response``), and without sharing providers each
+tree's candidates are kept for the next request like this one
+(``placement.candidates.answers``): a repeated request walks only the trees
+that changed since, and writes only their candidates.
 """
 
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
+from placement.candidates.answers import NO_ANSWERS, KeptAnswers, TreeAnswers
 from placement.candidates.plan import SearchPlan
 from placement.candidates.walk import tree_candidates
 from placement.candidates.world import TreeForm
@@ -22,73 +29,117 @@ from placement.candidates.world import TreeForm
 class Candidate(NamedTuple):
     root: int  # the tree the candidate is anchored in
     providers: tuple[int, ...]  # one provider per slot, in plan.slots order
-    # Candidates with equal template keys place their slots alike (the same placement
-    # of one kind of tree); None: not known to be alike any other.
-    template_key: tuple | None = None
+    request: str  # its allocation request, as JSON text
 
 
-def collect(plan: SearchPlan, roots: list[int], cap: int | None) -> list[Candidate]:
+# Writes a placement's allocation request: (providers, template key) -> JSON text. Two
+# placements with equal template keys (not None) place their slots alike: one kind of
+# tree, the same rank.
+Render = Callable[[tuple[int, ...], tuple | None], str]
+
+
+def collect(
+    plan: SearchPlan, roots: list[int], cap: int | None, render: Render,
+    kept: KeptAnswers | None = None,
+) -> list[Candidate]:
     """Up to ``cap`` candidates (all when None), round-robin over ``roots``: the first
-    of every tree, then the second of every tree, and so on."""
+    of every tree, then the second of every tree, and so on. Without sharing providers,
+    the answers ``kept`` from an earlier request like this one are taken as they are
+    (they are the same: see ``placement.candidates.answers``), and what is found is
+    added to them."""
     if plan.sharing:
-        return _collect_with_sharing(plan, roots, cap)
-    return _collect_by_form(plan, roots, cap)
+        return _collect_with_sharing(plan, roots, cap, render)
+    return _collect_by_form(plan, roots, cap, _KindSearch(plan, render),
+                            kept if kept is not None else KeptAnswers())
 
 
-def _collect_by_form(plan: SearchPlan, roots: list[int], cap: int | None) -> list[Candidate]:
-    """Without sharing providers, a tree's placements depend on nothing but its form and
-    free amounts (``tree_key``): each kind of tree is walked on its first tree, and its
-    placements, kept as positions in that tree, are moved onto the others of its kind."""
-    world = plan.world
-    demand = plan.demand
-    demand_items = tuple(sorted(demand.items()))
-    chains: dict[int, list[int]] = {}
-    answers: dict[object, _KindAnswer] = {}
+def _collect_by_form(
+    plan: SearchPlan, roots: list[int], cap: int | None, kinds: "_KindSearch",
+    kept: KeptAnswers,
+) -> list[Candidate]:
+    """Without sharing providers: each tree's answers are those kept, or else those of
+    its kind (``_KindSearch``), added to the kept ones as they are found."""
+    trees = kept.trees
     found: list[Candidate] = []
-    live = []  # (root, its providers, its kind's key, its kind's answer) of each tree left
-    for root in roots:  # the first placement of every tree, finding its kind
-        form = world.form_of_tree[root]
-        key = form.keys.get(demand_items, _UNKNOWN)
-        if key is _UNKNOWN:
-            if len(form.keys) >= KEYS_KEPT_PER_FORM:
-                form.keys.clear()
-            key = form.keys[demand_items] = tree_key(form, demand, demand_items)
-        if key is None:
+    live: list[tuple[int, TreeAnswers]] = []  # the trees that may have more
+    for root in roots:  # the first candidate of every tree
+        answers = trees.get(root)
+        if answers is None:
+            first = kinds.candidate(root, 0)
+            if first is None:
+                kept.add_tree(root, NO_ANSWERS)
+                continue
+            answers = TreeAnswers()
+            kept.add_tree(root, answers)
+            kept.add_candidate(answers, first)
+        elif not answers.candidates:
             continue
-        tree = world.trees[root]
-        answer = answers.get(key)
-        if answer is None:
-            answer = answers[key] = _KindAnswer(
-                tree_candidates(plan, plan.tree_options(root), chains), tree
-            )
-        positions = answer.get(0)
-        if positions is None:
-            continue
-        found.append(Candidate(root, tuple([tree[p] for p in positions]), (key, 0)))
+        found.append(answers.candidates[0])
         if cap is not None and len(found) >= cap:
             return found
-        live.append((root, tree, key, answer))
-    rank = 1  # which placement of each tree left this round takes
+        live.append((root, answers))
+    rank = 1  # which candidate of each tree left this round takes
     while live:
         still_live = []
         for entry in live:
-            root, tree, key, answer = entry
-            known = answer.found
+            root, answers = entry
+            known = answers.candidates
             if rank < len(known):
-                positions = known[rank]
-            elif answer.exhausted:
+                candidate = known[rank]
+            elif answers.complete:
                 continue
             else:
-                positions = answer.get(rank)
-                if positions is None:
+                candidate = kinds.candidate(root, rank)
+                if candidate is None:
+                    answers.complete = True
                     continue
-            found.append(Candidate(root, tuple([tree[p] for p in positions]), (key, rank)))
+                kept.add_candidate(answers, candidate)
+            found.append(candidate)
             if cap is not None and len(found) >= cap:
                 return found
             still_live.append(entry)
         live = still_live
         rank += 1
     return found
+
+
+class _KindSearch:
+    """One request's search by kind of tree: a tree's placements depend on nothing but
+    its form and free amounts (``tree_key``), so each kind of tree is walked on the first
+    tree of it asked for, and its placements, kept as positions in that tree, are moved
+    onto the others of its kind."""
+
+    def __init__(self, plan: SearchPlan, render: Render) -> None:
+        self.plan = plan
+        self.render = render
+        self.demand_items = tuple(sorted(plan.demand.items()))
+        self.answers: dict[object, _KindAnswer] = {}  # by tree_key
+        self.chains: dict[int, list[int]] = {}  # shared by the walks
+
+    def candidate(self, root: int, rank: int) -> Candidate | None:
+        """The tree's candidate of ``rank`` (its first is 0), or None when it has fewer."""
+        plan = self.plan
+        world = plan.world
+        form = world.form_of_tree[root]
+        demand_items = self.demand_items
+        key = form.keys.get(demand_items, _UNKNOWN)
+        if key is _UNKNOWN:
+            if len(form.keys) >= KEYS_KEPT_PER_FORM:
+                form.keys.clear()
+            key = form.keys[demand_items] = tree_key(form, plan.demand, demand_items)
+        if key is None:
+            return None
+        tree = world.trees[root]
+        answer = self.answers.get(key)
+        if answer is None:
+            answer = self.answers[key] = _KindAnswer(
+                tree_candidates(plan, plan.tree_options(root), self.chains), tree
+            )
+        positions = answer.get(rank)
+        if positions is None:
+            return None
+        providers = tuple([tree[p] for p in positions])
+        return Candidate(root, providers, self.render(providers, (key, rank)))
 
 
 _UNKNOWN = object()
@@ -120,7 +171,7 @@ def tree_key(form: TreeForm, demand: dict[int, int], demand_items) -> object:
 
 
 def _collect_with_sharing(
-    plan: SearchPlan, roots: list[int], cap: int | None
+    plan: SearchPlan, roots: list[int], cap: int | None, render: Render
 ) -> list[Candidate]:
     """Each tree searched on its own, with the sharing providers that serve it."""
     found: list[Candidate] = []
@@ -135,7 +186,7 @@ def _collect_with_sharing(
             if key in seen_outside_anchor:
                 return False
             seen_outside_anchor.add(key)
-        found.append(Candidate(root, providers))
+        found.append(Candidate(root, providers, render(providers, None)))
         return True
 
     def advance(placements: Iterator[tuple[int, ...]], root: int) -> bool:

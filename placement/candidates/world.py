@@ -21,7 +21,8 @@ The copy is exact because every change a search can see changes a version:
 * a move changes the parent of the provider and the root of its whole
   subtree; a new provider is a new row, a deleted one a missing row;
 * a renamed resource class changes no provider: the class names are read
-  on every request too and every kept summary is dropped when one changes.
+  on every request too and every kept summary and answer is dropped when one
+  changes.
 
 The log, the versions, the details and the class names are read in one snapshot of
 the database (the request runs at REPEATABLE READ on PostgreSQL; a SQLite
@@ -40,6 +41,9 @@ indistinguishable, so the search answers one tree of each kind and maps the
 answer onto the others (``placement.candidates.search``): hosts of one
 hardware model are searched once however busy they are, as long as each has
 room for the request or lacks it in the same places.
+
+And it keeps, for the requests asked lately, each tree's candidates
+(``answers``, ``placement.candidates.answers``), dropped with the tree.
 """
 
 import sys
@@ -49,6 +53,7 @@ from dataclasses import dataclass, field
 import orjson
 from sqlalchemy import Connection
 
+from placement.candidates.answers import AnswerMemo
 from placement.data import provider_world as data
 
 
@@ -131,27 +136,27 @@ class ProviderWorld:
     _log_incarnation: str | None = None  # and in which one
     _form_numbers: dict[tuple, int] = field(default_factory=dict)
     _tree_summaries: dict[int, bytes] = field(default_factory=dict)  # root id -> JSON
+    # Each tree's candidates for the requests asked lately (dropped with the tree).
+    answers: AnswerMemo = field(default_factory=AnswerMemo)
 
     def refresh(self, conn: Connection) -> None:
         """Bring the copy up to date with what ``conn`` sees (hold ``lock``): read what
         changed, then apply it. Should applying fail half-way, the copy is dropped and
         the next request reads it all."""
-        # (The class names are read first: on SQLite that statement begins the
-        # transaction, before the log is read through the driver's cursor.)
-        class_names = data.class_names(conn)
-        log = data.change_log_position(conn)
+        changes = data.changes_since(conn, self._log_position)
+        class_names, log = changes.class_names, changes.log
         if self._log_position is not None and (
             log.incarnation != self._log_incarnation or log.position < self._log_position
         ):
             # The log started over (re-created, truncated) or went back (a backup
             # restored): ids and generations may repeat, so nothing kept is trusted.
             self._forget_everything()
-        if (self._log_position is None or log.pruned_below is None
-                or self._log_position < log.pruned_below):
+        if (changes.changed is None or self._log_position is None
+                or log.pruned_below is None or self._log_position < log.pruned_below):
             seen: dict[int, tuple | None] = dict.fromkeys(self._versions)
             seen.update((version[0], version) for version in data.provider_versions(conn))
         else:
-            seen = data.changed_provider_versions(conn, self._log_position)
+            seen = changes.changed
         changed = [
             version for provider_id, version in seen.items()
             if version is not None and self._versions.get(provider_id) != version
@@ -172,7 +177,9 @@ class ProviderWorld:
 
     def _apply(self, class_names, changed, removed, details) -> None:
         if any(class_names.get(id_) != name for id_, name in self.class_names.items()):
-            self._tree_summaries.clear()  # a class renamed or deleted (new ones change none)
+            # A class renamed or deleted (new ones change none): kept text names it.
+            self._tree_summaries.clear()
+            self.answers.clear()
         self.class_names = class_names
         touched_trees: set[int] = set()
         # Everything old out first, then the new in: a trait or aggregate may have
@@ -182,6 +189,7 @@ class ProviderWorld:
             self._forget(provider_id, touched_trees)
         for version in changed:
             self._add(version, details[version[0]], touched_trees)
+        self.answers.drop_trees(touched_trees)
         for root_id in touched_trees:
             self._tree_summaries.pop(root_id, None)
             tree = self.trees.get(root_id)

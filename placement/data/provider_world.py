@@ -4,20 +4,21 @@ A provider's *version* (``provider_versions``: id, generation, parent, root)
 changes whenever something a candidate search looks at changes (see
 ``placement.candidates.world``). A copy reads every version once; after that
 it reads, on each request, only the versions of the providers logged as
-changed since its last read (``change_log_position``,
-``changed_provider_versions``: the ``provider_changes`` log, written by
-triggers in the writers' own transactions, migration 0003), or every version
-again when the log was pruned past where it stood. Both are read through the
-driver's own cursor (binary rows on PostgreSQL): building ORM rows would cost
-three times the query on tens of thousands of providers.
-``provider_details`` reads everything else of the providers whose version
-changed; ``class_names`` the names of the resource classes, which a rename
-(1.2 to 1.6) changes without touching a provider.
+changed since its last read (``changes_since``: the ``provider_changes``
+log, written by triggers in the writers' own transactions, migration 0003),
+or every version again when the log was pruned past where it stood. Both
+are read through the driver's own cursor (binary rows on PostgreSQL):
+building ORM rows would cost three times the query on tens of thousands of
+providers. ``changes_since`` also reads the names of the resource classes,
+which a rename (1.2 to 1.6) changes without touching a provider, and on
+PostgreSQL sends its statements at once. ``provider_details`` reads
+everything else of the providers whose version changed.
 """
 
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import psycopg
 from sqlalchemy import Connection, func, select
 
 from placement.data.sql import SQLITE_IN_CHUNK, id_conditions
@@ -25,7 +26,6 @@ from placement.db.tables import (
     allocations,
     inventories,
     placement_aggregates,
-    resource_classes,
     resource_provider_aggregates,
     resource_provider_traits,
     resource_providers,
@@ -71,35 +71,71 @@ class LogPosition:
     incarnation: str | None
 
 
-def change_log_position(conn: Connection) -> LogPosition:
-    position = _POSITION[conn.dialect.name]
-    rows = _fetch(
-        conn, f"SELECT {position}, pruned_below, incarnation FROM provider_changes_state"
-    )
-    if len(rows) != 1:
-        return LogPosition(_fetch(conn, f"SELECT {position}")[0][0], None, None)
-    return LogPosition(*rows[0])
+@dataclass(frozen=True)
+class Changes:
+    """What a copy reads on every request: the class names, where it stands in the change
+    log, and the versions of the providers logged as changed since its last request
+    (None when it had no position: it reads every version then)."""
+
+    class_names: dict[int, str]
+    log: LogPosition
+    changed: dict[int, tuple | None] | None
 
 
-def changed_provider_versions(conn: Connection, since: int) -> dict[int, tuple | None]:
-    """The versions (as ``provider_versions`` gives them) of the providers logged as
-    changed from position ``since`` on, by id; None for those that no longer exist."""
+def changes_since(conn: Connection, since: int | None) -> Changes:
+    """The class names, the log position, and the versions (as ``provider_versions`` gives
+    them) of the providers logged as changed from position ``since`` on, by id, None for
+    those that no longer exist. On PostgreSQL the three are sent at once (a pipeline,
+    with the BEGIN of the request's transaction): one round trip."""
     dialect = conn.dialect.name
+    position = _POSITION[dialect]
     columns = ", ".join(f"rp.{column}" for column in _version_columns(conn))
-    rows = _fetch(
-        conn,
-        f"SELECT c.provider_id, {columns}"
-        " FROM (SELECT DISTINCT provider_id FROM provider_changes"
-        f" WHERE {_POSITION_COLUMN[dialect]} >= {int(since)}) AS c"
-        " LEFT JOIN resource_providers rp ON rp.id = c.provider_id",
-    )
-    return {row[0]: (row if row[1] is not None else None) for row in rows}
+    statements = [
+        "SELECT id, name FROM resource_classes",
+        f"SELECT {position}, pruned_below, incarnation FROM provider_changes_state",
+    ]
+    if since is not None:
+        statements.append(
+            f"SELECT c.provider_id, {columns}"
+            " FROM (SELECT DISTINCT provider_id FROM provider_changes"
+            f" WHERE {_POSITION_COLUMN[dialect]} >= {int(since)}) AS c"
+            " LEFT JOIN resource_providers rp ON rp.id = c.provider_id"
+        )
+    results = _fetch_all(conn, statements)
+    states = results[1]
+    if len(states) == 1:
+        log = LogPosition(*states[0])
+    else:  # the state row is missing: the log cannot be trusted
+        log = LogPosition(_fetch(conn, f"SELECT {position}")[0][0], None, None)
+    changed = None
+    if since is not None:
+        changed = {row[0]: (row if row[1] is not None else None) for row in results[2]}
+    return Changes(dict(results[0]), log, changed)
 
 
 def _version_columns(conn: Connection) -> tuple[str, ...]:
     if conn.dialect.name == "sqlite":
         return _VERSION_COLUMNS + _SQLITE_VERSION_COLUMNS
     return _VERSION_COLUMNS
+
+
+def _fetch_all(conn: Connection, statements: list[str]) -> list[list[tuple]]:
+    """The rows of each statement, as ``_fetch`` gives them; on PostgreSQL all sent before
+    any answer is read. (On SQLite the first begins the transaction: the engine emits
+    BEGIN before a statement of its own, not before the driver's.)"""
+    if conn.dialect.name != "postgresql" or not psycopg.Pipeline.is_supported():
+        first = [tuple(row) for row in conn.exec_driver_sql(statements[0])]
+        return [first] + [_fetch(conn, statement) for statement in statements[1:]]
+    dbapi_connection = conn.connection.dbapi_connection
+    cursors = [dbapi_connection.cursor(binary=True) for _ in statements]  # type: ignore[union-attr]
+    try:
+        with dbapi_connection.pipeline():  # type: ignore[union-attr]
+            for cursor, statement in zip(cursors, statements, strict=True):
+                cursor.execute(statement)
+        return [list(cursor.fetchall()) for cursor in cursors]
+    finally:
+        for cursor in cursors:
+            cursor.close()
 
 
 def _fetch(conn: Connection, statement: str) -> list[tuple]:
@@ -207,9 +243,3 @@ def _read_batch(conn: Connection, found: dict[int, ProviderDetails], ids) -> Non
     ):
         if provider_id in found:
             found[provider_id].aggregates[aggregate_id] = uuid
-
-
-def class_names(conn: Connection) -> dict[int, str]:
-    """Every resource class, id -> name."""
-    return dict(conn.execute(select(resource_classes.c.id, resource_classes.c.name)).all())
-

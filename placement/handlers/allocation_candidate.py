@@ -5,13 +5,15 @@ import random
 import flask
 
 from placement.candidates import response, search
-from placement.candidates.plan import build_plan
+from placement.candidates.answers import KeptAnswers
+from placement.candidates.plan import SearchPlan, build_plan
 from placement.candidates.request import parse_candidate_request
 from placement.candidates.world import world_of
 from placement.collector import collector_paused
 from placement.context import RequestContext
 from placement.http import json_response, min_version
 
+MIB = 1024 * 1024
 EMPTY: dict[str, list | dict] = {"allocation_requests": [], "provider_summaries": {}}
 
 
@@ -33,13 +35,25 @@ def _list_allocation_candidates(ctx: RequestContext) -> flask.Response:
         randomize = ctx.config.randomize_allocation_candidates
         if randomize:
             random.shuffle(roots)
-        candidates = search.collect(plan, roots, _cap(ctx, request.limit))
+        renderer = response.AllocationRequests(plan, ctx.version)
+        candidates = search.collect(
+            plan, roots, _cap(ctx, request.limit), renderer.render, _kept_answers(ctx, plan)
+        )
+        world.answers.keep_within(ctx.config.allocation_candidates_cache_mib * MIB)
         if randomize:
             random.shuffle(candidates)
         if not candidates:
             return json_response(ctx, EMPTY)
         body = response.body(plan, candidates, ctx.version)  # (text only: no more reads)
     return json_response(ctx, body)
+
+
+def _kept_answers(ctx: RequestContext, plan: SearchPlan) -> KeptAnswers | None:
+    """The answers kept for requests like this one (None: not kept, when the answers
+    depend on sharing providers or the cache is off)."""
+    if plan.sharing or ctx.config.allocation_candidates_cache_mib == 0:
+        return None
+    return plan.world.answers.kept_for((plan.signature(), ctx.version.major, ctx.version.minor))
 
 
 def _cap(ctx: RequestContext, limit: int | None) -> int | None:

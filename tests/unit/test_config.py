@@ -92,6 +92,7 @@ def test_every_option_has_an_environment_variable(tmp_path):
         "allow_noauth_on_public_address": "on",
         "randomize_allocation_candidates": "1",
         "max_allocation_candidates": "7",
+        "allocation_candidates_cache_mib": "3",
         "group_resource_classes": "cpu:VCPU, ram:MEMORY_MB",
         "group_resource_byte_units": "ram:MB, vram:GB",
         "log_level": "ERROR",
@@ -109,6 +110,7 @@ def test_every_option_has_an_environment_variable(tmp_path):
         allow_noauth_on_public_address=True,
         randomize_allocation_candidates=True,
         max_allocation_candidates=7,
+        allocation_candidates_cache_mib=3,
         group_resource_classes={"cpu": "VCPU", "ram": "MEMORY_MB"},
         group_resource_byte_units={"ram": "MB", "vram": "GB"},
         log_level="ERROR",
@@ -139,6 +141,12 @@ def test_an_invalid_auth_strategy_is_refused(tmp_path, strategy):
         load_config(_write(tmp_path, ""), environ={"PLACEMENT_AUTH_STRATEGY": strategy})
     with pytest.raises(ConfigError):
         Config(auth_strategy=strategy)
+
+
+def test_a_negative_candidate_cache_size_is_refused(tmp_path):
+    path = _write(tmp_path, "[placement]\nallocation_candidates_cache_mib = -1\n")
+    with pytest.raises(ConfigError, match="allocation_candidates_cache_mib"):
+        load_config(path, environ={})
 
 
 def test_token_strategy_without_a_tokens_file_is_refused(tmp_path):

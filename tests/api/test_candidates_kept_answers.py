@@ -1,0 +1,283 @@
+"""Each tree's candidates are kept between requests, and searched again only where changed.
+
+``placement.candidates.answers``: a worker keeps, per request (the plan's
+signature and the microversion), each tree's candidates with their allocation
+requests written; a repeated request takes them and walks only the trees
+written since. Every test here checks both halves: that the kept answers are
+used (no walk where nothing changed) and that they are exact (the body is
+byte for byte what a worker with nothing kept answers).
+"""
+
+import dataclasses
+import uuid
+
+import pytest
+
+from placement.app import create_app
+from placement.candidates import search
+from placement.candidates import world as world_module
+from placement.candidates.answers import ANSWER_BYTES, TREE_ENTRY_BYTES, AnswerMemo
+from placement.candidates.plan import SearchPlan
+from tests.api.candidate_helpers import Providers
+from tests.conftest import Api
+
+QUERY = "resources=VCPU:2"
+TWO_NUMA = "resources_A=VCPU:1&resources_B=VCPU:1&group_policy=isolate"
+
+
+@pytest.fixture
+def tree(api, monkeypatch) -> Providers:
+    monkeypatch.setattr(world_module, "_WORLDS", {})  # this test's worlds only
+    return Providers(api)
+
+
+@pytest.fixture
+def walks(monkeypatch) -> list[int]:
+    """The root of every tree the search walks, in order."""
+    walked: list[int] = []
+    tree_options = SearchPlan.tree_options
+
+    def recording(plan, root_id):
+        walked.append(root_id)
+        return tree_options(plan, root_id)
+
+    monkeypatch.setattr(SearchPlan, "tree_options", recording)
+    return walked
+
+
+def the_world():
+    (world,) = world_module._WORLDS.values()
+    return world
+
+
+def body_of(api: Api, tree: Providers, query: str, version: str = "1.39") -> bytes:
+    response = api.get(f"/allocation_candidates?{tree.query(query)}", version=version)
+    assert response.status_code == 200, response.json
+    return response.data
+
+
+def cold_body(api: Api, tree: Providers, query: str, version: str = "1.39") -> bytes:
+    """The body from a worker that keeps nothing yet (the kept world is put back)."""
+    kept = world_module._WORLDS
+    world_module._WORLDS = {}
+    try:
+        return body_of(api, tree, query, version)
+    finally:
+        world_module._WORLDS = kept
+
+
+def claim(api: Api, allocations: dict) -> None:
+    response = api.allocate(str(uuid.uuid4()), allocations)
+    assert response.status_code == 204, response.json
+
+
+def root_id(tree: Providers, name: str) -> int:
+    return the_world().id_of_uuid[tree.uuid[name]]
+
+
+# One per host: hosts with different traits are different kinds of tree, each walked.
+HOST_TRAITS = ("HW_CPU_X86_AVX", "HW_CPU_X86_AVX2", "HW_CPU_X86_SSE42", "HW_CPU_X86_SSE41")
+
+
+def hosts(tree: Providers, *names_and_vcpus) -> None:
+    """Flat hosts, each a kind of tree of its own."""
+    for index, (name, vcpus) in enumerate(names_and_vcpus):
+        tree.add(name, inventory={"VCPU": vcpus}, traits=[HOST_TRAITS[index]])
+
+
+def test_a_repeated_request_walks_no_tree(tree, api, walks):
+    hosts(tree, ("H1", 4), ("H2", 8), ("H3", 16))
+    first = body_of(api, tree, QUERY)
+    assert len(walks) == 3
+
+    walks.clear()
+    again = body_of(api, tree, QUERY)
+
+    assert walks == []
+    assert again == first
+    assert again == cold_body(api, tree, QUERY)
+
+
+def test_a_write_walks_again_only_the_tree_it_changed(tree, api, walks):
+    hosts(tree, ("H1", 4), ("H2", 8), ("H3", 16))
+    body_of(api, tree, QUERY)
+    walks.clear()
+
+    claim(api, {tree.uuid["H2"]: {"VCPU": 7}})  # H2 has 1 VCPU left: too few
+
+    after = body_of(api, tree, QUERY)
+    assert walks == [root_id(tree, "H2")]
+    assert tree.uuid["H2"] not in after.decode()
+    assert after == cold_body(api, tree, QUERY)
+
+
+def test_a_new_tree_is_walked_and_a_deleted_one_dropped(tree, api, walks):
+    hosts(tree, ("H1", 4), ("H2", 8))
+    body_of(api, tree, QUERY)
+    walks.clear()
+
+    tree.add("H3", inventory={"VCPU": 32})
+    assert api.delete(f"/resource_providers/{tree.uuid['H1']}").status_code == 204
+
+    after = body_of(api, tree, QUERY)
+    assert walks == [root_id(tree, "H3")]
+    assert tree.uuid["H3"] in after.decode() and tree.uuid["H1"] not in after.decode()
+    assert after == cold_body(api, tree, QUERY)
+    for kept in the_world().answers:
+        assert set(kept.trees) <= set(the_world().trees)
+
+
+def two_numa_hosts(tree: Providers, *names: str) -> None:
+    """Hosts with two NUMA nodes of 4 VCPUs, each host a kind of tree of its own."""
+    for index, name in enumerate(names):
+        tree.add(name, traits=[HOST_TRAITS[index]])
+        for numa in ("N0", "N1"):
+            tree.add(f"{name}{numa}", parent=name, inventory={"VCPU": 4})
+
+
+def test_a_limited_answer_is_kept_as_far_as_asked_and_a_longer_one_goes_on(tree, api, walks):
+    two_numa_hosts(tree, "H1", "H2", "H3")
+    limited = body_of(api, tree, f"{TWO_NUMA}&limit=2")
+    assert limited == cold_body(api, tree, f"{TWO_NUMA}&limit=2")
+    kept = [answers for kept in the_world().answers for answers in kept.trees.values()]
+    assert sorted(len(answers.candidates) for answers in kept) == [1, 1]
+    assert not any(answers.complete for answers in kept)
+
+    whole = body_of(api, tree, TWO_NUMA)
+
+    assert whole == cold_body(api, tree, TWO_NUMA)
+    assert whole.count(b'"allocations"') == 6  # 3 hosts, 2 orders of A and B each
+    walks.clear()
+    again = body_of(api, tree, f"{TWO_NUMA}&limit=4")
+    assert walks == []
+    assert again == cold_body(api, tree, f"{TWO_NUMA}&limit=4")
+
+
+@pytest.mark.parametrize(("first", "second", "query"), [
+    ("1.34", "1.33", TWO_NUMA),  # mappings from 1.34
+    ("1.12", "1.11", QUERY),  # allocations a dict from 1.12, a list before
+])
+def test_microversions_that_write_requests_differently_are_kept_apart(
+    tree, api, first, second, query
+):
+    two_numa_hosts(tree, "H1", "H2")
+    hosts(tree, ("H3", 4))
+    bodies = set()
+    for version in (first, second, first):
+        body = body_of(api, tree, query, version)
+        assert body == cold_body(api, tree, query, version)
+        bodies.add(body)
+    assert len(bodies) == 2
+    assert len(the_world().answers) == 2
+
+
+def test_answers_through_sharing_providers_are_not_kept(tree, api):
+    tree.add("CN", inventory={"VCPU": 8}, aggregates=["agg"])
+    tree.add("SS", inventory={"DISK_GB": 100}, traits=["MISC_SHARES_VIA_AGGREGATE"],
+             aggregates=["agg"])
+    query = "resources=VCPU:1,DISK_GB:10"
+    assert body_of(api, tree, query) == cold_body(api, tree, query)
+    assert b"DISK_GB" in body_of(api, tree, query)
+    assert len(the_world().answers) == 0
+
+
+def test_an_answer_through_a_sharing_provider_follows_its_usage(tree, api):
+    # The sharing provider is a tree of its own: a claim on it changes no provider of
+    # the tree the answer is anchored in.
+    tree.add("CN", inventory={"VCPU": 8}, aggregates=["agg"])
+    tree.add("SS", inventory={"DISK_GB": 100}, traits=["MISC_SHARES_VIA_AGGREGATE"],
+             aggregates=["agg"])
+    query = "resources=VCPU:1,DISK_GB:60"
+    assert tree.uuid["SS"] in body_of(api, tree, query).decode()
+
+    claim(api, {tree.uuid["SS"]: {"DISK_GB": 50}})
+
+    after = body_of(api, tree, query)
+    assert after == cold_body(api, tree, query)
+    assert b"allocation_requests\":[]" in after
+
+
+def test_a_cache_of_zero_keeps_nothing(tree, config, engine):
+    api = Api(create_app(config.replace(allocation_candidates_cache_mib=0),
+                         engine=engine).test_client())
+    tree = Providers(api)
+    hosts(tree, ("H1", 4))
+    assert tree.uuid["H1"] in body_of(api, tree, QUERY).decode()
+    assert tree.uuid["H1"] in body_of(api, tree, QUERY).decode()
+    assert len(the_world().answers) == 0
+
+
+def test_the_size_kept_is_accounted_as_trees_come_and_go(tree, api):
+    two_numa_hosts(tree, "H1", "H2")
+    hosts(tree, ("H3", 1))  # too small for two VCPUs: kept as answering nothing
+    body_of(api, tree, TWO_NUMA)
+    claim(api, {tree.uuid["H1N0"]: {"VCPU": 1}})
+    body_of(api, tree, TWO_NUMA)
+    (kept,) = the_world().answers
+    assert kept.size == sum(
+        TREE_ENTRY_BYTES + sum(ANSWER_BYTES + len(c.request) for c in answers.candidates)
+        for answers in kept.trees.values()
+    )
+    assert len(kept.trees) == 3
+
+
+def test_the_least_recently_asked_requests_are_dropped_first():
+    memo = AnswerMemo()
+    kept = {}
+    for key in ("a", "b", "c"):
+        kept[key] = memo.kept_for((key,))
+        kept[key].size = 100
+    assert memo.kept_for(("a",)) is kept["a"]  # asked again: now the most recent
+
+    memo.keep_within(250)
+
+    assert list(memo) == [kept["c"], kept["a"]]
+    memo.keep_within(100)
+    assert list(memo) == [kept["a"]]
+    memo.keep_within(0)
+    assert len(memo) == 0
+    assert memo.kept_for(("a",)) is not kept["a"]
+
+
+# What a tree's candidates depend on besides the tree: every field of the plan is either
+# in its signature or named here with the reason it need not be.
+NOT_IN_SIGNATURE = {
+    "world",  # the trees themselves: their kept answers are dropped when they change
+    "root_filter",  # chooses the trees (candidate_roots), not their candidates
+    "in_tree_roots",  # likewise
+    "sharing_options", "anchors", "sharing",  # nothing is kept when something is shared
+    "subtree_sets_of_slot", "twin_families", "demand",  # follow from the slots and sets
+}
+IN_SIGNATURE = {
+    "slots", "filter_of_slot", "isolate", "subtree_sets", "unsuffixed_slots",
+    "unsuffixed_traits", "one_provider_per_tree", "class_names",
+}
+
+
+def test_every_field_of_the_plan_is_in_its_signature_or_follows_from_it():
+    fields = {field.name for field in dataclasses.fields(SearchPlan)}
+    assert fields == IN_SIGNATURE | NOT_IN_SIGNATURE
+    assert not IN_SIGNATURE & NOT_IN_SIGNATURE
+
+
+def test_a_plan_differing_in_any_signed_field_has_another_signature(tree, api, monkeypatch):
+    hosts(tree, ("H1", 4))
+    plans: list[SearchPlan] = []
+    collect = search.collect
+
+    def capturing(plan, *args, **kwargs):
+        plans.append(plan)
+        return collect(plan, *args, **kwargs)
+
+    monkeypatch.setattr(search, "collect", capturing)
+    body_of(api, tree, QUERY)
+    (plan,) = plans
+    different_values = {
+        "slots": [], "filter_of_slot": [], "isolate": not plan.isolate,
+        "subtree_sets": [(0,)], "unsuffixed_slots": (), "unsuffixed_traits": (frozenset({1}),),
+        "one_provider_per_tree": not plan.one_provider_per_tree, "class_names": {},
+    }
+    assert set(different_values) == IN_SIGNATURE
+    for name, value in different_values.items():
+        changed = dataclasses.replace(plan, **{name: value})
+        assert changed.signature() != plan.signature(), name
