@@ -5,27 +5,33 @@ and between two of them only the trees it claimed on, or that were otherwise
 written, change. So each worker's ``ProviderWorld`` keeps, per request
 (``SearchPlan.signature`` and the microversion), each tree's candidates in the
 order the search finds them, with their allocation requests already written as
-JSON: a repeated request takes them as they are and searches only the trees
-that changed since (``placement.candidates.search``).
+JSON: a repeated request takes them as they are, and searches only the trees
+that have none kept (``placement.candidates.search``).
 
 A tree's answers are exact as long as the tree is: the world drops them
 whenever it reads any provider of the tree again (``ProviderWorld._apply``:
 every write a search can see changes a provider's version), drops them all
-when a class is renamed, and forgets them with everything else. A tree's
-answers are kept only as far as some request asked (the first ten with
-``limit=10``), so that ``complete`` says whether there are more.
+when a class is renamed or deleted, and forgets them with everything else. A
+tree's answers are kept only as far as some request asked (with ``limit``,
+the first candidate of the first trees), so ``complete`` says whether there
+are more; a request that asks further searches the tree again.
 
-Requests with sharing providers are not kept: their trees' answers depend on
-providers outside the tree. What is kept is bounded by an estimate of its
-size (``ANSWER_BYTES``, ``TREE_ENTRY_BYTES``): the requests least recently
-asked are dropped first (``AnswerMemo.keep_within``).
+Not kept: requests with sharing providers (their trees' answers depend on
+providers outside the tree) and requests with ``in_tree`` (one tree: nothing
+to gain); trees that lack a class the request asks for (found again at once).
+What is kept is bounded by an estimate of its size in bytes (``KEY_BYTES``,
+``TREE_ENTRY_BYTES``, ``ANSWER_BYTES``) and by ``MAX_REQUESTS_KEPT``: the
+requests least recently asked are dropped first (``AnswerMemo.keep_within``).
 """
 
 from collections import OrderedDict
 from typing import Any
 
-TREE_ENTRY_BYTES = 120  # a tree's entry in one request's answers (key, object, list)
-ANSWER_BYTES = 200  # one candidate (tuple, providers), besides its text
+KEY_BYTES = 2048  # one request's key (its plan's signature) and its dict of trees
+TREE_ENTRY_BYTES = 160  # a tree's entry in one request's answers (key, object, list)
+ANSWER_BYTES = 250  # one candidate (tuple, providers), besides its text
+# Every refresh that reads a tree again drops its answers under every request kept.
+MAX_REQUESTS_KEPT = 256
 
 
 class TreeAnswers:
@@ -58,22 +64,26 @@ class KeptAnswers:
 
     def __init__(self) -> None:
         self.trees: dict[int, TreeAnswers] = {}
-        self.size = 0
+        self.size = KEY_BYTES
 
     def add_tree(self, root_id: int, answers: TreeAnswers) -> None:
+        """Keep a tree's answers (with the candidates they already have)."""
         self.trees[root_id] = answers
-        self.size += TREE_ENTRY_BYTES
+        self.size += TREE_ENTRY_BYTES + _bytes_of(answers.candidates)
 
     def add_candidate(self, answers: TreeAnswers, candidate) -> None:
+        """One more candidate of a tree kept here."""
         answers.candidates.append(candidate)
-        self.size += ANSWER_BYTES + len(candidate.request)
+        self.size += _bytes_of([candidate])
 
     def drop_tree(self, root_id: int) -> None:
         answers = self.trees.pop(root_id, None)
         if answers is not None:
-            self.size -= TREE_ENTRY_BYTES + sum(
-                ANSWER_BYTES + len(candidate.request) for candidate in answers.candidates
-            )
+            self.size -= TREE_ENTRY_BYTES + _bytes_of(answers.candidates)
+
+
+def _bytes_of(candidates) -> int:
+    return sum(ANSWER_BYTES + len(candidate.request) for candidate in candidates)
 
 
 class AnswerMemo:
@@ -92,18 +102,32 @@ class AnswerMemo:
         return kept
 
     def drop_trees(self, root_ids) -> None:
-        """Forget what every request found in these trees (they changed)."""
-        for kept in self._by_request.values():
+        """Forget what every request found in these trees (they changed), and the
+        requests left with no tree."""
+        emptied = []
+        for request_key, kept in self._by_request.items():
             for root_id in root_ids:
                 kept.drop_tree(root_id)
+            if not kept.trees:
+                emptied.append(request_key)
+        for request_key in emptied:
+            del self._by_request[request_key]
 
     def clear(self) -> None:
         self._by_request.clear()
 
     def keep_within(self, budget_bytes: int) -> None:
-        """Drop the least recently asked requests until the rest fit ``budget_bytes``."""
+        """Keep at most ``budget_bytes`` (estimated) and ``MAX_REQUESTS_KEPT`` requests: a
+        request asked last whose answers alone are over the budget is dropped; else the
+        requests least recently asked, until the rest fit."""
+        if self._by_request:
+            last_key = next(reversed(self._by_request))
+            if self._by_request[last_key].size > budget_bytes:
+                del self._by_request[last_key]
         total = sum(kept.size for kept in self._by_request.values())
-        while total > budget_bytes and self._by_request:
+        while self._by_request and (
+            total > budget_bytes or len(self._by_request) > MAX_REQUESTS_KEPT
+        ):
             _, dropped = self._by_request.popitem(last=False)
             total -= dropped.size
 

@@ -65,8 +65,10 @@ class SearchPlan:
         """What decides a tree's candidates and how they are written, but the tree itself
         and the sharing providers: two plans of one signature find the same candidates in
         one tree (the answers kept between requests, ``placement.candidates.answers``).
-        Not in it: ``root_filter`` and ``in_tree_roots`` only choose the trees; the
-        sharing fields are empty whenever answers are kept; the rest follows from these."""
+        Traits, aggregates and classes are in it by name (the slots' groups) and by id
+        (the filters), so an id given to another name makes another signature. Not in it:
+        ``root_filter`` and ``in_tree_roots`` only choose the trees; the sharing fields
+        name no provider whenever answers are kept; the rest follows from these."""
         return (
             tuple(self.slots),
             tuple(self.filter_of_slot),

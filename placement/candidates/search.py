@@ -65,13 +65,16 @@ def _collect_by_form(
     for root in roots:  # the first candidate of every tree
         answers = trees.get(root)
         if answers is None:
-            first = kinds.candidate(root, 0)
+            key = kinds.key_of(root)
+            if key is None:  # lacks a class asked for: nothing to keep
+                continue
+            first = kinds.candidate(root, key, 0)
             if first is None:
                 kept.add_tree(root, NO_ANSWERS)
                 continue
             answers = TreeAnswers()
+            answers.candidates.append(first)
             kept.add_tree(root, answers)
-            kept.add_candidate(answers, first)
         elif not answers.candidates:
             continue
         found.append(answers.candidates[0])
@@ -89,10 +92,11 @@ def _collect_by_form(
             elif answers.complete:
                 continue
             else:
-                candidate = kinds.candidate(root, rank)
-                if candidate is None:
+                found_now = kinds.candidate(root, kinds.key_of(root), rank)
+                if found_now is None:
                     answers.complete = True
                     continue
+                candidate = found_now
                 kept.add_candidate(answers, candidate)
             found.append(candidate)
             if cap is not None and len(found) >= cap:
@@ -116,20 +120,25 @@ class _KindSearch:
         self.answers: dict[object, _KindAnswer] = {}  # by tree_key
         self.chains: dict[int, list[int]] = {}  # shared by the walks
 
-    def candidate(self, root: int, rank: int) -> Candidate | None:
-        """The tree's candidate of ``rank`` (its first is 0), or None when it has fewer."""
-        plan = self.plan
-        world = plan.world
-        form = world.form_of_tree[root]
+    def key_of(self, root: int) -> object:
+        """The tree's kind (``tree_key``), None when it lacks a class asked for; kept on
+        its form for the next request asking the same amounts."""
+        form = self.plan.world.form_of_tree[root]
         demand_items = self.demand_items
         key = form.keys.get(demand_items, _UNKNOWN)
         if key is _UNKNOWN:
             if len(form.keys) >= KEYS_KEPT_PER_FORM:
                 form.keys.clear()
-            key = form.keys[demand_items] = tree_key(form, plan.demand, demand_items)
+            key = form.keys[demand_items] = tree_key(form, self.plan.demand, demand_items)
+        return key
+
+    def candidate(self, root: int, key: object, rank: int) -> Candidate | None:
+        """The candidate of ``rank`` (the first is 0) of the tree ``root`` of kind ``key``,
+        or None when it has fewer."""
         if key is None:
             return None
-        tree = world.trees[root]
+        plan = self.plan
+        tree = plan.world.trees[root]
         answer = self.answers.get(key)
         if answer is None:
             answer = self.answers[key] = _KindAnswer(

@@ -11,7 +11,7 @@ are read through the driver's own cursor (binary rows on PostgreSQL):
 building ORM rows would cost three times the query on tens of thousands of
 providers. ``changes_since`` also reads the names of the resource classes,
 which a rename (1.2 to 1.6) changes without touching a provider, and on
-PostgreSQL sends its statements at once. ``provider_details`` reads
+PostgreSQL sends its statements together. ``provider_details`` reads
 everything else of the providers whose version changed.
 """
 
@@ -85,8 +85,8 @@ class Changes:
 def changes_since(conn: Connection, since: int | None) -> Changes:
     """The class names, the log position, and the versions (as ``provider_versions`` gives
     them) of the providers logged as changed from position ``since`` on, by id, None for
-    those that no longer exist. On PostgreSQL the three are sent at once (a pipeline,
-    with the BEGIN of the request's transaction): one round trip."""
+    those that no longer exist. On PostgreSQL the three are sent together (a pipeline):
+    one round trip after the transaction's BEGIN."""
     dialect = conn.dialect.name
     position = _POSITION[dialect]
     columns = ", ".join(f"rp.{column}" for column in _version_columns(conn))
@@ -98,7 +98,9 @@ def changes_since(conn: Connection, since: int | None) -> Changes:
         statements.append(
             f"SELECT c.provider_id, {columns}"
             " FROM (SELECT DISTINCT provider_id FROM provider_changes"
-            f" WHERE {_POSITION_COLUMN[dialect]} >= {int(since)}) AS c"
+            f" WHERE {_POSITION_COLUMN[dialect]} >= {int(since)}"
+            # (none when the log was pruned past ``since``: every version is read then)
+            f" AND {int(since)} >= (SELECT pruned_below FROM provider_changes_state)) AS c"
             " LEFT JOIN resource_providers rp ON rp.id = c.provider_id"
         )
     results = _fetch_all(conn, statements)
@@ -120,12 +122,10 @@ def _version_columns(conn: Connection) -> tuple[str, ...]:
 
 
 def _fetch_all(conn: Connection, statements: list[str]) -> list[list[tuple]]:
-    """The rows of each statement, as ``_fetch`` gives them; on PostgreSQL all sent before
-    any answer is read. (On SQLite the first begins the transaction: the engine emits
-    BEGIN before a statement of its own, not before the driver's.)"""
+    """The rows of each statement, as ``_fetch`` gives them; on PostgreSQL all sent
+    together (after the transaction's BEGIN), then read."""
     if conn.dialect.name != "postgresql" or not psycopg.Pipeline.is_supported():
-        first = [tuple(row) for row in conn.exec_driver_sql(statements[0])]
-        return [first] + [_fetch(conn, statement) for statement in statements[1:]]
+        return [_fetch(conn, statement) for statement in statements]
     dbapi_connection = conn.connection.dbapi_connection
     cursors = [dbapi_connection.cursor(binary=True) for _ in statements]  # type: ignore[union-attr]
     try:

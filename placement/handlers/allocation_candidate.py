@@ -50,8 +50,10 @@ def _list_allocation_candidates(ctx: RequestContext) -> flask.Response:
 
 def _kept_answers(ctx: RequestContext, plan: SearchPlan) -> KeptAnswers | None:
     """The answers kept for requests like this one (None: not kept, when the answers
-    depend on sharing providers or the cache is off)."""
-    if plan.sharing or ctx.config.allocation_candidates_cache_mib == 0:
+    depend on sharing providers, the request looks at one tree only, or the cache is
+    off)."""
+    if (plan.sharing or plan.in_tree_roots is not None
+            or ctx.config.allocation_candidates_cache_mib == 0):
         return None
     return plan.world.answers.kept_for((plan.signature(), ctx.version.major, ctx.version.minor))
 

@@ -14,9 +14,15 @@ import uuid
 import pytest
 
 from placement.app import create_app
+from placement.candidates import answers as answers_module
 from placement.candidates import search
 from placement.candidates import world as world_module
-from placement.candidates.answers import ANSWER_BYTES, TREE_ENTRY_BYTES, AnswerMemo
+from placement.candidates.answers import (
+    ANSWER_BYTES,
+    KEY_BYTES,
+    TREE_ENTRY_BYTES,
+    AnswerMemo,
+)
 from placement.candidates.plan import SearchPlan
 from tests.api.candidate_helpers import Providers
 from tests.conftest import Api
@@ -210,15 +216,56 @@ def test_a_cache_of_zero_keeps_nothing(tree, config, engine):
 def test_the_size_kept_is_accounted_as_trees_come_and_go(tree, api):
     two_numa_hosts(tree, "H1", "H2")
     hosts(tree, ("H3", 1))  # too small for two VCPUs: kept as answering nothing
+    tree.add("D1", inventory={"DISK_GB": 10})  # no VCPU at all: not kept
     body_of(api, tree, TWO_NUMA)
     claim(api, {tree.uuid["H1N0"]: {"VCPU": 1}})
     body_of(api, tree, TWO_NUMA)
     (kept,) = the_world().answers
-    assert kept.size == sum(
+    assert kept.size == KEY_BYTES + sum(
         TREE_ENTRY_BYTES + sum(ANSWER_BYTES + len(c.request) for c in answers.candidates)
         for answers in kept.trees.values()
     )
-    assert len(kept.trees) == 3
+    assert set(kept.trees) == {root_id(tree, name) for name in ("H1", "H2", "H3")}
+
+
+def test_a_request_whose_trees_all_changed_is_dropped(tree, api):
+    hosts(tree, ("H1", 4))
+    body_of(api, tree, QUERY)
+    body_of(api, tree, "resources=VCPU:1")
+    assert len(the_world().answers) == 2
+
+    claim(api, {tree.uuid["H1"]: {"VCPU": 1}})
+    hosts(tree, ("H2", 4))  # (read in the same refresh as the claim)
+
+    body_of(api, tree, QUERY)
+    (kept,) = the_world().answers  # the other request kept nothing any more
+    assert set(kept.trees) == {root_id(tree, "H1"), root_id(tree, "H2")}
+
+
+def test_requests_with_in_tree_are_not_kept(tree, api):
+    hosts(tree, ("H1", 4), ("H2", 8))
+    query = "resources=VCPU:1&in_tree=<H2>"
+    assert body_of(api, tree, query) == cold_body(api, tree, query)
+    assert len(the_world().answers) == 0
+
+
+def test_a_tree_kept_from_one_kind_is_extended_from_another_tree_of_it(tree, api, walks):
+    # H1 and H2 are one kind; the answer kept for H1 was found walking H1. After a claim
+    # on H1 that leaves it the same kind, H1 is walked again and H2 goes on from that walk.
+    for name in ("H1", "H2"):
+        tree.add(name)
+        for numa in ("N0", "N1"):
+            tree.add(f"{name}{numa}", parent=name, inventory={"VCPU": 4})
+    limited = f"{TWO_NUMA}&limit=3"
+    assert body_of(api, tree, limited) == cold_body(api, tree, limited)
+    claim(api, {tree.uuid["H1N0"]: {"VCPU": 1}})
+    walks.clear()
+
+    whole = body_of(api, tree, TWO_NUMA)
+
+    assert walks == [root_id(tree, "H1")]
+    assert whole == cold_body(api, tree, TWO_NUMA)
+    assert whole.count(b'"allocations"') == 4
 
 
 def test_the_least_recently_asked_requests_are_dropped_first():
@@ -237,6 +284,29 @@ def test_the_least_recently_asked_requests_are_dropped_first():
     memo.keep_within(0)
     assert len(memo) == 0
     assert memo.kept_for(("a",)) is not kept["a"]
+
+
+def test_a_request_alone_over_the_budget_is_dropped_and_the_others_kept():
+    memo = AnswerMemo()
+    small = memo.kept_for(("small",))
+    small.size = 100
+    memo.kept_for(("huge",)).size = 1000
+
+    memo.keep_within(500)
+
+    assert list(memo) == [small]
+
+
+def test_at_most_so_many_requests_are_kept(monkeypatch):
+    monkeypatch.setattr(answers_module, "MAX_REQUESTS_KEPT", 3)
+    memo = AnswerMemo()
+    for key in range(5):
+        memo.kept_for((key,))
+    newest = [memo.kept_for((key,)) for key in (2, 3, 4)]
+
+    memo.keep_within(10**9)
+
+    assert list(memo) == newest
 
 
 # What a tree's candidates depend on besides the tree: every field of the plan is either

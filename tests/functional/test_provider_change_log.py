@@ -184,6 +184,21 @@ def test_a_copy_behind_the_pruned_log_reads_every_version(engine, warm, state_ro
     assert vcpu_total(world, provider_id) == 8
 
 
+def test_the_changes_of_a_pruned_log_are_not_read_only_to_be_dropped(engine, state_row):
+    with engine.begin() as conn:
+        add_provider(conn, "CN", 4)
+        since = provider_world.changes_since(conn, None).log.position
+        add_provider(conn, "CN2", 4)
+    with engine.begin() as conn:
+        assert len(provider_world.changes_since(conn, since - 1).changed) == 2
+        conn.execute(text("UPDATE provider_changes_state SET pruned_below = :far"),
+                     {"far": 2 ** 62})
+    with engine.begin() as conn:
+        changes = provider_world.changes_since(conn, since - 1)
+    assert changes.changed == {}
+    assert changes.log.pruned_below == 2 ** 62
+
+
 def test_without_the_state_row_the_log_is_not_trusted(engine, warm, state_row):
     world, provider_id, reads = warm
     with engine.begin() as conn:
