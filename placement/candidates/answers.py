@@ -101,12 +101,16 @@ class AnswerMemo:
             self._by_request.move_to_end(request_key)
         return kept
 
-    def drop_trees(self, root_ids) -> None:
+    def drop_trees(self, root_ids: set[int]) -> None:
         """Forget what every request found in these trees (they changed), and the
         requests left with no tree."""
         emptied = []
         for request_key, kept in self._by_request.items():
-            for root_id in root_ids:
+            if len(root_ids) > len(kept.trees):  # (whichever is fewer is looked through)
+                dropped = [root_id for root_id in kept.trees if root_id in root_ids]
+            else:
+                dropped = [root_id for root_id in root_ids if root_id in kept.trees]
+            for root_id in dropped:
                 kept.drop_tree(root_id)
             if not kept.trees:
                 emptied.append(request_key)

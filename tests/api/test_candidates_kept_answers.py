@@ -20,6 +20,7 @@ from placement.candidates import world as world_module
 from placement.candidates.answers import (
     ANSWER_BYTES,
     KEY_BYTES,
+    NO_ANSWERS,
     TREE_ENTRY_BYTES,
     AnswerMemo,
 )
@@ -295,6 +296,20 @@ def test_a_request_alone_over_the_budget_is_dropped_and_the_others_kept():
     memo.keep_within(500)
 
     assert list(memo) == [small]
+
+
+def test_dropped_trees_leave_each_request_and_an_emptied_request_goes():
+    memo = AnswerMemo()
+    first, second = memo.kept_for(("first",)), memo.kept_for(("second",))
+    for root_id in (1, 2, 3):
+        first.add_tree(root_id, NO_ANSWERS)
+    second.add_tree(2, NO_ANSWERS)
+
+    memo.drop_trees({2})  # fewer trees dropped than kept
+    assert set(first.trees) == {1, 3} and list(memo) == [first]
+    memo.drop_trees({1, 7, 8, 9, 10})  # more dropped than kept
+    assert set(first.trees) == {3}
+    assert first.size == KEY_BYTES + TREE_ENTRY_BYTES
 
 
 def test_at_most_so_many_requests_are_kept(monkeypatch):
