@@ -74,7 +74,7 @@ class KeptAnswers:
     def add_candidate(self, answers: TreeAnswers, candidate) -> None:
         """One more candidate of a tree kept here."""
         answers.candidates.append(candidate)
-        self.size += _bytes_of([candidate])
+        self.size += _candidate_bytes(candidate)
 
     def drop_tree(self, root_id: int) -> None:
         answers = self.trees.pop(root_id, None)
@@ -82,8 +82,12 @@ class KeptAnswers:
             self.size -= TREE_ENTRY_BYTES + _bytes_of(answers.candidates)
 
 
+def _candidate_bytes(candidate) -> int:
+    return ANSWER_BYTES + len(candidate.request)
+
+
 def _bytes_of(candidates) -> int:
-    return sum(ANSWER_BYTES + len(candidate.request) for candidate in candidates)
+    return sum(_candidate_bytes(candidate) for candidate in candidates)
 
 
 class AnswerMemo:
