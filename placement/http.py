@@ -48,9 +48,18 @@ def json_response(
     headers: dict[str, str] | None = None,
 ) -> flask.Response:
     """A JSON response (compact, by orjson); from 1.15 with last-modified and cache-control."""
-    response = flask.Response(
-        orjson.dumps(body), status=status, mimetype=JSON_TYPE
-    )
+    return json_text_response(ctx, orjson.dumps(body), status, last_modified, headers)
+
+
+def json_text_response(
+    ctx: RequestContext,
+    text: bytes,
+    status: int = 200,
+    last_modified: datetime.datetime | None = None,
+    headers: dict[str, str] | None = None,
+) -> flask.Response:
+    """``json_response`` of a body already written as JSON ``text``."""
+    response = flask.Response(text, status=status, mimetype=JSON_TYPE)
     if ctx.at_least(1, 15):
         response.headers.update(cache_headers(last_modified or utcnow()))
     for key, value in (headers or {}).items():

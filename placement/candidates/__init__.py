@@ -40,10 +40,11 @@ One step per module:
 6. ``answers``: without sharing providers, each tree's candidates are kept
    on the world for the next request like this one (``SearchPlan.signature``
    and the microversion), and dropped with the tree: a repeated request
-   walks and writes only the trees written since.
-7. ``response``: the body of the requested microversion, joined from the
-   candidates' allocation requests and the provider summaries, which at
-   1.29+ are JSON kept per tree by the world.
+   walks and writes only the trees written since, and looks only at the
+   trees that answer and those written since.
+7. ``response``: the body of the requested microversion, joined in one go
+   from the candidates' allocation requests and the provider summaries,
+   which at 1.29+ are JSON kept per tree by the world.
 
 No SQL runs after the plan is built: the world answers everything. What
 a request reads grows with the writes since the last one (on PostgreSQL,

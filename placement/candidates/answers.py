@@ -6,7 +6,11 @@ written, change. So each worker's ``ProviderWorld`` keeps, per request
 (``SearchPlan.signature`` and the microversion), each tree's candidates in the
 order the search finds them, with their allocation requests already written as
 JSON: a repeated request takes them as they are, and searches only the trees
-that have none kept (``placement.candidates.search``).
+that have none kept (``placement.candidates.search``). It does not even look
+at the trees that answered nothing: once a request has looked at every tree,
+its answers know which trees answer (``answering``) and which changed since
+(``pending``, told by the world with the dropped trees), and a request with
+the same root filter looks at those only.
 
 A tree's answers are exact as long as the tree is: the world drops them
 whenever it reads any provider of the tree again (``ProviderWorld._apply``:
@@ -28,7 +32,7 @@ from collections import OrderedDict
 from typing import Any
 
 KEY_BYTES = 2048  # one request's key (its plan's signature) and its dict of trees
-TREE_ENTRY_BYTES = 160  # a tree's entry in one request's answers (key, object, list)
+TREE_ENTRY_BYTES = 192  # a tree's entry in one request's answers (key, object, list, set)
 ANSWER_BYTES = 250  # one candidate (tuple, providers), besides its text
 # Every refresh that reads a tree again drops its answers under every request kept.
 MAX_REQUESTS_KEPT = 256
@@ -58,17 +62,52 @@ NO_ANSWERS: TreeAnswers = _NoAnswers()
 
 
 class KeptAnswers:
-    """One request's answers, by root id, and an estimate of their size in bytes."""
+    """One request's answers, by root id, and an estimate of their size in bytes; which
+    trees answer, and which changed since a request last looked at every tree."""
 
-    __slots__ = ("trees", "size")
+    __slots__ = ("trees", "size", "answering", "looked_with", "pending")
 
     def __init__(self) -> None:
         self.trees: dict[int, TreeAnswers] = {}
         self.size = KEY_BYTES
+        self.answering: set[int] = set()  # the trees whose kept candidates are not none
+        # The root filter (root_required) of the last request that looked at every tree
+        # (None: none did since), and the trees written, added or gone since.
+        self.looked_with: object | None = None
+        self.pending: set[int] = set()
+
+    def roots_to_look_at(self, root_filter: object) -> set[int] | None:
+        """The trees a request with ``root_filter`` must look at: those that answer and
+        those changed since a request with the same filter looked at every tree (None:
+        every tree). The others are kept as answering nothing, or lack a class asked
+        for, and are as they were."""
+        if self.looked_with is None or self.looked_with != root_filter:
+            return None
+        return self.answering | self.pending
+
+    def looked_at(self, root_filter: object, roots: list[int], every_one: bool) -> None:
+        """A request with ``root_filter`` took the first candidate of each tree of
+        ``roots`` (``every_one``: of every tree it had to look at)."""
+        if every_one:
+            self.looked_with, self.pending = root_filter, set()
+        elif self.looked_with == root_filter:
+            self.pending.difference_update(roots)
+
+    def trees_changed(self, root_ids: set[int]) -> None:
+        """These trees were written, added or removed: look at them again. When there
+        are more of them than trees kept, every tree is looked at again instead."""
+        if self.looked_with is None:
+            return
+        if len(self.pending) + len(root_ids) > len(self.trees):
+            self.looked_with, self.pending = None, set()
+        else:
+            self.pending.update(root_ids)
 
     def add_tree(self, root_id: int, answers: TreeAnswers) -> None:
         """Keep a tree's answers (with the candidates they already have)."""
         self.trees[root_id] = answers
+        if answers.candidates:
+            self.answering.add(root_id)
         self.size += TREE_ENTRY_BYTES + _bytes_of(answers.candidates)
 
     def add_candidate(self, answers: TreeAnswers, candidate) -> None:
@@ -79,6 +118,7 @@ class KeptAnswers:
     def drop_tree(self, root_id: int) -> None:
         answers = self.trees.pop(root_id, None)
         if answers is not None:
+            self.answering.discard(root_id)
             self.size -= TREE_ENTRY_BYTES + _bytes_of(answers.candidates)
 
 
@@ -110,6 +150,7 @@ class AnswerMemo:
         requests left with no tree."""
         emptied = []
         for request_key, kept in self._by_request.items():
+            kept.trees_changed(root_ids)
             if len(root_ids) > len(kept.trees):  # (whichever is fewer is looked through)
                 dropped = [root_id for root_id in kept.trees if root_id in root_ids]
             else:

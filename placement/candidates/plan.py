@@ -80,13 +80,19 @@ class SearchPlan:
             tuple(sorted(self.class_names.items())),
         )
 
-    def candidate_roots(self) -> list[int]:
+    def candidate_roots(self, among: set[int] | None = None) -> list[int]:
         """The trees a candidate may be anchored in, in root id order: those whose root
-        passes root_required (and, when nothing is shared, the trees in_tree names)."""
+        passes root_required (and, when nothing is shared, the trees in_tree names), of
+        the trees ``among`` (the world's when None)."""
         world = self.world
-        roots = sorted(world.trees) if self.in_tree_roots is None else sorted(
-            root for root in self.in_tree_roots if root in world.trees
-        )
+        if among is None:
+            among = self.in_tree_roots
+        elif self.in_tree_roots is not None:
+            among = among & self.in_tree_roots
+        if among is None:
+            roots = world.roots_in_order()
+        else:
+            roots = sorted(root for root in among if root in world.trees)
         if not self.root_filter.required and not self.root_filter.forbidden:
             return roots
         return [root for root in roots if self.root_filter.matches(world.providers[root])]

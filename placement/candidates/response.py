@@ -21,17 +21,22 @@ from placement.candidates.search import Candidate
 _PLACEHOLDER = re.compile(r"@(\d+)@")
 
 
-def body(plan: SearchPlan, candidates: list[Candidate], version) -> dict:
-    """The body, from candidates whose allocation requests ``AllocationRequests`` wrote."""
-    return {
-        "allocation_requests": orjson.Fragment(
-            "[" + ",".join([candidate.request for candidate in candidates]) + "]"
-        ),
-        "provider_summaries": _summaries(plan, candidates, version),
-    }
+def body(plan: SearchPlan, candidates: list[Candidate], version) -> bytes:
+    """The body as JSON text, from candidates whose allocation requests
+    ``AllocationRequests`` wrote: the texts are joined as they are, in one go (every
+    copy of a body of hundreds of KiB would cost about as much as the join)."""
+    return b"".join([
+        b'{"allocation_requests":[',
+        b",".join([candidate.request for candidate in candidates]),
+        b'],"provider_summaries":{',
+        b",".join(_summaries(plan, candidates, version)),
+        b"}}",
+    ])
 
 
-def _summaries(plan: SearchPlan, candidates: list[Candidate], version):
+def _summaries(plan: SearchPlan, candidates: list[Candidate], version) -> list[bytes]:
+    """The entries of provider_summaries, ``"uuid":{...}`` each (a tree's at a time from
+    1.29)."""
     world = plan.world
     providers = world.providers
     if version >= (1, 29):  # every provider of the trees used, as kept
@@ -42,19 +47,17 @@ def _summaries(plan: SearchPlan, candidates: list[Candidate], version):
             }
         else:
             roots = {candidate.root for candidate in candidates}
-        return orjson.Fragment(
-            b"{" + b",".join([world.tree_summaries(root) for root in sorted(roots)]) + b"}"
-        )
+        return [world.tree_summaries(root) for root in sorted(roots)]
     used = {provider for candidate in candidates for provider in candidate.providers}
     class_ids = None if version >= (1, 27) else set(plan.class_names)
-    summaries = {}
+    entries = []
     for provider_id in sorted(used):
         provider = providers[provider_id]
         shown: dict = {"resources": world.resources(provider, class_ids)}
         if version >= (1, 17):
             shown["traits"] = provider.trait_names()
-        summaries[provider.uuid] = shown
-    return summaries
+        entries.append(orjson.dumps(provider.uuid) + b":" + orjson.dumps(shown))
+    return entries
 
 
 class AllocationRequests:
@@ -72,8 +75,9 @@ class AllocationRequests:
         self.templates: dict[tuple[int, ...], tuple[str, tuple[int, ...]]] = {}
         self.by_key: dict[tuple, tuple[str, tuple[int, ...]]] = {}
 
-    def render(self, placed: tuple[int, ...], template_key: tuple | None) -> str:
-        """The allocation request of the placement ``placed`` (a provider per slot)."""
+    def render(self, placed: tuple[int, ...], template_key: tuple | None) -> bytes:
+        """The allocation request of the placement ``placed`` (a provider per slot), as
+        JSON text."""
         template = self.by_key.get(template_key) if template_key else None
         if template is None:
             distinct: dict[int, int] = {}
@@ -85,7 +89,7 @@ class AllocationRequests:
                 self.by_key[template_key] = template
         text, slots = template
         providers = self.providers
-        return text % tuple([providers[placed[slot]].uuid for slot in slots])
+        return (text % tuple([providers[placed[slot]].uuid for slot in slots])).encode()
 
     def _template(self, pattern: tuple[int, ...]) -> tuple[str, tuple[int, ...]]:
         """The request's text with ``%s`` for the uuids, and the slot whose provider

@@ -13,10 +13,12 @@ Each candidate comes with its allocation request already written (``Render``,
 from ``placement.candidates.response``), and without sharing providers each
 tree's candidates are kept for the next request like this one
 (``placement.candidates.answers``): a repeated request walks only the trees
-that changed since, and writes only their candidates.
+that changed since, and writes only their candidates; the trees known to
+answer nothing it does not look at.
 """
 
 
+import random
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
@@ -29,40 +31,52 @@ from placement.candidates.world import TreeForm
 class Candidate(NamedTuple):
     root: int  # the tree the candidate is anchored in
     providers: tuple[int, ...]  # one provider per slot, in plan.slots order
-    request: str  # its allocation request, as JSON text
+    request: bytes  # its allocation request, as JSON text
 
 
 # Writes a placement's allocation request: (providers, template key) -> JSON text. Two
 # placements with equal template keys (not None) place their slots alike: one kind of
 # tree, the same rank.
-Render = Callable[[tuple[int, ...], tuple | None], str]
+Render = Callable[[tuple[int, ...], tuple | None], bytes]
 
 
 def collect(
-    plan: SearchPlan, roots: list[int], cap: int | None, render: Render,
-    kept: KeptAnswers | None = None,
+    plan: SearchPlan, cap: int | None, render: Render, kept: KeptAnswers | None = None,
+    shuffle: bool = False,
 ) -> list[Candidate]:
-    """Up to ``cap`` candidates (all when None), round-robin over ``roots``: the first
-    of every tree, then the second of every tree, and so on. Without sharing providers,
-    the answers ``kept`` from an earlier request like this one are taken as they are
-    (they are the same: see ``placement.candidates.answers``), and what is found is
-    added to them."""
+    """Up to ``cap`` candidates (all when None), round-robin over the trees a candidate
+    may be anchored in (``SearchPlan.candidate_roots``), in root id order or, with
+    ``shuffle``, in random order: the first of every tree, then the second of every
+    tree, and so on. Without sharing providers, the answers ``kept`` from an earlier
+    request like this one are taken as they are (they are the same: see
+    ``placement.candidates.answers``), and what is found is added to them; the trees
+    they know answer nothing are not looked at."""
     if plan.sharing:
+        roots = plan.candidate_roots()
+        if shuffle:
+            random.shuffle(roots)
         return _collect_with_sharing(plan, roots, cap, render)
-    return _collect_by_form(plan, roots, cap, _KindSearch(plan, render),
-                            kept if kept is not None else KeptAnswers())
+    if kept is None:
+        kept = KeptAnswers()
+    roots = plan.candidate_roots(among=kept.roots_to_look_at(plan.root_filter))
+    if shuffle:
+        random.shuffle(roots)
+    found, looked = _collect_by_form(plan, roots, cap, _KindSearch(plan, render), kept)
+    kept.looked_at(plan.root_filter, roots[:looked], every_one=looked == len(roots))
+    return found
 
 
 def _collect_by_form(
     plan: SearchPlan, roots: list[int], cap: int | None, kinds: "_KindSearch",
     kept: KeptAnswers,
-) -> list[Candidate]:
+) -> tuple[list[Candidate], int]:
     """Without sharing providers: each tree's answers are those kept, or else those of
-    its kind (``_KindSearch``), added to the kept ones as they are found."""
+    its kind (``_KindSearch``), added to the kept ones as they are found. Also how many
+    of ``roots`` the first round looked at (fewer than all when the cap stopped it)."""
     trees = kept.trees
     found: list[Candidate] = []
     live: list[tuple[int, TreeAnswers]] = []  # the trees that may have more
-    for root in roots:  # the first candidate of every tree
+    for looked, root in enumerate(roots, start=1):  # the first candidate of every tree
         answers = trees.get(root)
         if answers is None:
             key = kinds.key_of(root)
@@ -79,8 +93,9 @@ def _collect_by_form(
             continue
         found.append(answers.candidates[0])
         if cap is not None and len(found) >= cap:
-            return found
-        live.append((root, answers))
+            return found, looked
+        if len(answers.candidates) > 1 or not answers.complete:
+            live.append((root, answers))
     rank = 1  # which candidate of each tree left this round takes
     while live:
         still_live = []
@@ -100,11 +115,11 @@ def _collect_by_form(
                 kept.add_candidate(answers, candidate)
             found.append(candidate)
             if cap is not None and len(found) >= cap:
-                return found
+                return found, len(roots)
             still_live.append(entry)
         live = still_live
         rank += 1
-    return found
+    return found, len(roots)
 
 
 class _KindSearch:

@@ -136,6 +136,7 @@ class ProviderWorld:
     _log_incarnation: str | None = None  # and in which one
     _form_numbers: dict[tuple, int] = field(default_factory=dict)
     _tree_summaries: dict[int, bytes] = field(default_factory=dict)  # root id -> JSON
+    _roots_in_order: list[int] | None = None  # of trees, sorted (None: sort them again)
     # Each tree's candidates for the requests asked lately (dropped with the tree).
     answers: AnswerMemo = field(default_factory=AnswerMemo)
 
@@ -199,12 +200,19 @@ class ProviderWorld:
             else:
                 self.trees.pop(root_id, None)
                 self.form_of_tree.pop(root_id, None)
+                self._roots_in_order = None
         for provider_id in removed:
             del self._versions[provider_id]
         for version in changed:
             self._versions[version[0]] = version
         if len(self._form_numbers) > 4 * len(self.trees) + 1024:
             self._renumber_forms()
+
+    def roots_in_order(self) -> list[int]:
+        """The root ids of every tree, in order (a new list: the caller's own)."""
+        if self._roots_in_order is None:
+            self._roots_in_order = sorted(self.trees)
+        return list(self._roots_in_order)
 
     def tree_summaries(self, root_id: int) -> bytes:
         """The entries of a tree's providers in provider_summaries at 1.29 and later
@@ -268,6 +276,8 @@ class ProviderWorld:
             ),
             aggregate_uuids=tuple((uuid, id_) for id_, uuid in details.aggregates.items()),
         )
+        if root_id not in self.trees:
+            self._roots_in_order = None
         self.trees.setdefault(root_id, []).append(provider_id)
         touched_trees.add(root_id)
         self.id_of_uuid[details.uuid] = provider_id

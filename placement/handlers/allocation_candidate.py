@@ -11,7 +11,7 @@ from placement.candidates.request import parse_candidate_request
 from placement.candidates.world import world_of
 from placement.collector import collector_paused
 from placement.context import RequestContext
-from placement.http import json_response, min_version
+from placement.http import json_response, json_text_response, min_version
 
 MIB = 1024 * 1024
 EMPTY: dict[str, list | dict] = {"allocation_requests": [], "provider_summaries": {}}
@@ -31,13 +31,11 @@ def _list_allocation_candidates(ctx: RequestContext) -> flask.Response:
         plan = build_plan(ctx.conn, world, request, nested_aware=ctx.at_least(1, 29))
         if plan is None:
             return json_response(ctx, EMPTY)
-        roots = plan.candidate_roots()
         randomize = ctx.config.randomize_allocation_candidates
-        if randomize:
-            random.shuffle(roots)
         renderer = response.AllocationRequests(plan, ctx.version)
         candidates = search.collect(
-            plan, roots, _cap(ctx, request.limit), renderer.render, _kept_answers(ctx, plan)
+            plan, _cap(ctx, request.limit), renderer.render, _kept_answers(ctx, plan),
+            shuffle=randomize,
         )
         world.answers.keep_within(ctx.config.allocation_candidates_cache_mib * MIB)
         if randomize:
@@ -45,7 +43,7 @@ def _list_allocation_candidates(ctx: RequestContext) -> flask.Response:
         if not candidates:
             return json_response(ctx, EMPTY)
         body = response.body(plan, candidates, ctx.version)  # (text only: no more reads)
-    return json_response(ctx, body)
+    return json_text_response(ctx, body)
 
 
 def _kept_answers(ctx: RequestContext, plan: SearchPlan) -> KeptAnswers | None:

@@ -134,6 +134,119 @@ def test_a_new_tree_is_walked_and_a_deleted_one_dropped(tree, api, walks):
         assert set(kept.trees) <= set(the_world().trees)
 
 
+@pytest.fixture
+def looked_at(monkeypatch) -> list[list[int]]:
+    """The trees each request's first round is given to look at, per request."""
+    given: list[list[int]] = []
+    collect_by_form = search._collect_by_form
+
+    def recording(plan, roots, *args):
+        given.append(list(roots))
+        return collect_by_form(plan, roots, *args)
+
+    monkeypatch.setattr(search, "_collect_by_form", recording)
+    return given
+
+
+def roots_of(tree: Providers, *names: str) -> list[int]:
+    return sorted(root_id(tree, name) for name in names)
+
+
+def test_a_repeated_request_looks_only_at_the_trees_that_answer(tree, api, looked_at):
+    hosts(tree, ("H1", 4), ("H2", 1), ("H3", 8))  # H2: too few VCPUs for two
+    tree.add("D1", inventory={"DISK_GB": 10})  # no VCPU at all
+    first = body_of(api, tree, QUERY)
+    assert looked_at == [roots_of(tree, "H1", "H2", "H3", "D1")]
+
+    looked_at.clear()
+    again = body_of(api, tree, QUERY)
+
+    assert looked_at == [roots_of(tree, "H1", "H3")]
+    assert again == first == cold_body(api, tree, QUERY)
+
+    claim(api, {tree.uuid["H1"]: {"VCPU": 3}})  # H1 has too few VCPUs left now
+    looked_at.clear()
+    body_of(api, tree, QUERY)
+    body_of(api, tree, QUERY)
+    assert looked_at == [roots_of(tree, "H1", "H3"), roots_of(tree, "H3")]
+
+
+def test_trees_that_answered_nothing_are_looked_at_again_once_written(tree, api, looked_at):
+    hosts(tree, ("H1", 4), ("H2", 1))
+    tree.add("D1", inventory={"DISK_GB": 10})
+    body_of(api, tree, QUERY)
+    looked_at.clear()
+
+    tree.api.set_inventory(tree.uuid["H2"], VCPU=8)
+    tree.api.set_inventory(tree.uuid["D1"], DISK_GB=10, VCPU=2)
+
+    after = body_of(api, tree, QUERY)
+    assert looked_at == [roots_of(tree, "H1", "H2", "D1")]
+    assert tree.uuid["H2"] in after.decode() and tree.uuid["D1"] in after.decode()
+    assert after == cold_body(api, tree, QUERY)
+    looked_at.clear()
+    body_of(api, tree, QUERY)
+    assert looked_at == [roots_of(tree, "H1", "H2", "D1")]  # all three answer now
+
+
+def test_a_request_with_another_root_filter_looks_at_every_tree(tree, api, looked_at):
+    # root_required only chooses trees: both requests share their kept answers, but the
+    # trees the first one skipped were never looked at for the second.
+    hosts(tree, ("H1", 4), ("H2", 8))
+    only_avx = f"{QUERY}&root_required={HOST_TRAITS[0]}"
+    assert tree.uuid["H2"] not in body_of(api, tree, only_avx).decode()
+    body_of(api, tree, only_avx)
+    looked_at.clear()
+
+    every_host = body_of(api, tree, QUERY)
+
+    assert looked_at == [roots_of(tree, "H1", "H2")]
+    assert tree.uuid["H2"] in every_host.decode()
+    assert every_host == cold_body(api, tree, QUERY)
+    assert body_of(api, tree, only_avx) == cold_body(api, tree, only_avx)
+
+
+def test_a_written_tree_a_limit_did_not_reach_is_looked_at_by_the_next_request(
+    tree, api, looked_at
+):
+    hosts(tree, ("H1", 4), ("H2", 8), ("H3", 1))
+    body_of(api, tree, QUERY)
+    tree.api.set_inventory(tree.uuid["H3"], VCPU=16)
+
+    limited = body_of(api, tree, f"{QUERY}&limit=1")  # stops at H1, before H3
+    assert tree.uuid["H3"] not in limited.decode()
+    looked_at.clear()
+
+    after = body_of(api, tree, QUERY)
+    assert looked_at == [roots_of(tree, "H1", "H2", "H3")]
+    assert tree.uuid["H3"] in after.decode()
+    assert after == cold_body(api, tree, QUERY)
+
+
+def test_a_request_asked_first_after_a_tree_went_looks_at_the_trees_left(tree, api):
+    hosts(tree, ("H1", 4), ("H2", 8))
+    body_of(api, tree, QUERY)
+    assert api.delete(f"/resource_providers/{tree.uuid['H1']}").status_code == 204
+
+    other = "resources=VCPU:1"  # never asked: looks at every tree
+    assert body_of(api, tree, other) == cold_body(api, tree, other)
+    assert the_world().roots_in_order() == roots_of(tree, "H2")
+
+
+def test_more_trees_changed_than_kept_are_looked_at_again_all():
+    kept = answers_module.KeptAnswers()
+    for root in (1, 2):
+        kept.add_tree(root, NO_ANSWERS)
+    kept.looked_at("no filter", [1, 2], every_one=True)
+    assert kept.roots_to_look_at("no filter") == set()
+    assert kept.roots_to_look_at("another filter") is None
+
+    kept.trees_changed({3})
+    assert kept.roots_to_look_at("no filter") == {3}
+    kept.trees_changed({4, 5})  # 3 changed trees, 2 kept: look at every tree
+    assert kept.roots_to_look_at("no filter") is None
+
+
 def two_numa_hosts(tree: Providers, *names: str) -> None:
     """Hosts with two NUMA nodes of 4 VCPUs, each host a kind of tree of its own."""
     for index, name in enumerate(names):
