@@ -148,7 +148,8 @@ OPTIONS: tuple[Option, ...] = (
         int,
         "Each worker keeps each tree's allocation candidates for the requests asked lately, "
         "dropped whenever the tree changes, so that a repeated request searches only the "
-        "trees written since: about this many MiB per worker (0: keep none).",
+        "trees written since (and the last body of each, until anything is written): "
+        "about this many MiB per worker (0: keep none).",
     ),
     Option(
         "group_resource_classes",

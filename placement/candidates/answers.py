@@ -10,7 +10,10 @@ that have none kept (``placement.candidates.search``). It does not even look
 at the trees that answered nothing: once a request has looked at every tree,
 its answers know which trees answer (``answering``) and which changed since
 (``pending``, told by the world with the dropped trees), and a request with
-the same root filter looks at those only.
+the same root filter looks at those only. And a request asked again before
+any tree changed (the same cap and root filter, not randomized) is answered
+with the body written last time, kept with its answers and dropped as soon as
+any tree changes (any: a new or written tree may answer too).
 
 A tree's answers are exact as long as the tree is: the world drops them
 whenever it reads any provider of the tree again (``ProviderWorld._apply``:
@@ -24,7 +27,8 @@ Not kept: requests with sharing providers (their trees' answers depend on
 providers outside the tree) and requests with ``in_tree`` (one tree: nothing
 to gain); trees that lack a class the request asks for (found again at once).
 What is kept is bounded by an estimate of its size in bytes (``KEY_BYTES``,
-``TREE_ENTRY_BYTES``, ``ANSWER_BYTES``) and by ``MAX_REQUESTS_KEPT``: the
+``TREE_ENTRY_BYTES``, ``ANSWER_BYTES``, the body's length; a body that would
+take a request over the budget is not kept) and by ``MAX_REQUESTS_KEPT``: the
 requests least recently asked are dropped first (``AnswerMemo.keep_within``).
 """
 
@@ -65,7 +69,7 @@ class KeptAnswers:
     """One request's answers, by root id, and an estimate of their size in bytes; which
     trees answer, and which changed since a request last looked at every tree."""
 
-    __slots__ = ("trees", "size", "answering", "looked_with", "pending")
+    __slots__ = ("trees", "size", "answering", "looked_with", "pending", "body", "body_of")
 
     def __init__(self) -> None:
         self.trees: dict[int, TreeAnswers] = {}
@@ -75,6 +79,27 @@ class KeptAnswers:
         # (None: none did since), and the trees written, added or gone since.
         self.looked_with: object | None = None
         self.pending: set[int] = set()
+        # The last body answered, and what besides the request it answers (its cap and
+        # root filter): until any tree changes, the same request answers the same body.
+        self.body: bytes | None = None
+        self.body_of: object | None = None
+
+    def body_for(self, body_of: object) -> bytes | None:
+        """The body kept for ``body_of`` (a request's cap and root filter), if any."""
+        return self.body if self.body is not None and self.body_of == body_of else None
+
+    def keep_body(self, body_of: object, body: bytes, budget_bytes: int) -> None:
+        """Keep the body answered for ``body_of`` in place of the last one, if with it
+        the answers kept for this request stay within ``budget_bytes``."""
+        self._drop_body()
+        if self.size + len(body) <= budget_bytes:
+            self.body, self.body_of = body, body_of
+            self.size += len(body)
+
+    def _drop_body(self) -> None:
+        if self.body is not None:
+            self.size -= len(self.body)
+            self.body = self.body_of = None
 
     def roots_to_look_at(self, root_filter: object) -> set[int] | None:
         """The trees a request with ``root_filter`` must look at: those that answer and
@@ -96,6 +121,8 @@ class KeptAnswers:
     def trees_changed(self, root_ids: set[int]) -> None:
         """These trees were written, added or removed: look at them again. When there
         are more of them than trees kept, every tree is looked at again instead."""
+        if root_ids:
+            self._drop_body()
         if self.looked_with is None:
             return
         if len(self.pending) + len(root_ids) > len(self.trees):

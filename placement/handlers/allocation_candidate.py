@@ -32,18 +32,36 @@ def _list_allocation_candidates(ctx: RequestContext) -> flask.Response:
         if plan is None:
             return json_response(ctx, EMPTY)
         randomize = ctx.config.randomize_allocation_candidates
-        renderer = response.AllocationRequests(plan, ctx.version)
-        candidates = search.collect(
-            plan, _cap(ctx, request.limit), renderer.render, _kept_answers(ctx, plan),
-            shuffle=randomize,
-        )
-        world.answers.keep_within(ctx.config.allocation_candidates_cache_mib * MIB)
-        if randomize:
-            random.shuffle(candidates)
-        if not candidates:
-            return json_response(ctx, EMPTY)
-        body = response.body(plan, candidates, ctx.version)  # (text only: no more reads)
+        budget = ctx.config.allocation_candidates_cache_mib * MIB
+        cap = _cap(ctx, request.limit)
+        kept = _kept_answers(ctx, plan)
+        if kept is not None and not randomize:
+            # Asked again with nothing written since: the same body (answers.py).
+            body = kept.body_for((cap, plan.root_filter))
+            if body is None:
+                body = _search(ctx, plan, cap, kept)
+                if body is not None:
+                    kept.keep_body((cap, plan.root_filter), body, budget)
+        else:
+            body = _search(ctx, plan, cap, kept, randomize)
+        world.answers.keep_within(budget)
+    if body is None:
+        return json_response(ctx, EMPTY)
     return json_text_response(ctx, body)
+
+
+def _search(
+    ctx: RequestContext, plan: SearchPlan, cap: int | None, kept: KeptAnswers | None,
+    randomize: bool = False,
+) -> bytes | None:
+    """The body of the candidates found (None: none)."""
+    renderer = response.AllocationRequests(plan, ctx.version)
+    candidates = search.collect(plan, cap, renderer.render, kept, shuffle=randomize)
+    if randomize:
+        random.shuffle(candidates)
+    if not candidates:
+        return None
+    return response.body(plan, candidates, ctx.version)  # (text only: no more reads)
 
 
 def _kept_answers(ctx: RequestContext, plan: SearchPlan) -> KeptAnswers | None:

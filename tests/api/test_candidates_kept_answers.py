@@ -155,20 +155,23 @@ def roots_of(tree: Providers, *names: str) -> list[int]:
 def test_a_repeated_request_looks_only_at_the_trees_that_answer(tree, api, looked_at):
     hosts(tree, ("H1", 4), ("H2", 1), ("H3", 8))  # H2: too few VCPUs for two
     tree.add("D1", inventory={"DISK_GB": 10})  # no VCPU at all
-    first = body_of(api, tree, QUERY)
+    body_of(api, tree, QUERY)
     assert looked_at == [roots_of(tree, "H1", "H2", "H3", "D1")]
 
+    claim(api, {tree.uuid["H3"]: {"VCPU": 1}})  # H3 still answers
     looked_at.clear()
     again = body_of(api, tree, QUERY)
 
     assert looked_at == [roots_of(tree, "H1", "H3")]
-    assert again == first == cold_body(api, tree, QUERY)
+    assert again == cold_body(api, tree, QUERY)
 
     claim(api, {tree.uuid["H1"]: {"VCPU": 3}})  # H1 has too few VCPUs left now
+    body_of(api, tree, QUERY)
+    claim(api, {tree.uuid["H3"]: {"VCPU": 1}})
     looked_at.clear()
-    body_of(api, tree, QUERY)
-    body_of(api, tree, QUERY)
-    assert looked_at == [roots_of(tree, "H1", "H3"), roots_of(tree, "H3")]
+    last = body_of(api, tree, QUERY)
+    assert looked_at == [roots_of(tree, "H3")]
+    assert last == cold_body(api, tree, QUERY)
 
 
 def test_trees_that_answered_nothing_are_looked_at_again_once_written(tree, api, looked_at):
@@ -185,8 +188,81 @@ def test_trees_that_answered_nothing_are_looked_at_again_once_written(tree, api,
     assert tree.uuid["H2"] in after.decode() and tree.uuid["D1"] in after.decode()
     assert after == cold_body(api, tree, QUERY)
     looked_at.clear()
-    body_of(api, tree, QUERY)
+    body_of(api, tree, f"{QUERY}&limit=5")  # another cap: not the body kept
     assert looked_at == [roots_of(tree, "H1", "H2", "D1")]  # all three answer now
+
+
+def test_an_answer_asked_again_with_nothing_written_is_the_body_kept(tree, api, looked_at):
+    hosts(tree, ("H1", 4), ("H2", 8))
+    first = body_of(api, tree, QUERY)
+    looked_at.clear()
+
+    again = body_of(api, tree, QUERY)
+
+    assert looked_at == []  # not even collected
+    assert again == first == cold_body(api, tree, QUERY)
+    (kept,) = the_world().answers
+    assert kept.body == first
+
+
+@pytest.mark.parametrize("write", ["claim", "another tree", "new tree"])
+def test_any_tree_written_drops_the_body_kept(tree, api, looked_at, write):
+    hosts(tree, ("H1", 4), ("H2", 8))
+    tree.add("D1", inventory={"DISK_GB": 10})  # answers nothing: kept as none
+    body_of(api, tree, QUERY)
+    if write == "claim":
+        claim(api, {tree.uuid["H2"]: {"VCPU": 1}})
+    elif write == "another tree":
+        tree.api.set_inventory(tree.uuid["D1"], DISK_GB=10, VCPU=4)
+    else:
+        tree.add("H3", inventory={"VCPU": 16})
+    looked_at.clear()
+
+    after = body_of(api, tree, QUERY)
+
+    assert len(looked_at) == 1
+    assert after == cold_body(api, tree, QUERY)
+
+
+@pytest.mark.parametrize("other", ["limit=1", f"root_required={HOST_TRAITS[1]}"])
+def test_the_body_kept_answers_only_the_same_cap_and_root_filter(tree, api, other):
+    hosts(tree, ("H1", 4), ("H2", 8))
+    full = body_of(api, tree, QUERY)
+
+    answer = body_of(api, tree, f"{QUERY}&{other}")
+
+    assert answer != full
+    assert answer == cold_body(api, tree, f"{QUERY}&{other}")
+    assert body_of(api, tree, QUERY) == full == cold_body(api, tree, QUERY)
+
+
+def test_randomized_answers_keep_no_body(tree, config, engine):
+    api = Api(create_app(config.replace(randomize_allocation_candidates=True),
+                         engine=engine).test_client())
+    tree = Providers(api)
+    hosts(tree, ("H1", 4), ("H2", 8))
+    body_of(api, tree, QUERY)
+    body_of(api, tree, QUERY)
+    (kept,) = the_world().answers
+    assert kept.body is None and len(kept.trees) == 2
+
+
+def test_a_body_that_would_take_its_request_over_the_budget_is_not_kept():
+    kept = answers_module.KeptAnswers()
+    kept.keep_body("cap and filter", b"x" * 100, budget_bytes=KEY_BYTES + 100)
+    assert kept.body_for("cap and filter") == b"x" * 100
+    assert kept.body_for("another cap") is None
+    assert kept.size == KEY_BYTES + 100
+
+    kept.keep_body("cap and filter", b"y" * 101, budget_bytes=KEY_BYTES + 100)
+    assert kept.body_for("cap and filter") is None
+    assert kept.size == KEY_BYTES
+
+    kept.keep_body("cap and filter", b"z", budget_bytes=KEY_BYTES + 100)
+    kept.trees_changed(set())  # nothing changed (a new class, say): still the same
+    assert kept.body_for("cap and filter") == b"z"
+    kept.trees_changed({7})
+    assert kept.body_for("cap and filter") is None and kept.size == KEY_BYTES
 
 
 def test_a_request_with_another_root_filter_looks_at_every_tree(tree, api, looked_at):
@@ -335,7 +411,7 @@ def test_the_size_kept_is_accounted_as_trees_come_and_go(tree, api):
     claim(api, {tree.uuid["H1N0"]: {"VCPU": 1}})
     body_of(api, tree, TWO_NUMA)
     (kept,) = the_world().answers
-    assert kept.size == KEY_BYTES + sum(
+    assert kept.size == KEY_BYTES + len(kept.body) + sum(
         TREE_ENTRY_BYTES + sum(ANSWER_BYTES + len(c.request) for c in answers.candidates)
         for answers in kept.trees.values()
     )
