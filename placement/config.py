@@ -137,8 +137,8 @@ OPTIONS: tuple[Option, ...] = (
         "PLACEMENT_MAX_ALLOCATION_CANDIDATES",
         int,
         "Upper bound on the number of allocation candidates in one answer, with or without "
-        "'limit' (-1: no bound). Identical isolated request groups on wide trees have "
-        "millions of candidates; the answer is spread over trees round-robin.",
+        "'limit' (-1: no bound; else 1 or more). Identical isolated request groups on wide "
+        "trees have millions of candidates; the answer is spread over trees round-robin.",
     ),
     Option(
         "allocation_candidates_cache_mib",
@@ -148,7 +148,7 @@ OPTIONS: tuple[Option, ...] = (
         int,
         "Each worker keeps each tree's allocation candidates for the requests asked lately, "
         "dropped whenever the tree changes, so that a repeated request searches only the "
-        "trees written since (and the last body of each, until anything is written): "
+        "trees written since (and the last body of each, until a provider changes): "
         "about this many MiB per worker (0: keep none).",
     ),
     Option(
@@ -212,6 +212,8 @@ class Config:
             raise ConfigError("auth_strategy = token needs tokens_file")
         if self.allocation_candidates_cache_mib < 0:
             raise ConfigError("allocation_candidates_cache_mib must be 0 or more")
+        if self.max_allocation_candidates == 0 or self.max_allocation_candidates < -1:
+            raise ConfigError("max_allocation_candidates must be -1 (no bound) or 1 or more")
         for name, unit in self.group_resource_byte_units.items():
             if unit not in ("MB", "GB"):
                 raise ConfigError(f"group_resources byte_units: {name}:{unit} is not MB or GB")

@@ -40,9 +40,10 @@ One step per module:
 6. ``answers``: without sharing providers, each tree's candidates are kept
    on the world for the next request like this one (``SearchPlan.signature``
    and the microversion), and dropped with the tree: a repeated request
-   walks and writes only the trees written since, and looks only at the
-   trees that answer and those written since; asked again before anything
-   was written, it is answered with the body it was last time.
+   walks and writes only the trees written since, and (once a request with
+   the same root filter has looked at every tree) looks only at the trees
+   that answer and those written since; asked again before any provider
+   changed, it is answered with the body it was last time.
 7. ``response``: the body of the requested microversion, joined in one go
    from the candidates' allocation requests and the provider summaries,
    which at 1.29+ are JSON kept per tree by the world.

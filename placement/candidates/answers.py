@@ -8,12 +8,12 @@ order the search finds them, with their allocation requests already written as
 JSON: a repeated request takes them as they are, and searches only the trees
 that have none kept (``placement.candidates.search``). It does not even look
 at the trees that answered nothing: once a request has looked at every tree,
-its answers know which trees answer (``answering``) and which changed since
-(``pending``, told by the world with the dropped trees), and a request with
-the same root filter looks at those only. And a request asked again before
-any tree changed (the same cap and root filter, not randomized) is answered
-with the body written last time, kept with its answers and dropped as soon as
-any tree changes (any: a new or written tree may answer too).
+its answers know which trees answer and which changed since (told by the
+world with the dropped trees), and a request with the same root filter looks
+at those only (``TreesToLookAt``). And a request asked again before any tree
+changed (the same cap and root filter, not randomized) is answered with the
+body written last time, kept with its answers and dropped as soon as any tree
+changes (any: a new or written tree may answer too).
 
 A tree's answers are exact as long as the tree is: the world drops them
 whenever it reads any provider of the tree again (``ProviderWorld._apply``:
@@ -36,7 +36,9 @@ from collections import OrderedDict
 from typing import Any
 
 KEY_BYTES = 2048  # one request's key (its plan's signature) and its dict of trees
-TREE_ENTRY_BYTES = 192  # a tree's entry in one request's answers (key, object, list, set)
+# A tree's entry in one request's answers (key, object, list; and in the sets of trees
+# to look at, whose trees changed since are at most as many as the trees kept).
+TREE_ENTRY_BYTES = 192
 ANSWER_BYTES = 250  # one candidate (tuple, providers), besides its text
 # Every refresh that reads a tree again drops its answers under every request kept.
 MAX_REQUESTS_KEPT = 256
@@ -65,76 +67,68 @@ class _NoAnswers(TreeAnswers):
 NO_ANSWERS: TreeAnswers = _NoAnswers()
 
 
-class KeptAnswers:
-    """One request's answers, by root id, and an estimate of their size in bytes; which
-    trees answer, and which changed since a request last looked at every tree."""
+class TreesToLookAt:
+    """Which trees a request must look at for their first candidate. Once a request has
+    looked at every tree (with some root filter), a request with the same root filter
+    looks only at those that answer and those changed since: every other tree answers
+    nothing, lacks a class asked for or fails that root filter, as it did then."""
 
-    __slots__ = ("trees", "size", "answering", "looked_with", "pending", "body", "body_of")
+    __slots__ = ("answering", "complete_look_filter", "changed_since")
+
+    def __init__(self) -> None:
+        self.answering: set[int] = set()  # the trees whose kept candidates are not none
+        # The root filter of the last request that looked at every tree (None: no
+        # request did since), and the trees written, added or gone since it did.
+        self.complete_look_filter: object | None = None
+        self.changed_since: set[int] = set()
+
+    def for_request(self, root_filter: object) -> set[int] | None:
+        """The trees a request with ``root_filter`` must look at (None: every tree)."""
+        if self.complete_look_filter is None or self.complete_look_filter != root_filter:
+            return None
+        return self.answering | self.changed_since
+
+    def looked_at(self, root_filter: object, roots: list[int], every_one: bool) -> None:
+        """A request with ``root_filter`` looked at the trees ``roots`` (``every_one``:
+        at every tree it had to look at; else a cap stopped it)."""
+        if every_one:
+            self.complete_look_filter, self.changed_since = root_filter, set()
+        elif self.complete_look_filter == root_filter:
+            self.changed_since.difference_update(roots)
+
+    def trees_changed(self, root_ids: set[int], trees_kept: int) -> None:
+        """These trees were written, added or removed: look at them again. The trees
+        changed since are kept up to as many as the trees kept (so that their size is
+        bounded by what ``KeptAnswers.size`` counts); past that, every tree is looked at
+        again, which costs about as much and is always exact."""
+        if self.complete_look_filter is None:
+            return
+        if len(self.changed_since) + len(root_ids) > trees_kept:
+            self.complete_look_filter, self.changed_since = None, set()
+        else:
+            self.changed_since.update(root_ids)
+
+
+class KeptAnswers:
+    """One request's answers: each tree's, by root id; which trees to look at; the last
+    body answered; and an estimate of their size in bytes."""
+
+    __slots__ = ("trees", "to_look_at", "body", "body_key", "size")
 
     def __init__(self) -> None:
         self.trees: dict[int, TreeAnswers] = {}
-        self.size = KEY_BYTES
-        self.answering: set[int] = set()  # the trees whose kept candidates are not none
-        # The root filter (root_required) of the last request that looked at every tree
-        # (None: none did since), and the trees written, added or gone since.
-        self.looked_with: object | None = None
-        self.pending: set[int] = set()
+        self.to_look_at = TreesToLookAt()
         # The last body answered, and what besides the request it answers (its cap and
         # root filter): until any tree changes, the same request answers the same body.
         self.body: bytes | None = None
-        self.body_of: object | None = None
-
-    def body_for(self, body_of: object) -> bytes | None:
-        """The body kept for ``body_of`` (a request's cap and root filter), if any."""
-        return self.body if self.body is not None and self.body_of == body_of else None
-
-    def keep_body(self, body_of: object, body: bytes, budget_bytes: int) -> None:
-        """Keep the body answered for ``body_of`` in place of the last one, if with it
-        the answers kept for this request stay within ``budget_bytes``."""
-        self._drop_body()
-        if self.size + len(body) <= budget_bytes:
-            self.body, self.body_of = body, body_of
-            self.size += len(body)
-
-    def _drop_body(self) -> None:
-        if self.body is not None:
-            self.size -= len(self.body)
-            self.body = self.body_of = None
-
-    def roots_to_look_at(self, root_filter: object) -> set[int] | None:
-        """The trees a request with ``root_filter`` must look at: those that answer and
-        those changed since a request with the same filter looked at every tree (None:
-        every tree). The others are kept as answering nothing, or lack a class asked
-        for, and are as they were."""
-        if self.looked_with is None or self.looked_with != root_filter:
-            return None
-        return self.answering | self.pending
-
-    def looked_at(self, root_filter: object, roots: list[int], every_one: bool) -> None:
-        """A request with ``root_filter`` took the first candidate of each tree of
-        ``roots`` (``every_one``: of every tree it had to look at)."""
-        if every_one:
-            self.looked_with, self.pending = root_filter, set()
-        elif self.looked_with == root_filter:
-            self.pending.difference_update(roots)
-
-    def trees_changed(self, root_ids: set[int]) -> None:
-        """These trees were written, added or removed: look at them again. When there
-        are more of them than trees kept, every tree is looked at again instead."""
-        if root_ids:
-            self._drop_body()
-        if self.looked_with is None:
-            return
-        if len(self.pending) + len(root_ids) > len(self.trees):
-            self.looked_with, self.pending = None, set()
-        else:
-            self.pending.update(root_ids)
+        self.body_key: object | None = None
+        self.size = KEY_BYTES
 
     def add_tree(self, root_id: int, answers: TreeAnswers) -> None:
         """Keep a tree's answers (with the candidates they already have)."""
         self.trees[root_id] = answers
         if answers.candidates:
-            self.answering.add(root_id)
+            self.to_look_at.answering.add(root_id)
         self.size += TREE_ENTRY_BYTES + _bytes_of(answers.candidates)
 
     def add_candidate(self, answers: TreeAnswers, candidate) -> None:
@@ -142,11 +136,36 @@ class KeptAnswers:
         answers.candidates.append(candidate)
         self.size += _candidate_bytes(candidate)
 
-    def drop_tree(self, root_id: int) -> None:
-        answers = self.trees.pop(root_id, None)
-        if answers is not None:
-            self.answering.discard(root_id)
+    def trees_changed(self, root_ids: set[int]) -> None:
+        """These trees were written, added or removed: their answers and the body go."""
+        if root_ids:
+            self.drop_body()
+        self.to_look_at.trees_changed(root_ids, len(self.trees))
+        if len(root_ids) > len(self.trees):  # (whichever is fewer is looked through)
+            dropped = [root_id for root_id in self.trees if root_id in root_ids]
+        else:
+            dropped = [root_id for root_id in root_ids if root_id in self.trees]
+        for root_id in dropped:
+            answers = self.trees.pop(root_id)
+            self.to_look_at.answering.discard(root_id)
             self.size -= TREE_ENTRY_BYTES + _bytes_of(answers.candidates)
+
+    def body_for(self, body_key: object) -> bytes | None:
+        """The body kept for ``body_key`` (a request's cap and root filter), if any."""
+        return self.body if self.body is not None and self.body_key == body_key else None
+
+    def keep_body(self, body_key: object, body: bytes, budget_bytes: int) -> None:
+        """Keep the body answered for ``body_key`` in place of the last one, if with it
+        the answers kept for this request stay within ``budget_bytes``."""
+        self.drop_body()
+        if self.size + len(body) <= budget_bytes:
+            self.body, self.body_key = body, body_key
+            self.size += len(body)
+
+    def drop_body(self) -> None:
+        if self.body is not None:
+            self.size -= len(self.body)
+            self.body = self.body_key = None
 
 
 def _candidate_bytes(candidate) -> int:
@@ -178,12 +197,6 @@ class AnswerMemo:
         emptied = []
         for request_key, kept in self._by_request.items():
             kept.trees_changed(root_ids)
-            if len(root_ids) > len(kept.trees):  # (whichever is fewer is looked through)
-                dropped = [root_id for root_id in kept.trees if root_id in root_ids]
-            else:
-                dropped = [root_id for root_id in root_ids if root_id in kept.trees]
-            for root_id in dropped:
-                kept.drop_tree(root_id)
             if not kept.trees:
                 emptied.append(request_key)
         for request_key in emptied:
@@ -195,12 +208,20 @@ class AnswerMemo:
     def keep_within(self, budget_bytes: int) -> None:
         """Keep at most ``budget_bytes`` (estimated) and ``MAX_REQUESTS_KEPT`` requests: a
         request asked last whose answers alone are over the budget is dropped; else the
-        requests least recently asked, until the rest fit."""
+        bodies of the requests least recently asked (cheap to write again from their
+        answers), then those requests themselves, until the rest fit."""
         if self._by_request:
             last_key = next(reversed(self._by_request))
             if self._by_request[last_key].size > budget_bytes:
                 del self._by_request[last_key]
         total = sum(kept.size for kept in self._by_request.values())
+        if total > budget_bytes:
+            for kept in self._by_request.values():  # least recently asked first
+                if kept.body is not None:
+                    total -= len(kept.body)
+                    kept.drop_body()
+                    if total <= budget_bytes:
+                        break
         while self._by_request and (
             total > budget_bytes or len(self._by_request) > MAX_REQUESTS_KEPT
         ):

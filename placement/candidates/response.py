@@ -23,8 +23,9 @@ _PLACEHOLDER = re.compile(r"@(\d+)@")
 
 def body(plan: SearchPlan, candidates: list[Candidate], version) -> bytes:
     """The body as JSON text, from candidates whose allocation requests
-    ``AllocationRequests`` wrote: the texts are joined as they are, in one go (every
-    copy of a body of hundreds of KiB would cost about as much as the join)."""
+    ``AllocationRequests`` wrote: the texts are joined as they are, the requests and
+    the summaries, then the whole (every further copy of a body of hundreds of KiB
+    costs about as much as a join)."""
     return b"".join([
         b'{"allocation_requests":[',
         b",".join([candidate.request for candidate in candidates]),

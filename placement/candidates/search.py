@@ -14,7 +14,8 @@ from ``placement.candidates.response``), and without sharing providers each
 tree's candidates are kept for the next request like this one
 (``placement.candidates.answers``): a repeated request walks only the trees
 that changed since, and writes only their candidates; the trees known to
-answer nothing it does not look at.
+answer nothing (once a request with the same root filter looked at every
+tree) it does not look at.
 """
 
 
@@ -45,24 +46,28 @@ def collect(
     shuffle: bool = False,
 ) -> list[Candidate]:
     """Up to ``cap`` candidates (all when None), round-robin over the trees a candidate
-    may be anchored in (``SearchPlan.candidate_roots``), in root id order or, with
-    ``shuffle``, in random order: the first of every tree, then the second of every
-    tree, and so on. Without sharing providers, the answers ``kept`` from an earlier
-    request like this one are taken as they are (they are the same: see
-    ``placement.candidates.answers``), and what is found is added to them; the trees
-    they know answer nothing are not looked at."""
+    may be anchored in (``SearchPlan.candidate_roots``), in root id order: the first of
+    every tree, then the second of every tree, and so on. With ``shuffle``, the trees
+    are taken in random order and the candidates shuffled. Without sharing providers,
+    the answers ``kept`` from an earlier request like this one are taken as they are
+    (they are the same: see ``placement.candidates.answers``), what is found is added
+    to them, and the trees they tell need no look are not looked at."""
     if plan.sharing:
         roots = plan.candidate_roots()
         if shuffle:
             random.shuffle(roots)
-        return _collect_with_sharing(plan, roots, cap, render)
-    if kept is None:
-        kept = KeptAnswers()
-    roots = plan.candidate_roots(among=kept.roots_to_look_at(plan.root_filter))
+        found = _collect_with_sharing(plan, roots, cap, render)
+    else:
+        if kept is None:
+            kept = KeptAnswers()
+        to_look_at = kept.to_look_at
+        roots = plan.candidate_roots(among=to_look_at.for_request(plan.root_filter))
+        if shuffle:
+            random.shuffle(roots)
+        found, looked = _collect_by_form(plan, roots, cap, _KindSearch(plan, render), kept)
+        to_look_at.looked_at(plan.root_filter, roots[:looked], every_one=looked == len(roots))
     if shuffle:
-        random.shuffle(roots)
-    found, looked = _collect_by_form(plan, roots, cap, _KindSearch(plan, render), kept)
-    kept.looked_at(plan.root_filter, roots[:looked], every_one=looked == len(roots))
+        random.shuffle(found)
     return found
 
 
@@ -76,7 +81,7 @@ def _collect_by_form(
     trees = kept.trees
     found: list[Candidate] = []
     live: list[tuple[int, TreeAnswers]] = []  # the trees that may have more
-    for looked, root in enumerate(roots, start=1):  # the first candidate of every tree
+    for index, root in enumerate(roots):  # the first candidate of every tree
         answers = trees.get(root)
         if answers is None:
             key = kinds.key_of(root)
@@ -93,7 +98,7 @@ def _collect_by_form(
             continue
         found.append(answers.candidates[0])
         if cap is not None and len(found) >= cap:
-            return found, looked
+            return found, index + 1
         if len(answers.candidates) > 1 or not answers.complete:
             live.append((root, answers))
     rank = 1  # which candidate of each tree left this round takes

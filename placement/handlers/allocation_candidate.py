@@ -1,7 +1,5 @@
 """GET /allocation_candidates (from 1.10): parse, plan, search, answer."""
 
-import random
-
 import flask
 
 from placement.candidates import response, search
@@ -35,15 +33,14 @@ def _list_allocation_candidates(ctx: RequestContext) -> flask.Response:
         budget = ctx.config.allocation_candidates_cache_mib * MIB
         cap = _cap(ctx, request.limit)
         kept = _kept_answers(ctx, plan)
-        if kept is not None and not randomize:
-            # Asked again with nothing written since: the same body (answers.py).
-            body = kept.body_for((cap, plan.root_filter))
-            if body is None:
-                body = _search(ctx, plan, cap, kept)
-                if body is not None:
-                    kept.keep_body((cap, plan.root_filter), body, budget)
-        else:
+        # Asked again with nothing written since: the same body (see answers.py).
+        body_kept_in = None if randomize else kept
+        body_key = (cap, plan.root_filter)
+        body = body_kept_in.body_for(body_key) if body_kept_in is not None else None
+        if body is None:
             body = _search(ctx, plan, cap, kept, randomize)
+            if body_kept_in is not None and body is not None:
+                body_kept_in.keep_body(body_key, body, budget)
         world.answers.keep_within(budget)
     if body is None:
         return json_response(ctx, EMPTY)
@@ -52,13 +49,11 @@ def _list_allocation_candidates(ctx: RequestContext) -> flask.Response:
 
 def _search(
     ctx: RequestContext, plan: SearchPlan, cap: int | None, kept: KeptAnswers | None,
-    randomize: bool = False,
+    randomize: bool,
 ) -> bytes | None:
     """The body of the candidates found (None: none)."""
     renderer = response.AllocationRequests(plan, ctx.version)
     candidates = search.collect(plan, cap, renderer.render, kept, shuffle=randomize)
-    if randomize:
-        random.shuffle(candidates)
     if not candidates:
         return None
     return response.body(plan, candidates, ctx.version)  # (text only: no more reads)

@@ -73,6 +73,16 @@ def cold_body(api: Api, tree: Providers, query: str, version: str = "1.39") -> b
         world_module._WORLDS = kept
 
 
+def cold_candidates(tree: Providers, query: str) -> list[frozenset]:
+    """``tree.candidates`` from a worker that keeps nothing yet."""
+    kept = world_module._WORLDS
+    world_module._WORLDS = {}
+    try:
+        return tree.candidates(query)
+    finally:
+        world_module._WORLDS = kept
+
+
 def claim(api: Api, allocations: dict) -> None:
     response = api.allocate(str(uuid.uuid4()), allocations)
     assert response.status_code == 204, response.json
@@ -175,7 +185,7 @@ def test_a_repeated_request_looks_only_at_the_trees_that_answer(tree, api, looke
 
 
 def test_trees_that_answered_nothing_are_looked_at_again_once_written(tree, api, looked_at):
-    hosts(tree, ("H1", 4), ("H2", 1))
+    hosts(tree, ("H1", 4), ("H2", 1), ("H4", 1))  # H4 never answers
     tree.add("D1", inventory={"DISK_GB": 10})
     body_of(api, tree, QUERY)
     looked_at.clear()
@@ -192,6 +202,22 @@ def test_trees_that_answered_nothing_are_looked_at_again_once_written(tree, api,
     assert looked_at == [roots_of(tree, "H1", "H2", "D1")]  # all three answer now
 
 
+def test_a_tree_whose_root_now_passes_the_root_filter_is_looked_at_again(
+    tree, api, looked_at
+):
+    hosts(tree, ("H1", 4), ("H2", 8))
+    only_avx = f"{QUERY}&root_required={HOST_TRAITS[0]}"  # H1's trait
+    assert tree.uuid["H2"] not in body_of(api, tree, only_avx).decode()
+
+    tree.api.set_traits(tree.uuid["H2"], HOST_TRAITS[0])
+    looked_at.clear()
+    after = body_of(api, tree, only_avx)
+
+    assert looked_at == [roots_of(tree, "H1", "H2")]  # H1 answers, H2 changed
+    assert tree.uuid["H2"] in after.decode()
+    assert after == cold_body(api, tree, only_avx)
+
+
 def test_an_answer_asked_again_with_nothing_written_is_the_body_kept(tree, api, looked_at):
     hosts(tree, ("H1", 4), ("H2", 8))
     first = body_of(api, tree, QUERY)
@@ -205,17 +231,21 @@ def test_an_answer_asked_again_with_nothing_written_is_the_body_kept(tree, api, 
     assert kept.body == first
 
 
-@pytest.mark.parametrize("write", ["claim", "another tree", "new tree"])
+@pytest.mark.parametrize(
+    "write", ["claim", "tree answering nothing", "tree lacking the class", "new tree"]
+)
 def test_any_tree_written_drops_the_body_kept(tree, api, looked_at, write):
-    hosts(tree, ("H1", 4), ("H2", 8))
-    tree.add("D1", inventory={"DISK_GB": 10})  # answers nothing: kept as none
+    hosts(tree, ("H1", 4), ("H2", 8), ("H3", 1))  # H3: kept as answering nothing
+    tree.add("D1", inventory={"DISK_GB": 10})  # no VCPU: not kept at all
     body_of(api, tree, QUERY)
     if write == "claim":
         claim(api, {tree.uuid["H2"]: {"VCPU": 1}})
-    elif write == "another tree":
+    elif write == "tree answering nothing":
+        tree.api.set_inventory(tree.uuid["H3"], VCPU=8)
+    elif write == "tree lacking the class":
         tree.api.set_inventory(tree.uuid["D1"], DISK_GB=10, VCPU=4)
     else:
-        tree.add("H3", inventory={"VCPU": 16})
+        tree.add("H4", inventory={"VCPU": 16})
     looked_at.clear()
 
     after = body_of(api, tree, QUERY)
@@ -242,9 +272,10 @@ def test_randomized_answers_keep_no_body(tree, config, engine):
     tree = Providers(api)
     hosts(tree, ("H1", 4), ("H2", 8))
     body_of(api, tree, QUERY)
-    body_of(api, tree, QUERY)
+    answer = tree.candidates(QUERY)
     (kept,) = the_world().answers
     assert kept.body is None and len(kept.trees) == 2
+    assert sorted(answer, key=sorted) == sorted(cold_candidates(tree, QUERY), key=sorted)
 
 
 def test_a_body_that_would_take_its_request_over_the_budget_is_not_kept():
@@ -313,14 +344,29 @@ def test_more_trees_changed_than_kept_are_looked_at_again_all():
     kept = answers_module.KeptAnswers()
     for root in (1, 2):
         kept.add_tree(root, NO_ANSWERS)
-    kept.looked_at("no filter", [1, 2], every_one=True)
-    assert kept.roots_to_look_at("no filter") == set()
-    assert kept.roots_to_look_at("another filter") is None
+    to_look_at = kept.to_look_at
+    to_look_at.looked_at("no filter", [1, 2], every_one=True)
+    assert to_look_at.for_request("no filter") == set()
+    assert to_look_at.for_request("another filter") is None
 
     kept.trees_changed({3})
-    assert kept.roots_to_look_at("no filter") == {3}
+    assert to_look_at.for_request("no filter") == {3}
     kept.trees_changed({4, 5})  # 3 changed trees, 2 kept: look at every tree
-    assert kept.roots_to_look_at("no filter") is None
+    assert to_look_at.for_request("no filter") is None
+
+
+def test_a_capped_look_leaves_the_trees_it_did_not_reach_to_look_at():
+    kept = answers_module.KeptAnswers()
+    for root in (1, 2, 3, 4):
+        kept.add_tree(root, NO_ANSWERS)
+    to_look_at = kept.to_look_at
+    to_look_at.looked_at("no filter", [1, 2, 3, 4], every_one=True)
+    kept.trees_changed({2, 3})
+
+    to_look_at.looked_at("no filter", [2], every_one=False)  # a cap stopped it at 2
+    assert to_look_at.for_request("no filter") == {3}
+    to_look_at.looked_at("another filter", [3], every_one=False)
+    assert to_look_at.for_request("no filter") == {3}
 
 
 def two_numa_hosts(tree: Providers, *names: str) -> None:
@@ -474,6 +520,21 @@ def test_the_least_recently_asked_requests_are_dropped_first():
     memo.keep_within(0)
     assert len(memo) == 0
     assert memo.kept_for(("a",)) is not kept["a"]
+
+
+def test_bodies_go_before_any_request_s_answers_least_recently_asked_first():
+    memo = AnswerMemo()
+    kept = {}
+    for key in ("a", "b", "c"):
+        kept[key] = memo.kept_for((key,))
+        kept[key].keep_body("cap", b"x" * 100, budget_bytes=10_000)
+    budget = 3 * KEY_BYTES + 150
+
+    memo.keep_within(budget)
+
+    assert list(memo) == [kept["a"], kept["b"], kept["c"]]  # every request's answers
+    assert [k.body for k in memo] == [None, None, b"x" * 100]
+    assert sum(k.size for k in memo) == 3 * KEY_BYTES + 100
 
 
 def test_a_request_alone_over_the_budget_is_dropped_and_the_others_kept():

@@ -97,6 +97,7 @@ class WarmCold:
             for name in ("with_trait", "in_aggregate"):
                 assert _non_empty(getattr(warm, name)) == _non_empty(getattr(cold, name)), name
             assert _forms(warm) == _forms(cold)
+            assert warm.roots_in_order() == sorted(cold.trees)
             for root_id in cold.trees:
                 assert warm.tree_summaries(root_id) == cold.tree_summaries(root_id)
 

@@ -143,6 +143,13 @@ def test_an_invalid_auth_strategy_is_refused(tmp_path, strategy):
         Config(auth_strategy=strategy)
 
 
+@pytest.mark.parametrize("bound", ["0", "-2"])
+def test_a_candidate_bound_that_is_neither_none_nor_positive_is_refused(tmp_path, bound):
+    path = _write(tmp_path, f"[placement]\nmax_allocation_candidates = {bound}\n")
+    with pytest.raises(ConfigError, match="max_allocation_candidates"):
+        load_config(path, environ={})
+
+
 def test_a_negative_candidate_cache_size_is_refused(tmp_path):
     path = _write(tmp_path, "[placement]\nallocation_candidates_cache_mib = -1\n")
     with pytest.raises(ConfigError, match="allocation_candidates_cache_mib"):
