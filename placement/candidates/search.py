@@ -80,9 +80,11 @@ def _collect_by_form(
     of ``roots`` the first round looked at (fewer than all when the cap stopped it)."""
     trees = kept.trees
     found: list[Candidate] = []
-    live: list[tuple[int, TreeAnswers]] = []  # the trees that may have more
+    # The trees that may have more: root, answers, and kind (None when all are kept).
+    live: list[tuple[int, TreeAnswers, object]] = []
     for index, root in enumerate(roots):  # the first candidate of every tree
         answers = trees.get(root)
+        key = None
         if answers is None:
             key = kinds.key_of(root)
             if key is None:  # lacks a class asked for: nothing to keep
@@ -99,20 +101,22 @@ def _collect_by_form(
         found.append(answers.candidates[0])
         if cap is not None and len(found) >= cap:
             return found, index + 1
-        if len(answers.candidates) > 1 or not answers.complete:
-            live.append((root, answers))
+        if not answers.complete:  # its kind is looked up once, for every later rank
+            live.append((root, answers, key if key is not None else kinds.key_of(root)))
+        elif len(answers.candidates) > 1:
+            live.append((root, answers, None))
     rank = 1  # which candidate of each tree left this round takes
     while live:
         still_live = []
         for entry in live:
-            root, answers = entry
+            root, answers, key = entry
             known = answers.candidates
             if rank < len(known):
                 candidate = known[rank]
             elif answers.complete:
                 continue
             else:
-                found_now = kinds.candidate(root, kinds.key_of(root), rank)
+                found_now = kinds.candidate(root, key, rank)
                 if found_now is None:
                     answers.complete = True
                     continue
@@ -153,10 +157,9 @@ class _KindSearch:
         return key
 
     def candidate(self, root: int, key: object, rank: int) -> Candidate | None:
-        """The candidate of ``rank`` (the first is 0) of the tree ``root`` of kind ``key``,
+        """The candidate of ``rank`` (the first is 0) of the tree ``root`` of kind ``key``
+        (not None: a tree lacking a class asked for has none),
         or None when it has fewer."""
-        if key is None:
-            return None
         plan = self.plan
         tree = plan.world.trees[root]
         answer = self.answers.get(key)

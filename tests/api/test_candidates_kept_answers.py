@@ -8,6 +8,7 @@ used (no walk where nothing changed) and that they are exact (the body is
 byte for byte what a worker with nothing kept answers).
 """
 
+import contextlib
 import dataclasses
 import uuid
 
@@ -63,24 +64,25 @@ def body_of(api: Api, tree: Providers, query: str, version: str = "1.39") -> byt
     return response.data
 
 
-def cold_body(api: Api, tree: Providers, query: str, version: str = "1.39") -> bytes:
-    """The body from a worker that keeps nothing yet (the kept world is put back)."""
+@contextlib.contextmanager
+def as_a_new_worker():
+    """Requests answered by a worker that keeps nothing yet (the kept world is put back)."""
     kept = world_module._WORLDS
     world_module._WORLDS = {}
     try:
-        return body_of(api, tree, query, version)
+        yield
     finally:
         world_module._WORLDS = kept
+
+
+def cold_body(api: Api, tree: Providers, query: str, version: str = "1.39") -> bytes:
+    with as_a_new_worker():
+        return body_of(api, tree, query, version)
 
 
 def cold_candidates(tree: Providers, query: str) -> list[frozenset]:
-    """``tree.candidates`` from a worker that keeps nothing yet."""
-    kept = world_module._WORLDS
-    world_module._WORLDS = {}
-    try:
+    with as_a_new_worker():
         return tree.candidates(query)
-    finally:
-        world_module._WORLDS = kept
 
 
 def claim(api: Api, allocations: dict) -> None:
@@ -413,10 +415,15 @@ def test_microversions_that_write_requests_differently_are_kept_apart(
     assert len(the_world().answers) == 2
 
 
-def test_answers_through_sharing_providers_are_not_kept(tree, api):
+def host_and_shared_disk(tree: Providers) -> None:
+    """A host CN with VCPUs, and SS sharing its disk with CN's aggregate."""
     tree.add("CN", inventory={"VCPU": 8}, aggregates=["agg"])
     tree.add("SS", inventory={"DISK_GB": 100}, traits=["MISC_SHARES_VIA_AGGREGATE"],
              aggregates=["agg"])
+
+
+def test_answers_through_sharing_providers_are_not_kept(tree, api):
+    host_and_shared_disk(tree)
     query = "resources=VCPU:1,DISK_GB:10"
     assert body_of(api, tree, query) == cold_body(api, tree, query)
     assert b"DISK_GB" in body_of(api, tree, query)
@@ -426,9 +433,7 @@ def test_answers_through_sharing_providers_are_not_kept(tree, api):
 def test_an_answer_through_a_sharing_provider_follows_its_usage(tree, api):
     # The sharing provider is a tree of its own: a claim on it changes no provider of
     # the tree the answer is anchored in.
-    tree.add("CN", inventory={"VCPU": 8}, aggregates=["agg"])
-    tree.add("SS", inventory={"DISK_GB": 100}, traits=["MISC_SHARES_VIA_AGGREGATE"],
-             aggregates=["agg"])
+    host_and_shared_disk(tree)
     query = "resources=VCPU:1,DISK_GB:60"
     assert tree.uuid["SS"] in body_of(api, tree, query).decode()
 

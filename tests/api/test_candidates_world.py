@@ -943,7 +943,8 @@ def test_usage_counts_where_room_is_short(check, tree, api):
 def test_a_write_between_the_versions_and_the_details_waits_for_the_next_request(
     check, tree, api, engine, monkeypatch
 ):
-    """A detail row newer than its version is read again by the next request."""
+    """A write committed while a request reads the world is not seen by it (it reads
+    one snapshot), and is seen by the next request."""
     tree.add("CN1", inventory={"VCPU": 4})
     cn2 = tree.add("CN2", inventory={"VCPU": 4})
     assert check.candidates("resources=VCPU:6") == set()
