@@ -140,8 +140,12 @@ def wait_until_up(base_url: str, process: subprocess.Popen | None, timeout: floa
 
 
 @contextlib.contextmanager
-def gunicorn(database_url: str, workers: int, log_path: str, extra_env: dict | None = None):
-    """Run gunicorn on a free loopback port; yield its base URL; stop it on exit."""
+def gunicorn(
+    database_url: str, workers: int, log_path: str, extra_env: dict | None = None,
+    extra_args: tuple[str, ...] = (),
+):
+    """Run gunicorn on a free loopback port (with ``extra_args`` among its options);
+    yield its base URL; stop it on exit."""
     port = free_port()
     env = dict(os.environ, PLACEMENT_DATABASE_URL=database_url, **(extra_env or {}))
     # The access log would cost the workers time; errors still go to the log file.
@@ -157,7 +161,7 @@ def gunicorn(database_url: str, workers: int, log_path: str, extra_env: dict | N
         # other gunicorn of the user (the functional tests, another benchmark): give ours
         # its own, next to the log.
         command += ["--control-socket", os.path.join(os.path.dirname(log_path), "gunicorn.ctl")]
-    command.append("placement.wsgi:application")
+    command += [*extra_args, "placement.wsgi:application"]
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
         base_url = f"http://127.0.0.1:{port}"
