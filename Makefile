@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# upstream openstack-placement 16.0.0 in its own virtualenv: the oracle of tests/upstream
+UPSTREAM_VENV := .venv-upstream
+UPSTREAM_STAMP := $(UPSTREAM_VENV)/.installed
 
 .PHONY: help run test lint typing sample-config benchmark clean
 
@@ -15,10 +18,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test,dev]'
 	touch $(STAMP)
 
+$(UPSTREAM_STAMP): tests/upstream/constraints.txt
+	$(PYTHON) -m venv $(UPSTREAM_VENV)
+	$(UPSTREAM_VENV)/bin/pip install --quiet --upgrade pip
+	$(UPSTREAM_VENV)/bin/pip install --quiet -c tests/upstream/constraints.txt openstack-placement
+	touch $(UPSTREAM_STAMP)
+
 run: $(STAMP)  ## run the service on SQLite at http://127.0.0.1:8780
 	$(BIN)/placement serve
 
-test: $(STAMP)  ## run the whole test suite on SQLite and PostgreSQL
+test: $(STAMP) $(UPSTREAM_STAMP)  ## run the whole test suite on SQLite and PostgreSQL, and against upstream
 	$(BIN)/pytest
 
 lint: $(STAMP)  ## ruff
@@ -31,4 +40,4 @@ sample-config: $(STAMP)  ## regenerate etc/placement.conf.sample
 	$(BIN)/placement sample-config > etc/placement.conf.sample
 
 clean:  ## remove the virtualenv and caches
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) $(UPSTREAM_VENV) .pytest_cache .ruff_cache .mypy_cache
