@@ -1,7 +1,9 @@
 """The application factory: ``create_app(config)`` builds the WSGI app.
 
-Per request: a request id, microversion negotiation, authentication and
-policy (``before_request``); the view inside one transaction (see routes);
+Per request, in upstream's order (``before_request``): a request id,
+authentication (401), microversion negotiation (400/406), routing (404/405),
+the ``Accept`` check of the views that make it (406), policy (403); then the
+view inside one transaction (see routes);
 the version, ``Vary`` and request-id headers on every response
 (``after_request``); and one error handler that answers every failure in the
 API's error format.
@@ -81,17 +83,30 @@ def _authenticator(config: Config) -> auth.NoAuth2 | auth.TokenAuth:
 def _before_request() -> None:
     flask.g.request_id = f"req-{uuid.uuid4()}"
     request = flask.request
-    flask.g.version = microversion.negotiate(request.headers)
-    if request.accept_mimetypes and not request.accept_mimetypes.accept_json:
-        raise errors.NotAcceptable("Only application/json is provided.")
-    if (request.method, request.path) in UNAUTHENTICATED:
-        return
+    try:
+        flask.g.version = microversion.negotiate(request.headers)
+        version_error = None
+    except errors.PlacementError as exc:  # answered after authentication, as upstream
+        version_error = exc
+    anonymous = (request.method, request.path) in UNAUTHENTICATED
     services = flask.current_app.extensions["placement"]
-    credentials = services.authenticator.authenticate(request.headers)
-    auth.authorize(credentials, request.method, request.path, request.args)
+    credentials = None if anonymous else services.authenticator.authenticate(request.headers)
+    if version_error is not None:
+        raise version_error
+    if request.routing_exception is not None:
+        raise request.routing_exception
+    view = flask.current_app.view_functions.get(request.endpoint or "")
+    if getattr(view, "checks_accept", False) and not _accepts_json(request):
+        raise errors.NotAcceptable("Only application/json is provided.")
+    if credentials is not None:
+        auth.authorize(credentials, request.method, request.path, request.args)
     if _has_nul(request):
         # No name or uuid contains NUL, and PostgreSQL cannot even compare with one.
         raise errors.BadRequest("NUL characters are not allowed in the URL.")
+
+
+def _accepts_json(request: flask.Request) -> bool:
+    return not request.accept_mimetypes or request.accept_mimetypes.accept_json
 
 
 def _has_nul(request: flask.Request) -> bool:
@@ -106,7 +121,8 @@ def _after_request(response: flask.Response) -> flask.Response:
     version = flask.g.get("version")
     if version is not None:
         response.headers[microversion.HEADER] = f"{microversion.SERVICE_TYPE} {version}"
-    response.vary.add(microversion.HEADER)
+    # Spelled as upstream sends it (its suite and caches compare the value).
+    response.vary.add(microversion.HEADER.lower())
     if "request_id" in flask.g:
         response.headers[REQUEST_ID_HEADER] = flask.g.request_id
     return response

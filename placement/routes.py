@@ -117,14 +117,43 @@ READ_ONLY_POSTS = frozenset(
 SNAPSHOT_VIEWS = frozenset({allocation_candidate.list_allocation_candidates})
 
 
+# GET views that answer 406 to an ``Accept`` without JSON, before policy, as upstream's
+# (its root, GET /traits/{name} and every write ignore ``Accept``).
+ACCEPT_CHECKED_VIEWS = frozenset(
+    {
+        aggregate.show_aggregates,
+        allocation.show_allocations,
+        allocation.provider_allocations,
+        allocation_candidate.list_allocation_candidates,
+        inventory.list_inventories,
+        inventory.show_inventory,
+        resource_class.show_resource_class,
+        resource_class.list_resource_classes,
+        resource_provider.show_provider,
+        resource_provider.list_providers,
+        trait.list_traits,
+        trait.list_provider_traits,
+        usage.provider_usages,
+        usage.project_usages,
+        # This service's own routes check it too.
+        group_resources.list_nodes,
+        group_resources.show_node,
+        devices.list_nodes,
+        devices.show_node,
+    }
+)
+
+
 def register_routes(app: flask.Flask) -> None:
     for path, methods in ROUTES.items():
         for method, view in methods.items():
             writes = method not in READ_METHODS and view not in READ_ONLY_POSTS
+            endpoint = _transactional(view, write=writes, snapshot=view in SNAPSHOT_VIEWS)
+            endpoint.checks_accept = view in ACCEPT_CHECKED_VIEWS  # type: ignore[attr-defined]
             app.add_url_rule(
                 path,
                 endpoint=f"{method} {path}",
-                view_func=_transactional(view, write=writes, snapshot=view in SNAPSHOT_VIEWS),
+                view_func=endpoint,
                 methods=[method],
                 provide_automatic_options=False,
             )

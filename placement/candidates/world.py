@@ -255,7 +255,7 @@ class ProviderWorld:
             _leave(self.in_aggregate, self.aggregate_id_of_uuid, uuid, aggregate_id, provider_id)
 
     def _add(self, version: tuple, details: data.ProviderDetails, touched_trees) -> None:
-        provider_id, _, parent_id, root_id = version[:4]
+        provider_id, _generation, _revision, parent_id, root_id = version[:5]
         inventories = {}
         for class_id, row in sorted(details.inventories.items()):
             total, reserved, ratio, min_unit, max_unit, step_size, used = row

@@ -3,7 +3,7 @@
 from sqlalchemy import Connection, delete, insert, select
 
 from placement.clock import utcnow
-from placement.data.providers import Provider, bump_generation
+from placement.data.providers import Provider, bump_generation, bump_revision
 from placement.data.sql import insert_ignoring_conflicts
 from placement.db.tables import placement_aggregates, resource_provider_aggregates
 
@@ -25,8 +25,15 @@ def get_provider_aggregates(conn: Connection, provider: Provider) -> list[str]:
 def set_provider_aggregates(
     conn: Connection, provider: Provider, wanted: list[str], generation: int | None
 ) -> int:
-    """Replace the provider's aggregates with ``wanted``; returns the new generation."""
-    new_generation = bump_generation(conn, provider, generation)
+    """Replace the provider's aggregates with ``wanted``; returns the new generation.
+
+    ``generation`` None (before 1.19, where the body has none) leaves the generation
+    as it is, as upstream does, and bumps the provider's revision instead."""
+    if generation is None:
+        bump_revision(conn, provider)
+        new_generation = provider.generation
+    else:
+        new_generation = bump_generation(conn, provider, generation)
     wanted = sorted(set(wanted))
     now = utcnow()
     insert_ignoring_conflicts(

@@ -4,7 +4,8 @@ How a write stays correct with many workers writing at once
 -------------------------------------------------------------
 ``write_allocations`` first locks every provider it touches (the providers of
 the new allocations and of the consumers' current ones) by bumping their
-generations in one UPDATE, in id order. On PostgreSQL that UPDATE holds the
+generations (or, where upstream leaves the generation alone, their
+revisions), one UPDATE each, in id order. On PostgreSQL that UPDATE holds the
 provider rows until commit, so two writers touching the same provider run one
 after the other, and the usage read afterwards (READ COMMITTED reads the
 latest committed rows per statement) includes everything committed before.
@@ -17,6 +18,7 @@ Consumer generations (1.28+) are compared with the stored value and bumped
 with ``UPDATE ... WHERE generation = :seen``, so a concurrent change is a 409.
 """
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, delete, func, insert, select, update
@@ -104,7 +106,16 @@ def write_allocations(
     )
     existing = consumer_data.get_consumers(conn, [w.consumer_uuid for w in writes])
     old_provider_ids = _providers_of_consumers(conn, [c.id for c in existing.values()])
-    lock_providers(conn, set(provider_ids.values()) | old_provider_ids)
+    # Upstream bumps the generations of the providers allocated from, and of those a
+    # consumer is emptied from; a provider a consumer merely moves away from keeps
+    # its generation (clients hold it), and its revision moves instead.
+    emptied = [
+        existing[w.consumer_uuid].id
+        for w in writes
+        if not w.allocations and w.consumer_uuid in existing
+    ]
+    bumped = set(provider_ids.values()) | _providers_of_consumers(conn, emptied)
+    lock_providers(conn, bumped | old_provider_ids, keep_generation_of=old_provider_ids - bumped)
 
     touched_consumer_ids = []  # consumers whose old allocations are replaced
     new_rows = []
@@ -145,10 +156,11 @@ def write_allocations(
 
 
 def delete_consumer_allocations(conn: Connection, consumer: consumer_data.Consumer) -> None:
-    """Delete the consumer's allocations, bumping the generation of every provider they
-    were on; ConcurrentUpdate when they moved to others between the read and the locks."""
+    """Delete the consumer's allocations; ConcurrentUpdate when they moved to others between
+    the read and the locks. As upstream, the providers' generations stay (clients hold
+    them across this call); their revisions move, for the searches' copies."""
     locked = _providers_of_consumers(conn, [consumer.id])
-    lock_providers(conn, locked)
+    lock_providers(conn, locked, keep_generation_of=locked)
     deleted_from = set(
         conn.scalars(
             delete(allocations)
@@ -199,18 +211,22 @@ def providers_of_consumer_uuids(conn: Connection, consumer_uuids) -> set[int]:
     return _providers_of_consumers(conn, list(ids))
 
 
-def lock_providers(conn: Connection, provider_ids) -> None:
-    """Bump the generation of each provider, locking its row until commit.
+def lock_providers(
+    conn: Connection, provider_ids, keep_generation_of: Collection[int] = frozenset()
+) -> None:
+    """Bump the generation of each provider (the revision of those in
+    ``keep_generation_of``, migration 0004), locking its row until commit.
 
     Rows are locked one statement each, in id order, so that two writers with
     overlapping providers cannot deadlock.
     """
     now = utcnow()
     for provider_id in sorted(provider_ids):
+        column = "revision" if provider_id in keep_generation_of else "generation"
         locked = conn.execute(
             update(resource_providers)
             .where(resource_providers.c.id == provider_id)
-            .values(generation=resource_providers.c.generation + 1, updated_at=now)
+            .values({column: resource_providers.c[column] + 1, "updated_at": now})
         )
         if locked.rowcount != 1:
             # Deleted by a transaction that committed while this one waited.

@@ -70,8 +70,8 @@ def device_node_names(conn: Connection) -> list[tuple[str, str]]:
 
 class ProviderVersion(NamedTuple):
     """What tells one state of a provider from any other: a new uuid when re-created, its
-    name and parent when moved, its generation for every change of its inventories,
-    traits, aggregates or allocations."""
+    name and parent when moved, its generation and revision (migration 0004) for every
+    change of its inventories, traits, aggregates or allocations."""
 
     root_id: int
     id: int
@@ -79,6 +79,7 @@ class ProviderVersion(NamedTuple):
     name: str
     parent_id: int | None
     generation: int
+    revision: int
 
 
 def provider_versions(
@@ -87,7 +88,7 @@ def provider_versions(
     """The versions of every provider in the trees of the device nodes (or the named ones),
     by id."""
     # SELECT rp.root_provider_id, rp.id, rp.uuid, rp.name, rp.parent_provider_id,
-    #        rp.generation
+    #        rp.generation, rp.revision
     #   FROM resource_providers rp
     #   JOIN resource_providers root ON root.id = rp.root_provider_id
     #   JOIN device_topologies dt ON dt.node_name = root.name
@@ -100,6 +101,7 @@ def provider_versions(
             resource_providers.c.name,
             resource_providers.c.parent_provider_id,
             resource_providers.c.generation,
+            resource_providers.c.revision,
         )
         .join(root_provider, root_provider.c.id == resource_providers.c.root_provider_id)
         .join(device_topologies, device_topologies.c.node_name == root_provider.c.name)

@@ -2,12 +2,15 @@
 
 Every change bumps the provider generation first: on PostgreSQL that UPDATE
 also locks the provider row, so usage checked afterwards cannot be changed by
-a concurrent allocation before this transaction commits. A change that would
-leave existing allocations without room (a class removed, or capacity shrunk
-below usage) is refused with 409 ``placement.inventory.inuse``.
+a concurrent allocation before this transaction commits. Removing a class that
+has allocations is refused with 409 ``placement.inventory.inuse``. Shrinking
+capacity below usage is accepted and logged, as upstream does (operators mark
+a node in maintenance by reserving everything): the allocations stay, and the
+provider offers no room for that class until usage falls below capacity.
 """
 
 import datetime
+import logging
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, delete, func, insert, select, update
@@ -18,6 +21,7 @@ from placement.data import names
 from placement.data.providers import Provider, bump_generation
 from placement.db.tables import allocations, inventories, resource_classes
 
+LOG = logging.getLogger(__name__)
 FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size", "allocation_ratio")
 
 
@@ -67,12 +71,19 @@ def usage_by_class(conn: Connection, provider: Provider) -> dict[str, int]:
 
 
 def replace_inventories(
-    conn: Connection, provider: Provider, wanted: dict[str, Inventory], generation: int
+    conn: Connection,
+    provider: Provider,
+    wanted: dict[str, Inventory],
+    generation: int,
+    refuse_below_usage: bool = False,
 ) -> int:
-    """Make the provider's inventory exactly ``wanted``; returns the new generation."""
+    """Make the provider's inventory exactly ``wanted``; returns the new generation.
+
+    ``refuse_below_usage``: a capacity shrunk below usage is a 409 too (the
+    group-resource translator's node sync), not a warning (the Placement API)."""
     new_generation = bump_generation(conn, provider, generation)
     current = get_inventories(conn, provider)
-    _refuse_if_in_use(conn, provider, current, wanted)
+    _check_usage(conn, provider, current, wanted, refuse_below_usage)
     write_inventories(conn, provider, current, wanted)
     return new_generation
 
@@ -102,15 +113,17 @@ def write_inventories(
             _insert_row(conn, provider, class_ids[class_name], inventory, now)
 
 
-def add_inventory(
-    conn: Connection, provider: Provider, inventory: Inventory, generation: int
-) -> int:
+def add_inventory(conn: Connection, provider: Provider, inventory: Inventory) -> int:
+    """Add a class the provider lacks. Like upstream, no generation is asked for: the
+    provider's is bumped from the one read in this transaction."""
     class_id = _class_id(conn, inventory.resource_class)
-    new_generation = bump_generation(conn, provider, generation)
+    new_generation = bump_generation(conn, provider, provider.generation)
     if inventory.resource_class in get_inventories(conn, provider):
+        # Upstream's code for this (its duplicate-row error) is concurrent_update.
         raise errors.Conflict(
-            f"Inventory for {inventory.resource_class} on resource provider "
-            f"{provider.uuid} already exists."
+            f"Update conflict: Inventory for {inventory.resource_class} on resource "
+            f"provider {provider.uuid} already exists.",
+            code=errors.CONCURRENT_UPDATE,
         )
     _insert_row(conn, provider, class_id, inventory, utcnow())
     return new_generation
@@ -127,10 +140,11 @@ def update_inventory(
     new_generation = bump_generation(conn, provider, generation)
     current = get_inventories(conn, provider)
     if inventory.resource_class not in current:
-        # PUT of a single inventory the provider lacks creates it.
-        _insert_row(conn, provider, class_id, inventory, utcnow())
-        return new_generation
-    _refuse_if_in_use(
+        raise errors.BadRequest(
+            f"No inventory record with resource class for resource provider "
+            f"{provider.uuid}: No inventory of class {inventory.resource_class} found."
+        )
+    _check_usage(
         conn, provider, {inventory.resource_class: current[inventory.resource_class]},
         {inventory.resource_class: inventory},
     )
@@ -153,12 +167,15 @@ def delete_inventory(
     )
 
 
-def _refuse_if_in_use(
+def _check_usage(
     conn: Connection,
     provider: Provider,
     current: dict[str, Inventory],
     wanted: dict[str, Inventory],
+    refuse_below_usage: bool = False,
 ) -> None:
+    """Refuse removing a class in use; log a class whose usage exceeds its new capacity
+    (or refuse it too)."""
     usage = usage_by_class(conn, provider)
     removed_in_use = sorted(c for c in current if c not in wanted and usage.get(c, 0) > 0)
     if removed_in_use:
@@ -170,7 +187,7 @@ def _refuse_if_in_use(
     over_capacity = sorted(
         c for c, inv in wanted.items() if c in current and usage.get(c, 0) > inv.capacity
     )
-    if over_capacity:
+    if over_capacity and refuse_below_usage:
         details = ", ".join(
             f"{c} (used {usage[c]}, new capacity {wanted[c].capacity:g})"
             for c in over_capacity
@@ -179,6 +196,12 @@ def _refuse_if_in_use(
             f"Inventory change on resource provider '{provider.uuid}' would leave "
             f"existing allocations without capacity: {details}.",
             code=errors.INVENTORY_INUSE,
+        )
+    for class_name in over_capacity:
+        LOG.warning(
+            "Resource provider %s: %s usage %d now exceeds its capacity %g; "
+            "no more can be allocated until usage falls below it.",
+            provider.uuid, class_name, usage[class_name], wanted[class_name].capacity,
         )
 
 

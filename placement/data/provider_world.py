@@ -1,6 +1,6 @@
 """The reads behind each worker's copy of the providers (``placement.candidates.world``).
 
-A provider's *version* (``provider_versions``: id, generation, parent, root)
+A provider's *version* (``provider_versions``: id, generation, revision, parent, root)
 changes whenever something a candidate search looks at changes (see
 ``placement.candidates.world``). A copy reads every version once; after that
 it reads, on each request, only the versions of the providers logged as
@@ -38,7 +38,7 @@ rp = resource_providers
 # the id of a deleted last row to the next provider (PostgreSQL's sequences never reuse
 # one), even to one re-created with the same uuid, so only they tell it from the one it
 # replaces there.
-_VERSION_COLUMNS = ("generation", "parent_provider_id", "root_provider_id")
+_VERSION_COLUMNS = ("generation", "revision", "parent_provider_id", "root_provider_id")
 _SQLITE_VERSION_COLUMNS = ("uuid", "created_at")
 
 # Where a reader stands in the change log (migration 0003): on PostgreSQL the oldest

@@ -203,7 +203,10 @@ def create_provider(
     if not inserted:
         # A concurrent request took the name or uuid between the check and the insert.
         _refuse_duplicate(conn, uuid=uuid, name=name)
-        raise errors.Conflict(f"Conflicting resource provider {name} already exists.")
+        raise errors.Conflict(
+            f"Conflicting resource provider name: {name} already exists.",
+            code=errors.DUPLICATE_NAME,
+        )
     if parent is None:
         conn.execute(update(rp).where(rp.c.id == inserted[0]).values(root_provider_id=rp.c.id))
     return require_provider(conn, uuid)
@@ -219,8 +222,11 @@ def _refuse_duplicate(
         if except_id is not None:
             query = query.where(rp.c.id != except_id)
         if conn.execute(query).first() is not None:
+            # Upstream's words, which Nova matches ("Conflicting resource provider
+            # name:" on create); a rename names the provider alone.
+            what = value if except_id is not None else f"{label}: {value}"
             raise errors.Conflict(
-                f"Conflicting resource provider {label} {value} already exists.",
+                f"Conflicting resource provider {what} already exists.",
                 code=errors.DUPLICATE_NAME,
             )
 
@@ -325,6 +331,21 @@ def delete_provider(conn: Connection, provider: Provider) -> None:
         )
 
 
+def check_generation(provider: Provider, expected: int) -> None:
+    """409 concurrent_update when the generation read is not ``expected``: for a
+    request's checks to come in upstream's order (generation first); the bump
+    that follows still guards against a race."""
+    if provider.generation != expected:
+        raise _generation_conflict(provider, expected)
+
+
+def _generation_conflict(provider: Provider, expected: int) -> errors.ConcurrentUpdate:
+    return errors.ConcurrentUpdate(
+        f"resource provider generation conflict: {provider.uuid} is not at generation "
+        f"{expected}. Please retry the request with the current generation."
+    )
+
+
 def bump_generation(conn: Connection, provider: Provider, expected: int | None) -> int:
     """Increment the provider's generation, checking it still is ``expected``.
 
@@ -338,11 +359,17 @@ def bump_generation(conn: Connection, provider: Provider, expected: int | None) 
         .values(generation=rp.c.generation + 1, updated_at=utcnow())
     )
     if result.rowcount != 1:
-        raise errors.ConcurrentUpdate(
-            f"resource provider generation conflict: {provider.uuid} is not at generation "
-            f"{expected}. Please retry the request with the current generation."
-        )
+        raise _generation_conflict(provider, expected)
     return expected + 1
+
+
+def bump_revision(conn: Connection, provider: Provider) -> None:
+    """Mark a change a candidate search sees, keeping the generation (migration 0004)."""
+    conn.execute(
+        update(rp)
+        .where(rp.c.id == provider.id)
+        .values(revision=rp.c.revision + 1, updated_at=utcnow())
+    )
 
 
 def touch(conn: Connection, provider: Provider) -> None:

@@ -53,6 +53,8 @@ resource_providers = Table(
     Column("uuid", String(36), nullable=False, unique=True),
     Column("name", String(200), nullable=False, unique=True),
     Column("generation", Integer, nullable=False, default=0),
+    # Bumped by writes a candidate search sees that keep the generation (migration 0004).
+    Column("revision", Integer, nullable=False, server_default="0"),
     Column("root_provider_id", IdType, ForeignKey("resource_providers.id"), nullable=True),
     Column("parent_provider_id", IdType, ForeignKey("resource_providers.id"), nullable=True),
     *_timestamps(),

@@ -13,7 +13,7 @@ from marshmallow import ValidationError
 from placement import errors
 from placement.devices.topology import MAX_DEVICES, Device, Topology
 from placement.group_resources.quantities import parse_quantity
-from placement.schemas import describe_errors
+from placement.schemas import describe_errors_by_path
 from placement.schemas.device_topology import MAX_NVLINK_PAIRS, DeviceTopology
 from placement.schemas.fields import MAX_INT
 
@@ -28,7 +28,8 @@ def parse_device_list(document: object) -> Topology:
     try:
         loaded = DeviceTopology().load(document)
     except ValidationError as exc:
-        raise errors.BadRequest(f"Invalid device list: {describe_errors(exc.messages)}") from exc
+        described = describe_errors_by_path(exc.messages)
+        raise errors.BadRequest(f"Invalid device list: {described}") from exc
     entries = loaded["devices"]
     bridges = _bridges_of_switches(entries)
     devices = tuple(

@@ -209,7 +209,9 @@ def _sync_provider(conn, node: str, provider, wanted: DesiredProvider) -> bool:
     target = _owned_inventories(wanted)
     if {c: i.fields() for c, i in current.items()} != {c: i.fields() for c, i in target.items()}:
         try:
-            inventory_data.replace_inventories(conn, provider, target, provider.generation)
+            inventory_data.replace_inventories(
+                conn, provider, target, provider.generation, refuse_below_usage=True
+            )
         except errors.Conflict as exc:
             where = f"group {'/'.join(wanted.path)}" if wanted.path else "node resources"
             raise errors.Conflict(f"Node {node}, {where}: {exc.detail}", code=exc.code) from exc

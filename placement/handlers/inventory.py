@@ -7,7 +7,7 @@ import flask
 from placement import errors
 from placement.context import RequestContext
 from placement.data import inventories
-from placement.data.providers import Provider
+from placement.data.providers import Provider, check_generation
 from placement.handlers.resource_provider import lookup_provider, provider_url
 from placement.http import absolute_url, json_response, latest, load_body, no_content
 from placement.schemas import inventory as schemas
@@ -17,28 +17,28 @@ def _inventory_url(provider: Provider, class_name: str) -> str:
     return f"{provider_url(provider.uuid)}/inventories/{class_name}"
 
 
-def build_inventory(ctx: RequestContext, provider: Provider, class_name: str, data: dict):
-    """An Inventory from validated fields, defaults filled and cross-field rules checked."""
+def inventory_from_fields(class_name: str, data: dict) -> inventories.Inventory:
+    """An Inventory from validated fields, defaults filled."""
     values = {**schemas.DEFAULTS, **{k: v for k, v in data.items() if k in inventories.FIELDS}}
-    inventory = inventories.Inventory(resource_class=class_name, **values)
-    # 1.26 allows reserving everything (reserved == total); before, reserved < total.
-    too_much = (
-        inventory.reserved > inventory.total
-        if ctx.at_least(1, 26)
-        else inventory.reserved >= inventory.total
-    )
-    if too_much:
-        relation = "at most" if ctx.at_least(1, 26) else "less than"
+    return inventories.Inventory(resource_class=class_name, **values)
+
+
+def build_inventory(ctx: RequestContext, provider: Provider, class_name: str, data: dict):
+    """An Inventory from validated fields, defaults filled, its capacity checked.
+
+    As upstream: the capacity ``int((total - reserved) * allocation_ratio)`` must be
+    positive before 1.26 and may be zero from 1.26 on (everything reserved);
+    ``min_unit`` above ``max_unit`` is stored as given.
+    """
+    inventory = inventory_from_fields(class_name, data)
+    capacity = int((inventory.total - inventory.reserved) * inventory.allocation_ratio)
+    if capacity < 0 or (capacity == 0 and not ctx.at_least(1, 26)):
+        relation = "" if ctx.at_least(1, 26) else " or equal to"
         raise errors.BadRequest(
             f"Unable to update inventory for resource provider {provider.uuid}: "
-            f"{class_name} reserved ({inventory.reserved}) must be {relation} total "
-            f"({inventory.total})."
-        )
-    if inventory.min_unit > inventory.max_unit:
-        raise errors.BadRequest(
-            f"Unable to update inventory for resource provider {provider.uuid}: "
-            f"{class_name} min_unit ({inventory.min_unit}) must not be greater than "
-            f"max_unit ({inventory.max_unit})."
+            f"Invalid inventory for '{class_name}' on resource provider "
+            f"'{provider.uuid}'. The reserved value is greater than{relation} total "
+            f"(or the allocation ratio leaves no capacity)."
         )
     return inventory
 
@@ -71,6 +71,7 @@ def list_inventories(ctx: RequestContext, uuid: str) -> flask.Response:
 def replace_inventories(ctx: RequestContext, uuid: str) -> flask.Response:
     provider = lookup_provider(ctx, uuid)
     data = load_body(ctx, schemas.ReplaceInventories())
+    check_generation(provider, data["resource_provider_generation"])
     wanted = {
         name: build_inventory(ctx, provider, name, fields)
         for name, fields in data["inventories"].items()
@@ -88,9 +89,7 @@ def create_inventory(ctx: RequestContext, uuid: str) -> flask.Response:
     provider = lookup_provider(ctx, uuid)
     data = load_body(ctx, schemas.CreateInventory())
     inventory = build_inventory(ctx, provider, data["resource_class"], data)
-    generation = inventories.add_inventory(
-        ctx.conn, provider, inventory, data["resource_provider_generation"]
-    )
+    generation = inventories.add_inventory(ctx.conn, provider, inventory)
     return json_response(
         ctx,
         _inventory_body(generation, inventory),
@@ -135,6 +134,7 @@ def show_inventory(ctx: RequestContext, uuid: str, resource_class: str) -> flask
 def update_inventory(ctx: RequestContext, uuid: str, resource_class: str) -> flask.Response:
     provider = lookup_provider(ctx, uuid)
     data = load_body(ctx, schemas.UpdateInventory())
+    check_generation(provider, data["resource_provider_generation"])
     inventory = build_inventory(ctx, provider, resource_class, data)
     generation = inventories.update_inventory(
         ctx.conn, provider, inventory, data["resource_provider_generation"]
@@ -144,5 +144,13 @@ def update_inventory(ctx: RequestContext, uuid: str, resource_class: str) -> fla
 
 def delete_inventory(ctx: RequestContext, uuid: str, resource_class: str) -> flask.Response:
     provider = lookup_provider(ctx, uuid)
-    inventories.delete_inventory(ctx.conn, provider, resource_class)
+    try:
+        inventories.delete_inventory(ctx.conn, provider, resource_class)
+    except errors.Conflict as exc:
+        # Upstream answers this one DELETE's conflicts, in use included, with
+        # concurrent_update; clients (and its suite) match that code.
+        raise errors.Conflict(
+            f"Unable to delete inventory of class {resource_class}: {exc.detail}",
+            code=errors.CONCURRENT_UPDATE,
+        ) from exc
     return no_content()

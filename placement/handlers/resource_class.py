@@ -67,10 +67,11 @@ def show_resource_class(ctx: RequestContext, name: str) -> flask.Response:
 def put_resource_class(ctx: RequestContext, name: str) -> flask.Response:
     if ctx.at_least(1, 7):
         return _ensure_resource_class(ctx, name)
-    # 1.2 to 1.6: PUT renames a custom class to the name in the body.
-    _refuse_standard(name, "update")
-    _require(ctx, name)
+    # 1.2 to 1.6: PUT renames a custom class to the name in the body. Checked in
+    # upstream's order: the body, the class, then whether it may change.
     new_name = load_body(ctx, CreateResourceClass())["name"]
+    _require(ctx, name)
+    _refuse_standard(name, "update")
     names.rename_resource_class(ctx.conn, name, new_name)
     row = _require(ctx, new_name)
     return json_response(ctx, _body(new_name), last_modified=modified_at(row))

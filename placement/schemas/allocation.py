@@ -9,11 +9,14 @@ from placement.schemas.fields import (
     StrictInteger,
     StrictString,
     UuidString,
+    not_of_type,
+    violation,
 )
 from placement.schemas.inventory import ReplaceInventories
 
 CONSUMER_TYPE_PATTERN = CLASS_NAME_PATTERN
-SUFFIX_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+# A mappings key that names a request group contains a suffix character somewhere.
+GROUP_KEY_CHARACTER = re.compile(r"[a-zA-Z0-9_-]")
 
 
 def _resources() -> fields.Dict:
@@ -37,7 +40,7 @@ class _ListAllocation(Schema):
 class _ProviderAllocation(Schema):
     resources = _resources()
     # Clients echo the provider generation they read; it is accepted and ignored.
-    generation = StrictInteger()
+    generation = StrictInteger(minimum=None, maximum=None)
 
 
 class AllocationsV1_0(Schema):
@@ -75,15 +78,34 @@ class AllocationsV1_28(AllocationsV1_12):
     # 1.28: consumer_generation is required (null for a new consumer); an empty
     # allocations object removes the consumer's allocations.
     allocations = _allocation_dict(min_providers=0)
-    consumer_generation = StrictInteger(required=True, allow_none=True)
-
-
-def _mappings() -> fields.Dict:
-    return fields.Dict(
-        keys=StrictString(pattern=SUFFIX_PATTERN, max_length=64),
-        values=fields.List(UuidString(), validate=validate.Length(min=1)),
-        validate=validate.Length(min=1),
+    consumer_generation = StrictInteger(
+        required=True, allow_none=True, minimum=None, maximum=None
     )
+
+
+class Mappings(fields.Field):
+    """The ``mappings`` of an allocation candidate passed back (1.34): request group ->
+    provider uuids. Accepted and not used.
+
+    The unsuffixed group's key is the empty string, and Nova sends candidates back
+    exactly as it got them, so any key is taken (as upstream does); a key that
+    names a group must map to a non-empty list of provider uuids.
+    """
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, dict):
+            raise not_of_type(value, "object")
+        if not value:
+            raise violation("{} should be non-empty", "minProperties")
+        providers = fields.List(UuidString(), validate=validate.Length(min=1))
+        for key, uuids in value.items():
+            if GROUP_KEY_CHARACTER.search(key):
+                providers.deserialize(uuids)
+        return value
+
+
+def _mappings() -> fields.Field:
+    return Mappings()
 
 
 class AllocationsV1_34(AllocationsV1_28):
@@ -103,7 +125,9 @@ class ConsumerAllocationsV1_13(AllocationsV1_12):
 
 
 class ConsumerAllocationsV1_28(ConsumerAllocationsV1_13):
-    consumer_generation = StrictInteger(required=True, allow_none=True)
+    consumer_generation = StrictInteger(
+        required=True, allow_none=True, minimum=None, maximum=None
+    )
 
 
 class ConsumerAllocationsV1_34(ConsumerAllocationsV1_28):

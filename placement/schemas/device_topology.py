@@ -4,9 +4,10 @@
 amounts (a GPU's ``memory``, the ``resources``) are read there, as quantities.
 """
 
-from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import ValidationError, fields, validate, validates_schema
 
 from placement.devices.topology import DEVICE_TYPES, MAX_DEVICES, MAX_NVLINKS
+from placement.schemas import ExtensionSchema
 from placement.schemas.fields import StrictInteger, StrictString
 
 # Every pair of a node's devices, at most: bounds the work a document can ask for.
@@ -27,7 +28,7 @@ def _labels(**kwargs) -> fields.Dict:
     )
 
 
-class DeviceEntry(Schema):
+class DeviceEntry(ExtensionSchema):
     type = StrictString(required=True, validate=_known_type)
     minor = StrictInteger(required=True)
     id = StrictString()  # default: "<type><minor>"
@@ -51,12 +52,12 @@ class DeviceEntry(Schema):
                 raise ValidationError("only rdma devices have VFs.", key)
 
 
-class NvLinkEntry(Schema):
+class NvLinkEntry(ExtensionSchema):
     gpus = fields.List(StrictInteger(), required=True, validate=validate.Length(equal=2))
     links = StrictInteger(required=True, minimum=1, maximum=MAX_NVLINKS)
 
 
-class DeviceTopology(Schema):
+class DeviceTopology(ExtensionSchema):
     devices = fields.List(
         fields.Nested(DeviceEntry), required=True, validate=validate.Length(min=1, max=MAX_DEVICES)
     )

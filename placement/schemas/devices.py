@@ -5,9 +5,10 @@ The device list itself (``devices``, ``nvlinks``) is checked by
 ``placement.schemas.device_topology`` when it is imported.
 """
 
-from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import ValidationError, fields, validate, validates_schema
 
 from placement.group_resources.scoring import SCORERS
+from placement.schemas import ExtensionSchema
 from placement.schemas.fields import StrictInteger, StrictString, UuidString
 from placement.schemas.group_resources import CONSUMER_TYPE_PATTERN
 
@@ -26,7 +27,7 @@ _labels = fields.Dict(
 )
 
 
-class GpuDetails(Schema):
+class GpuDetails(ExtensionSchema):
     """What a topology matrix does not say about the GPUs."""
 
     memory = fields.Raw(required=True)  # a quantity, checked when read
@@ -34,13 +35,13 @@ class GpuDetails(Schema):
     labels = _labels
 
 
-class RdmaDetails(Schema):
+class RdmaDetails(ExtensionSchema):
     vfs = StrictInteger(maximum=4096)
     labels = _labels
     vfLabels = _labels  # noqa: N815 (the Koordinator spelling)
 
 
-class ImportNode(Schema):
+class ImportNode(ExtensionSchema):
     """PUT /group_resources/device_nodes/{name}: a matrix, or a device list."""
 
     matrix = StrictString(max_length=200_000)
@@ -66,7 +67,7 @@ class ImportNode(Schema):
             raise ValidationError("'gpu' and 'rdma' go with 'matrix'; a device list says it all.")
 
 
-class SelectorRequirement(Schema):
+class SelectorRequirement(ExtensionSchema):
     key = StrictString(required=True, max_length=253)
     operator = StrictString(required=True, validate=validate.OneOf(SELECTOR_OPERATORS))
     values = fields.List(StrictString(min_length=0, max_length=255))
@@ -80,21 +81,21 @@ class SelectorRequirement(Schema):
             raise ValidationError(f"operator {data['operator']} takes no values.")
 
 
-class LabelSelector(Schema):
+class LabelSelector(ExtensionSchema):
     """A Kubernetes label selector over device labels; ``{}`` selects every device."""
 
     matchLabels = _labels  # noqa: N815
     matchExpressions = fields.List(fields.Nested(SelectorRequirement))  # noqa: N815
 
 
-class JointAllocate(Schema):
+class JointAllocate(ExtensionSchema):
     """``scheduling.koordinator.sh/device-joint-allocate``."""
 
     deviceTypes = fields.List(StrictString(max_length=64), required=True)  # noqa: N815
     requiredScope = StrictString(validate=validate.OneOf([SAME_PCIE]))  # noqa: N815
 
 
-class DeviceHint(Schema):
+class DeviceHint(ExtensionSchema):
     """One device type's entry of ``scheduling.koordinator.sh/device-allocate-hint``."""
 
     selector = fields.Nested(LabelSelector)
@@ -111,7 +112,7 @@ _scorer = StrictString(validate=validate.OneOf(sorted(SCORERS)))
 _node_names = fields.List(StrictString(max_length=200), validate=validate.Length(min=1))
 
 
-class DeviceRequestBody(Schema):
+class DeviceRequestBody(ExtensionSchema):
     """A device request: resources and annotations, or a whole Pod."""
 
     resources = fields.Dict()

@@ -6,9 +6,10 @@ translator itself, which names the offending key.
 
 import re
 
-from marshmallow import Schema, fields, validate
+from marshmallow import fields, validate
 
 from placement.group_resources.scoring import SCORERS
+from placement.schemas import ExtensionSchema
 from placement.schemas.fields import StrictInteger, StrictString, UuidString
 
 CONSUMER_TYPE_PATTERN = re.compile(r"^[A-Z0-9_]+$")
@@ -17,14 +18,14 @@ _scorer = StrictString(validate=validate.OneOf(sorted(SCORERS)))
 _node_names = fields.List(StrictString(max_length=200), validate=validate.Length(min=1))
 
 
-class SyncNode(Schema):
+class SyncNode(ExtensionSchema):
     """PUT /group_resources/nodes/{name}."""
 
     resources = fields.Dict(required=True)
     uuid = UuidString()
 
 
-class Translate(Schema):
+class Translate(ExtensionSchema):
     """POST /group_resources/queries (dry-run)."""
 
     resources = fields.Dict(required=True)

@@ -20,22 +20,29 @@ DEFAULTS = {
 
 
 class InventoryFields(Schema):
+    """One inventory record. ``resource_provider_generation`` may be given in a record
+    (upstream's schema allows it) and is ignored there."""
+
     total = StrictInteger(required=True, minimum=1)
     reserved = StrictInteger(minimum=0)
     min_unit = StrictInteger(minimum=1)
     max_unit = StrictInteger(minimum=1)
     step_size = StrictInteger(minimum=1)
-    allocation_ratio = StrictNumber()
+    # No lower bound, as upstream: 0 reserves everything (from 1.26); a ratio that
+    # leaves a negative capacity is refused by the capacity check.
+    allocation_ratio = StrictNumber(minimum=None)
+    resource_provider_generation = StrictInteger(minimum=None, maximum=None)
 
 
 class UpdateInventory(InventoryFields):
     """PUT /resource_providers/{uuid}/inventories/{resource_class}."""
 
-    resource_provider_generation = StrictInteger(required=True)
+    resource_provider_generation = StrictInteger(required=True, minimum=None, maximum=None)
 
 
-class CreateInventory(UpdateInventory):
-    """POST /resource_providers/{uuid}/inventories."""
+class CreateInventory(InventoryFields):
+    """POST /resource_providers/{uuid}/inventories: ``resource_provider_generation`` is
+    optional and, as upstream, not checked (openstacksdk does not send it)."""
 
     resource_class = StrictString(required=True, pattern=CLASS_NAME_PATTERN)
 
@@ -43,7 +50,7 @@ class CreateInventory(UpdateInventory):
 class ReplaceInventories(Schema):
     """PUT /resource_providers/{uuid}/inventories."""
 
-    resource_provider_generation = StrictInteger(required=True)
+    resource_provider_generation = StrictInteger(required=True, minimum=None, maximum=None)
     inventories = fields.Dict(
         keys=StrictString(pattern=CLASS_NAME_PATTERN),
         values=fields.Nested(InventoryFields),

@@ -188,15 +188,49 @@ def test_malformed_consumer_uuid_is_400(api, host):
 def test_delete(api, host):
     consumer = str(uuid.uuid4())
     assert claim(api, consumer, {host: {"VCPU": 3}}).status_code == 204
+    generation = api.generation(host)
     assert api.delete(f"/allocations/{consumer}").status_code == 204
     assert api.get(f"/resource_providers/{host}/usages").json["usages"]["VCPU"] == 0
+    # As upstream, the provider's generation stays: a client holding it writes on.
+    assert api.generation(host) == generation
     assert api.delete(f"/allocations/{consumer}").status_code == 404
+
+
+def test_generations_move_where_upstream_moves_them(api, host):
+    # Upstream bumps the providers allocated from and those a consumer is emptied
+    # from; a provider a consumer moves away from keeps its generation.
+    other = api.create_provider("other")["uuid"]
+    api.set_inventory(other, VCPU={"total": 8})
+    consumer = str(uuid.uuid4())
+    assert claim(api, consumer, {host: {"VCPU": 1}}).status_code == 204
+    before = {rp: api.generation(rp) for rp in (host, other)}
+    assert claim(api, consumer, {other: {"VCPU": 1}}, generation=1).status_code == 204
+    assert api.generation(host) == before[host]
+    assert api.generation(other) == before[other] + 1
+    assert api.get(f"/resource_providers/{host}/usages").json["usages"]["VCPU"] == 0
+
+    emptied = api.put(
+        f"/allocations/{consumer}",
+        json={"allocations": {}, "project_id": "proj", "user_id": "user",
+              "consumer_generation": 2, "consumer_type": "INSTANCE"},
+    )
+    assert emptied.status_code == 204
+    assert api.generation(other) == before[other] + 2
+    assert api.generation(host) == before[host]
+
+    second = str(uuid.uuid4())
+    assert claim(api, second, {host: {"VCPU": 1}}).status_code == 204
+    generation = api.generation(host)
+    body = {second: {"allocations": {}, "project_id": "proj", "user_id": "user",
+                     "consumer_generation": 1, "consumer_type": "INSTANCE"}}
+    assert api.post("/allocations", json=body).status_code == 204
+    assert api.generation(host) == generation + 1
 
 
 def test_delete_racing_a_move_is_409_and_deletes_nothing(api, host, engine, monkeypatch):
     """A DELETE that read the consumer's providers before a concurrent PUT moved its
     allocations elsewhere must not delete them from a provider whose generation it did
-    not bump (the providers' versions are how every worker's copy sees usage change)."""
+    not lock (the providers' versions are how every worker's copy sees usage change)."""
     other = api.create_provider("other")["uuid"]
     api.set_inventory(other, VCPU={"total": 8})
     consumer = str(uuid.uuid4())
@@ -225,7 +259,7 @@ def test_provider_with_allocations_cannot_be_deleted(api, host):
     assert error_code(response) == "placement.resource_provider.inuse"
 
 
-def test_inventory_in_use_cannot_be_removed_or_shrunk_below_usage(api, host):
+def test_inventory_in_use_cannot_be_removed(api, host):
     assert claim(api, str(uuid.uuid4()), {host: {"VCPU": 6}}).status_code == 204
     generation = api.generation(host)
     removed = api.put(
@@ -234,16 +268,38 @@ def test_inventory_in_use_cannot_be_removed_or_shrunk_below_usage(api, host):
     )
     assert removed.status_code == 409
     assert error_code(removed) == "placement.inventory.inuse"
-    shrunk = api.put(
-        f"/resource_providers/{host}/inventories/VCPU",
-        json={"resource_provider_generation": generation, "total": 5},
-    )
-    assert error_code(shrunk) == "placement.inventory.inuse"
+    # Upstream's code for this one DELETE is concurrent_update.
     one = api.delete(f"/resource_providers/{host}/inventories/VCPU")
-    assert error_code(one) == "placement.inventory.inuse"
+    assert one.status_code == 409
+    assert error_code(one) == "placement.concurrent_update"
     everything = api.delete(f"/resource_providers/{host}/inventories")
     assert error_code(everything) == "placement.inventory.inuse"
     assert api.get(f"/resource_providers/{host}/inventories/VCPU").json["total"] == 8
+    assert api.generation(host) == generation
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"total": 5}, {"total": 8, "reserved": 3}, {"total": 8, "allocation_ratio": 0.5}],
+)
+def test_inventory_shrunk_below_usage_is_accepted_and_offers_no_room(api, host, change):
+    # As upstream: how operators put a node in maintenance (reserve everything) or
+    # apply a lower ratio. The allocations stay; nothing more fits until they go.
+    consumer = str(uuid.uuid4())
+    assert claim(api, consumer, {host: {"VCPU": 6}}).status_code == 204
+    generation = api.generation(host)
+    shrunk = api.put(
+        f"/resource_providers/{host}/inventories/VCPU",
+        json={"resource_provider_generation": generation, **change},
+    )
+    assert shrunk.status_code == 200, shrunk.json
+    assert shrunk.json["resource_provider_generation"] == generation + 1
+    assert api.get(f"/resource_providers/{host}/usages").json["usages"]["VCPU"] == 6
+    assert api.get("/allocation_candidates?resources=VCPU:1").json["allocation_requests"] == []
+    assert api.get("/resource_providers?resources=VCPU:1").json["resource_providers"] == []
+    assert claim(api, str(uuid.uuid4()), {host: {"VCPU": 1}}).status_code == 409
+    assert api.delete(f"/allocations/{consumer}").status_code == 204
+    assert api.get("/allocation_candidates?resources=VCPU:1").json["allocation_requests"]
 
 
 class TestPostAllocations:

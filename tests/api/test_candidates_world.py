@@ -348,7 +348,9 @@ def test_put_and_delete_allocations(check, tree, api):
     body = check.answer("resources=VCPU:1")
     assert check.summary(body, "CN1")["resources"]["VCPU"] == {"capacity": 4, "used": 0}
 
+    generation = api.generation(cn2)
     assert api.delete(f"/allocations/{first}").status_code == 204  # usage back
+    assert api.generation(cn2) == generation  # as upstream; the revision moved
     assert check.candidates("resources=VCPU:2") == {
         alloc(("CN1", "VCPU", 2)), alloc(("CN2", "VCPU", 2)),
     }
@@ -467,9 +469,12 @@ def test_member_of(check, tree, api):
     assert check.candidates(member_of_a) == {alloc(("CN1", "VCPU", 1))}
     assert check.candidates(not_in_a) == {alloc(("CN2", "VCPU", 1))}
 
-    # Before 1.19 the body is a bare list (and the generation is not given).
+    # Before 1.19 the body is a bare list (and the generation is not given, nor bumped:
+    # the copy sees the change by the provider's revision).
+    generation = api.generation(cn2)
     response = api.put(f"/resource_providers/{cn2}/aggregates", json=[a, b], version="1.18")
     assert response.status_code == 200, response.json
+    assert api.generation(cn2) == generation
     assert check.candidates(member_of_a) == {
         alloc(("CN1", "VCPU", 1)), alloc(("CN2", "VCPU", 1)),
     }

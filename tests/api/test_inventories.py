@@ -125,12 +125,10 @@ def test_replace_without_a_generation_is_400(api, provider):
         {"total": 8, "max_unit": 2.5},
         {"total": 8, "step_size": 0},
         {"total": 8, "step_size": "1"},
-        {"total": 8, "allocation_ratio": 0},
         {"total": 8, "allocation_ratio": -1.0},
         {"total": 8, "allocation_ratio": "1.0"},
         {"total": 8, "allocation_ratio": True},
         {"total": 8, "foo": 1},
-        {"total": 8, "resource_provider_generation": 0},
     ],
 )
 def test_invalid_inventory_fields_are_400_and_change_nothing(api, provider, fields):
@@ -200,12 +198,41 @@ def test_reserved_above_total_is_always_400(api, provider, version):
     assert "reserved" in response.json["errors"][0]["detail"]
 
 
-def test_min_unit_above_max_unit_is_400(api, provider):
+def test_min_unit_above_max_unit_is_stored_as_upstream_does(api, provider):
     response = _replace(api, provider, {"VCPU": {"total": 8, "min_unit": 4, "max_unit": 2}})
-    assert response.status_code == 400
-    assert "min_unit" in response.json["errors"][0]["detail"]
-    equal = _replace(api, provider, {"VCPU": {"total": 8, "min_unit": 2, "max_unit": 2}})
-    assert equal.status_code == 200
+    assert response.status_code == 200
+    assert response.json["inventories"]["VCPU"]["min_unit"] == 4
+    assert response.json["inventories"]["VCPU"]["max_unit"] == 2
+
+
+def test_a_generation_inside_an_inventory_record_is_accepted_and_ignored(api, provider):
+    response = _replace(
+        api, provider, {"VCPU": {"total": 8, "resource_provider_generation": 99}}
+    )
+    assert response.status_code == 200
+    assert response.json["resource_provider_generation"] == 1
+    assert "resource_provider_generation" not in response.json["inventories"]["VCPU"]
+
+
+@pytest.mark.parametrize(
+    ("version", "ratio", "status"),
+    [("1.25", 0, 400), ("1.26", 0, 200), ("1.39", 0.0, 200), ("1.39", 0.1, 200),
+     ("1.25", 0.1, 400), ("1.39", -1, 400)],
+)
+def test_allocation_ratio_follows_the_capacity_rule(api, provider, version, ratio, status):
+    # The capacity int((total - reserved) * ratio): positive before 1.26, zero allowed after.
+    response = _replace(
+        api, provider, {"VCPU": {"total": 8, "allocation_ratio": ratio}}, version=version
+    )
+    assert response.status_code == status, response.json
+    if status == 400:
+        assert api.generation(provider["uuid"]) == 0
+
+
+def test_a_stale_generation_is_409_before_a_bad_capacity_is_400(api, provider):
+    response = _replace(api, provider, {"VCPU": {"total": 4, "reserved": 5}}, generation=7)
+    assert response.status_code == 409
+    assert error_code(response) == "placement.concurrent_update"
 
 
 def test_max_unit_above_total_is_allowed(api, provider):
@@ -258,15 +285,16 @@ def test_post_creates_one_inventory_with_location_and_body(api, provider):
     assert set(api.get(_path(provider)).json["inventories"]) == {"VCPU", "DISK_GB"}
 
 
-def test_post_checks_the_generation(api, provider):
-    # Upstream ignores the generation on POST; we check it like every other write.
-    response = api.post(
-        _path(provider),
-        json={"resource_provider_generation": 5, "resource_class": "VCPU", "total": 1},
-    )
-    assert response.status_code == 409
-    assert error_code(response) == "placement.concurrent_update"
-    assert api.get(_path(provider)).json["inventories"] == {}
+@pytest.mark.parametrize("generation", [None, 0, 5])
+def test_post_needs_no_generation_and_ignores_a_stale_one(api, provider, generation):
+    # openstacksdk sends none; upstream ignores any it is given.
+    body = {"resource_class": "VCPU", "total": 1}
+    if generation is not None:
+        body["resource_provider_generation"] = generation
+    response = api.post(_path(provider), json=body)
+    assert response.status_code == 201, response.json
+    assert response.json["resource_provider_generation"] == 1
+    assert api.get(_path(provider)).json["inventories"]["VCPU"]["total"] == 1
 
 
 def test_post_of_a_class_the_provider_has_is_409(api, provider):
@@ -276,6 +304,7 @@ def test_post_of_a_class_the_provider_has_is_409(api, provider):
         json={"resource_provider_generation": 1, "resource_class": "VCPU", "total": 2},
     )
     assert response.status_code == 409
+    assert error_code(response) == "placement.concurrent_update"
     assert api.get(_path(provider, "VCPU")).json["total"] == 8
     assert api.generation(provider["uuid"]) == 1
 
@@ -284,7 +313,6 @@ def test_post_of_a_class_the_provider_has_is_409(api, provider):
     "body",
     [
         {"resource_provider_generation": 0, "total": 1},
-        {"resource_class": "VCPU", "total": 1},
         {"resource_provider_generation": 0, "resource_class": "VCPU"},
         {"resource_provider_generation": 0, "resource_class": "FOO", "total": 1},
         {"resource_provider_generation": 0, "resource_class": "vcpu", "total": 1},
@@ -292,13 +320,6 @@ def test_post_of_a_class_the_provider_has_is_409(api, provider):
         {"resource_provider_generation": 0, "resource_class": "VCPU", "total": "1"},
         {"resource_provider_generation": 0, "resource_class": "VCPU", "total": 1, "x": 1},
         {"resource_provider_generation": 0, "resource_class": "VCPU", "total": 2, "reserved": 3},
-        {
-            "resource_provider_generation": 0,
-            "resource_class": "VCPU",
-            "total": 8,
-            "min_unit": 3,
-            "max_unit": 2,
-        },
     ],
 )
 def test_post_invalid_bodies_are_400(api, provider, body):
@@ -345,13 +366,16 @@ def test_put_one_updates_it_and_bumps_the_generation(api, provider):
     assert current["inventories"]["DISK_GB"]["total"] == 100
 
 
-def test_put_one_the_provider_lacks_creates_it(api, provider):
+def test_put_one_the_provider_lacks_is_400(api, provider):
+    # As upstream (and `openstack resource provider inventory class set` relies on
+    # it to tell "create it with POST"): PUT of one record only updates.
     response = api.put(
         _path(provider, "SRIOV_NET_VF"), json={"resource_provider_generation": 0, "total": 4}
     )
-    assert response.status_code == 200
-    assert response.json["resource_provider_generation"] == 1
-    assert api.get(_path(provider, "SRIOV_NET_VF")).json["total"] == 4
+    assert response.status_code == 400
+    assert "No inventory record with resource class" in response.json["errors"][0]["detail"]
+    assert api.generation(provider["uuid"]) == 0
+    assert api.get(_path(provider, "SRIOV_NET_VF")).status_code == 404
 
 
 def test_put_one_with_a_wrong_generation_is_409(api, provider):
@@ -372,7 +396,6 @@ def test_put_one_with_a_wrong_generation_is_409(api, provider):
         {"resource_provider_generation": 1, "total": 16, "resource_class": "VCPU"},
         {"resource_provider_generation": 1, "total": 0},
         {"resource_provider_generation": 1, "total": 4, "reserved": 5},
-        {"resource_provider_generation": 1, "total": 4, "min_unit": 3, "max_unit": 2},
     ],
 )
 def test_put_one_invalid_bodies_are_400(api, provider, body):
@@ -392,7 +415,8 @@ def test_put_one_of_an_unknown_class_is_400(api, provider, resource_class):
 
 
 def test_put_one_reserved_equal_to_total_follows_1_26(api, provider):
-    body = {"resource_provider_generation": 0, "total": 2, "reserved": 2}
+    _replace(api, provider, {"VCPU": {"total": 8}})
+    body = {"resource_provider_generation": 1, "total": 2, "reserved": 2}
     assert api.put(_path(provider, "VCPU"), json=body, version="1.25").status_code == 400
     assert api.put(_path(provider, "VCPU"), json=body, version="1.26").status_code == 200
 

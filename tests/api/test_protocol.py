@@ -60,7 +60,7 @@ def test_the_version_is_echoed(api, version):
     response = api.get("/resource_providers", version=version)
     assert response.status_code == 200
     assert response.headers["OpenStack-API-Version"] == f"placement {version}"
-    assert "OpenStack-API-Version" in response.headers.get("Vary", "")
+    assert response.headers["Vary"] == "openstack-api-version"
 
 
 def test_latest_means_the_maximum(api):
@@ -92,7 +92,7 @@ def test_version_vary_and_request_id_headers_on_every_response(api, method, path
     response = api.request(method, path, version="1.23", json={})
     assert response.status_code == status
     assert response.headers["OpenStack-API-Version"] == "placement 1.23"
-    assert "OpenStack-API-Version" in response.headers["Vary"]
+    assert response.headers["Vary"] == "openstack-api-version"  # upstream's spelling
     assert REQUEST_ID.match(response.headers["X-Openstack-Request-Id"])
 
 
@@ -177,11 +177,30 @@ def test_wrong_method_is_405_with_allow(api):
     assert "GET" in put_root.headers["Allow"]
 
 
-@pytest.mark.parametrize("path", ["/", "/resource_providers"])
+@pytest.mark.parametrize("path", ["/resource_providers", "/traits", "/usages?project_id=p"])
 def test_accepting_only_html_is_406(api, path):
     response = api.get(path, headers={"Accept": "text/html"})
     assert response.status_code == 406
     assert "Vary" in response.headers
+
+
+def test_accept_is_checked_only_where_upstream_checks_it(api):
+    # Upstream's root, GET /traits/{name} and writes ignore Accept; routing comes first.
+    html = {"Accept": "text/html"}
+    assert api.get("/", headers=html).status_code == 200
+    assert api.put("/traits/CUSTOM_A", headers=html).status_code == 201
+    assert api.get("/traits/CUSTOM_A", headers=html).status_code == 204
+    assert api.get("/nowhere", headers=html).status_code == 404
+    assert api.request("PATCH", "/traits", headers=html).status_code == 405
+
+
+def test_routing_comes_before_policy(api):
+    # A reader's PATCH is 405 as upstream (not 403); its write to a real route is 403.
+    reader = {"X-Roles": "reader"}
+    assert api.request("PATCH", "/traits", token="user", headers=reader).status_code == 405
+    assert api.request("OPTIONS", "/traits", token="user", headers=reader).status_code == 405
+    assert api.put("/traits/CUSTOM_B", token="user", headers=reader).status_code == 403
+    assert api.get("/traits", token=None, headers={"Accept": "text/html"}).status_code == 401
 
 
 def test_accepting_json_or_anything_is_fine(api):

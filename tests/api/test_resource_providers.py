@@ -62,9 +62,20 @@ def test_duplicate_name_and_uuid_are_409_duplicate_name(api):
     by_name = api.post("/resource_providers", json={"name": "cn1"})
     assert by_name.status_code == 409
     assert error_code(by_name) == "placement.duplicate_name"
+    # Nova looks for these words to tell a name conflict from others.
+    assert "Conflicting resource provider name: cn1 already exists" in (
+        by_name.json["errors"][0]["detail"]
+    )
     by_uuid = api.post("/resource_providers", json={"name": "other", "uuid": provider["uuid"]})
     assert by_uuid.status_code == 409
     assert error_code(by_uuid) == "placement.duplicate_name"
+    assert f"uuid: {provider['uuid']}" in by_uuid.json["errors"][0]["detail"]
+    other = api.create_provider("other")
+    renamed = api.put(f"/resource_providers/{other['uuid']}", json={"name": "cn1"})
+    assert renamed.status_code == 409
+    assert "Conflicting resource provider cn1 already exists" in (
+        renamed.json["errors"][0]["detail"]
+    )
 
 
 def test_error_code_appears_from_1_23(api):

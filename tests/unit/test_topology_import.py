@@ -538,17 +538,23 @@ def test_nvlink_pairs_are_normalized_lower_minor_first():
     ("document", "problem"),
     [
         ([gpu()], "the document must be a mapping"),
-        ({}, "devices: Missing data for required field."),
+        ({}, "devices: 'devices' is a required property"),
         ({"devices": []}, "devices: Length must be between 1 and 256."),
         ({"devices": [gpu(minor) for minor in range(257)]}, "devices: at most 256 entries"),
         (
             {"devices": [gpu(type="tpu")]},
             "devices.0.type: Unknown device type 'tpu': known types are gpu, rdma, fpga.",
         ),
-        ({"devices": [gpu(colour="green")]}, "devices.0.colour: Unknown field."),
-        ({"devices": [gpu()], "owner": "me"}, "owner: Unknown field."),
-        ({"devices": [gpu(minor=-1)]}, "devices.0.minor: must be between 0"),
-        ({"devices": [gpu(numa="0")]}, "devices.0.numa: must be an integer."),
+        (
+            {"devices": [gpu(colour="green")]},
+            "devices.0.colour: Additional properties are not allowed ('colour' was unexpected)",
+        ),
+        (
+            {"devices": [gpu()], "owner": "me"},
+            "owner: Additional properties are not allowed ('owner' was unexpected)",
+        ),
+        ({"devices": [gpu(minor=-1)]}, "devices.0.minor: -1 is less than the minimum of 0"),
+        ({"devices": [gpu(numa="0")]}, "devices.0.numa: '0' is not of type 'integer'"),
         (
             {"devices": [{"type": "gpu", "minor": 0, "numa": 0, "pcie": 0}]},
             "devices.0.memory: a GPU needs its memory.",
@@ -561,11 +567,11 @@ def test_nvlink_pairs_are_normalized_lower_minor_first():
         ),
         (
             {"devices": [gpu(labels={"model": 1})]},
-            "devices.0.labels.model.value: must be a string.",
+            "devices.0.labels.model: 1 is not of type 'string'",
         ),
         (
             {"devices": [gpu(), gpu(1)], "nvlinks": [{"gpus": [0, 1], "links": 19}]},
-            "nvlinks.0.links: must be between 1 and 18.",
+            "nvlinks.0.links: 19 is greater than the maximum of 18",
         ),
         (
             {"devices": [gpu(), gpu(1)], "nvlinks": [{"gpus": [0, 1, 1], "links": 2}]},
@@ -573,7 +579,7 @@ def test_nvlink_pairs_are_normalized_lower_minor_first():
         ),
         (
             {"devices": [gpu(), gpu(1)], "nvlinks": [{"gpus": [0, 1], "links": 2, "kind": "x"}]},
-            "nvlinks.0.kind: Unknown field.",
+            "nvlinks.0.kind: Additional properties are not allowed ('kind' was unexpected)",
         ),
         (
             {"devices": [gpu()], "nvlinks": [{"gpus": [0, 0], "links": 2}]},
