@@ -100,28 +100,6 @@ def modified_at(row: Any) -> datetime.datetime:
     return row.updated_at or row.created_at
 
 
-def query_params(
-    ctx: RequestContext, allowed: Iterable[str], repeatable: Iterable[str] = ()
-) -> dict[str, list[str]]:
-    """The query string as lists of values, refusing unknown or repeated keys."""
-    allowed = set(allowed)
-    repeatable = set(repeatable)
-    params: dict[str, list[str]] = {}
-    for key, values in ctx.request.args.lists():
-        if key not in allowed:
-            raise errors.BadRequest(
-                f"Invalid query string parameters: '{key}' is not an accepted parameter. "
-                f"Accepted: {', '.join(sorted(allowed)) or 'none'}."
-            )
-        if len(values) > 1 and key not in repeatable:
-            raise errors.BadRequest(
-                f"Query parameter '{key}' may be given only once.",
-                code=errors.ILLEGAL_DUPLICATE_QUERYPARAM,
-            )
-        params[key] = values
-    return params
-
-
 def min_version(major: int, minor: int) -> Callable:
     """Views decorated with this answer 404 below microversion ``major.minor``."""
 

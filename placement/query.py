@@ -1,19 +1,32 @@
-"""The query-string grammar: ``resources``, ``required`` and ``member_of``.
+"""The query-string grammar: ``resources``, ``required``, ``member_of``, uuids.
 
 Each parser turns one parameter's text into plain frozen values and raises
-BadRequest (code ``placement.query.bad_value`` or ``missing_value``) with a
-message naming the parameter. This module is the only place that knows the
-grammar; ``GET /resource_providers`` and ``GET /allocation_candidates`` both
-build on it.
+BadRequest (code ``placement.query.bad_value``, ``missing_value`` or
+``duplicate_key``) with a message naming the parameter. This module is the
+only place that knows the grammar; ``GET /resource_providers``,
+``GET /allocation_candidates``, ``GET /traits`` and ``GET /usages`` all build
+on it.
+
+What is accepted is what upstream Placement 16.0.0 accepts (the exceptions
+are in api-ref/differences.md): a parameter it reads once may be repeated
+(the handlers say which value counts, e.g. ``last``), a resource class
+repeated in ``resources`` takes the last amount, a trait or aggregate both
+required and forbidden is a filter nothing passes (``GET
+/allocation_candidates`` refuses the traits: ``contradictions``), and a uuid
+is written as upstream takes one.
 """
 
+import urllib.parse
 import uuid as uuid_lib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from placement import errors
 
 ANY_OF_PREFIX = "in:"
 FORBIDDEN_PREFIX = "!"
+# The positions of the dashes of a uuid written 8-4-4-4-12.
+UUID_DASHES = (8, 13, 18, 23)
 
 
 @dataclass(frozen=True)
@@ -48,19 +61,61 @@ def bad_value(detail: str) -> errors.BadRequest:
     return errors.BadRequest(detail, code=errors.QUERYPARAM_BAD_VALUE)
 
 
+def duplicate_key(key: str) -> errors.BadRequest:
+    return errors.BadRequest(
+        f"Query parameter '{key}' may be given only once.",
+        code=errors.ILLEGAL_DUPLICATE_QUERYPARAM,
+    )
+
+
+def require_utf8(raw_query: bytes) -> None:
+    """400 for a query string whose percent-decoded bytes are not UTF-8 (the query
+    parser keeps such bytes percent-encoded; upstream refuses them)."""
+    if b"%" not in raw_query and raw_query.isascii():
+        return
+    try:
+        urllib.parse.unquote_to_bytes(raw_query).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise bad_value(f"Invalid query string parameters: not UTF-8: {exc}.") from None
+
+
+def accepted_params(
+    args: Iterable[tuple[str, list[str]]], allowed: Iterable[str]
+) -> dict[str, list[str]]:
+    """The query string (``request.args.lists()``) as lists of values; 400 for a key
+    not in ``allowed``. Repeats are kept: see ``last``."""
+    allowed = set(allowed)
+    params = dict(args)
+    unknown = sorted(set(params) - allowed)
+    if unknown:
+        raise errors.BadRequest(
+            f"Invalid query string parameters: '{unknown[0]}' is not an accepted "
+            f"parameter. Accepted: {', '.join(sorted(allowed)) or 'none'}."
+        )
+    return params
+
+
+def last(params: dict[str, list[str]], key: str) -> str | None:
+    """The value of a parameter read once: the last one given (the others are not
+    even validated), None when absent."""
+    values = params.get(key)
+    return values[-1] if values else None
+
+
 def parse_resources(text: str, param: str = "resources") -> dict[str, int]:
-    """``VCPU:2,MEMORY_MB:1024`` -> {"VCPU": 2, "MEMORY_MB": 1024}."""
+    """``VCPU:2,MEMORY_MB:1024`` -> {"VCPU": 2, "MEMORY_MB": 1024}; a class given
+    twice takes its last amount. Class names are taken as written (`` VCPU`` is
+    no class)."""
     expected = (
         f"Badly formed {param} parameter. Expected {param} query string parameter in "
         f"form: ?{param}=VCPU:2,MEMORY_MB:1024. Got: {text or 'empty string'}."
     )
     resources: dict[str, int] = {}
-    if not text:
+    if not text.strip():
         raise bad_value(expected)
     for item in text.split(","):
         name, sep, amount_text = item.partition(":")
-        name = name.strip()
-        if not sep or not name:
+        if not sep or not name or ":" in amount_text:
             raise bad_value(expected)
         try:
             amount = int(amount_text)
@@ -71,10 +126,6 @@ def parse_resources(text: str, param: str = "resources") -> dict[str, int]:
                 f"Requested resource values in {param} must be positive integers, "
                 f"got {name}:{amount_text}."
             )
-        if name in resources:
-            raise bad_value(
-                f"The resource class {name} is requested more than once in {param}."
-            )
         resources[name] = amount
     return resources
 
@@ -84,8 +135,10 @@ def parse_required(
 ) -> TraitFilter:
     """One or more ``required`` values -> TraitFilter.
 
-    ``A,!B`` requires A and forbids B (forbidden from 1.22); ``in:A,B``
-    requires A or B (from 1.39, when the parameter may also repeat).
+    ``A,!B`` requires A and forbids B (forbidden from 1.22; ``!!B`` is ``!B``);
+    ``in:A,B`` requires A or B (from 1.39, when the parameter may also repeat:
+    before, the caller passes the last value only). A trait both required and
+    forbidden is kept as asked: see ``contradictions``.
     """
     required: list[frozenset[str]] = []
     forbidden: set[str] = set()
@@ -101,20 +154,19 @@ def parse_required(
             continue
         for name in _split_names(value, param, value):
             if name.startswith(FORBIDDEN_PREFIX) and allow_forbidden:
-                bare = name[len(FORBIDDEN_PREFIX):]
+                bare = name.lstrip(FORBIDDEN_PREFIX)
                 if not bare:
                     raise bad_value(f"Invalid trait name in {param}: {value}.")
                 forbidden.add(bare)
             else:
                 required.append(frozenset({name}))
-    required_singles = {next(iter(s)) for s in required if len(s) == 1}
-    conflicting = required_singles & forbidden
-    if conflicting:
-        raise bad_value(
-            f"Conflicting required and forbidden traits found in the following traits "
-            f"keys: {param}: ({', '.join(sorted(conflicting))})."
-        )
     return TraitFilter(required=tuple(dict.fromkeys(required)), forbidden=frozenset(forbidden))
+
+
+def contradictions(traits: TraitFilter) -> list[frozenset[str]]:
+    """The any-of sets of ``traits`` whose every trait is also forbidden: nothing can
+    meet them."""
+    return [any_of for any_of in traits.required if any_of <= traits.forbidden]
 
 
 def _split_names(text: str, param: str, whole: str) -> list[str]:
@@ -133,7 +185,8 @@ def parse_member_of(
     """One or more ``member_of`` values -> AggregateFilter.
 
     ``in:A,B`` means in A or B; repeating the parameter ANDs the values;
-    ``!A`` / ``!in:A,B`` forbid (from 1.32).
+    ``!A`` / ``!in:A,B`` forbid (from 1.32). An aggregate both required and
+    forbidden is kept as asked (nothing is in it and out of it).
     """
     member_of: list[frozenset[str]] = []
     forbidden: set[str] = set()
@@ -152,19 +205,13 @@ def parse_member_of(
             forbidden |= aggregates
         else:
             member_of.append(aggregates)
-    for any_of in member_of:
-        if len(any_of) == 1 and any_of <= forbidden:
-            raise bad_value(
-                f"Conflicting member_of and forbidden member_of found in {param}: "
-                f"{', '.join(sorted(any_of))}."
-            )
     return AggregateFilter(member_of=tuple(member_of), forbidden=frozenset(forbidden))
 
 
 def _aggregate_uuids(text: str, param: str, whole: str) -> list[str]:
     uuids = []
     for item in text.split(","):
-        normalized = normalize_uuid(item.strip())
+        normalized = parse_uuid(item)
         if normalized is None:
             raise bad_value(
                 f"Invalid query string parameters: Expected '{param}' parameter to "
@@ -172,6 +219,33 @@ def _aggregate_uuids(text: str, param: str, whole: str) -> list[str]:
             )
         uuids.append(normalized)
     return uuids
+
+
+def parse_uuid(text: str) -> str | None:
+    """The canonical form of a uuid in a query string, or None if ``text`` is not one.
+
+    Taken as upstream takes a uuid in ``member_of`` and ``in_tree``: hex digits in
+    either case, with or without dashes, in braces or after ``urn:uuid:``, and
+    nothing else (no blanks, no sign, no ``0x``)."""
+    try:
+        parsed = uuid_lib.UUID(text)
+    except ValueError:
+        return None
+    bare = text.replace("urn:", "").replace("uuid:", "").strip("{}").replace("-", "")
+    return str(parsed) if bare.lower() == parsed.hex else None
+
+
+def parse_dashed_uuid(text: str) -> str | None:
+    """``uuid`` and ``in_tree`` of GET /resource_providers, or None: upstream wants them
+    8-4-4-4-12 (in either case). What passes that check without being a uuid
+    (``+0000000-...``) is returned as written, to match no provider, as upstream."""
+    try:
+        uuid_lib.UUID(text)
+    except ValueError:
+        return None
+    if any(text[position:position + 1] != "-" for position in UUID_DASHES):
+        return None
+    return parse_uuid(text) or text
 
 
 def normalize_uuid(text: str) -> str | None:

@@ -7,6 +7,13 @@ which parameters each microversion accepts (``resources`` from 1.10, ``limit``
 1.35, ``same_subtree`` and resourceless groups 1.36, ``in:`` traits 1.39) and
 refuses everything else with a 400 naming the parameter. The value grammar of
 ``resources``, ``required`` and ``member_of`` comes from ``placement.query``.
+
+Which value of a repeated parameter counts is upstream's: the last
+``resources$S`` and ``in_tree$S`` (every one is validated), the last
+``required$S`` before 1.39 (the others are not read), every ``member_of$S``
+from 1.24 and ``required$S`` from 1.39 (ANDed), the first ``limit`` and
+``group_policy`` (the last is the one validated), every ``same_subtree``.
+``member_of`` before 1.24 and ``root_required`` may not repeat.
 """
 
 import re
@@ -20,7 +27,7 @@ GROUP_POLICIES = ("none", "isolate")
 NUMBERED_SUFFIX = r"[1-9][0-9]*"
 STRING_SUFFIX = r"[a-zA-Z0-9_-]{1,64}"
 GROUP_PARAMETERS = ("resources", "required", "member_of", "in_tree")
-LIMIT = re.compile(r"^[1-9][0-9]*$")
+LIMIT = re.compile(r"[1-9][0-9]*\n?")  # upstream's pattern lets a final newline by
 
 
 @dataclass(frozen=True)
@@ -68,8 +75,15 @@ class CandidateRequest:
 
 
 def parse_candidate_request(args: Iterable[tuple[str, list[str]]], version) -> CandidateRequest:
-    """The query string (``request.args.lists()``) at microversion ``version``."""
+    """The query string (``request.args.lists()``) at microversion ``version``.
+
+    The checks run in upstream's order where its refusals carry a specific code:
+    the request-wide parameters, then the groups."""
     params = _accepted_params(args, version)
+    group_policy = _parse_group_policy(params.get("group_policy"))
+    limit = _parse_limit(params.get("limit"))
+    root_traits = _parse_root_required(params.get("root_required"))
+    same_subtree = _parse_same_subtree(params.get("same_subtree", []))
     by_suffix: dict[str, dict[str, list[str]]] = {}
     for key, values in params.items():
         for name in GROUP_PARAMETERS:
@@ -86,14 +100,9 @@ def parse_candidate_request(args: Iterable[tuple[str, list[str]]], version) -> C
             code=errors.QUERYPARAM_MISSING_VALUE,
         )
     _refuse_orphans(groups, version)
-    same_subtree = _parse_same_subtree(params.get("same_subtree", []), groups)
+    _refuse_unknown_suffixes(same_subtree, groups)
     _refuse_resourceless_groups_outside_same_subtree(groups, same_subtree)
-    group_policy = params["group_policy"][0] if "group_policy" in params else None
-    if group_policy is not None and group_policy not in GROUP_POLICIES:
-        raise query.bad_value(
-            f"Invalid query string parameters: group_policy must be one of "
-            f"{', '.join(GROUP_POLICIES)}, got {group_policy!r}."
-        )
+    _refuse_contradictions(groups)
     if group_policy is None and sum(1 for group in groups if group.granular) > 1:
         raise errors.BadRequest(
             'The "group_policy" parameter is required when specifying more than one '
@@ -104,13 +113,13 @@ def parse_candidate_request(args: Iterable[tuple[str, list[str]]], version) -> C
         groups=groups,
         group_policy=group_policy,
         same_subtree=same_subtree,
-        root_traits=_parse_root_required(params.get("root_required"), version),
-        limit=_parse_limit(params.get("limit")),
+        root_traits=root_traits,
+        limit=limit,
     )
 
 
 def _accepted_params(args: Iterable[tuple[str, list[str]]], version) -> dict[str, list[str]]:
-    pattern, repeatable = _grammar(version)
+    pattern, single = _grammar(version)
     params: dict[str, list[str]] = {}
     for key, values in args:
         if not pattern.fullmatch(key):
@@ -118,17 +127,14 @@ def _accepted_params(args: Iterable[tuple[str, list[str]]], version) -> dict[str
                 f"Invalid query string parameters: '{key}' is not an accepted parameter "
                 "at this microversion."
             )
-        if len(values) > 1 and not repeatable.fullmatch(key):
-            raise errors.BadRequest(
-                f"Query parameter '{key}' may be given only once.",
-                code=errors.ILLEGAL_DUPLICATE_QUERYPARAM,
-            )
+        if len(values) > 1 and single.fullmatch(key):
+            raise query.duplicate_key(key)
         params[key] = values
     return params
 
 
 def _grammar(version) -> tuple[re.Pattern, re.Pattern]:
-    """The accepted keys, and the keys that may repeat, at ``version``."""
+    """The accepted keys, and the keys that may not repeat, at ``version``."""
     group_names = ["resources"]
     plain = []
     if version >= (1, 16):
@@ -154,24 +160,19 @@ def _grammar(version) -> tuple[re.Pattern, re.Pattern]:
     accepted = re.compile(
         f"(?:{'|'.join(group_names)}){suffix}" + "".join(f"|{name}" for name in plain)
     )
-    repeat = ["same_subtree"]
-    if version >= (1, 24):
-        repeat.append(f"member_of{suffix}")
-    if version >= (1, 39):
-        repeat.append(f"required{suffix}")
-    return accepted, re.compile("|".join(repeat))
+    single = ["root_required"]
+    if version < (1, 24):
+        single.append("member_of")
+    return accepted, re.compile("|".join(single))
 
 
 def _parse_group(suffix: str, params: dict[str, list[str]], version) -> RequestGroup:
-    resources_key = f"resources{suffix}"
-    resources = (
-        tuple(query.parse_resources(params["resources"][0], param=resources_key).items())
-        if "resources" in params
-        else ()
-    )
+    resources: tuple[tuple[str, int], ...] = ()
+    for text in params.get("resources", ()):  # each is validated, the last counts
+        resources = tuple(query.parse_resources(text, param=f"resources{suffix}").items())
     traits = (
         query.parse_required(
-            params["required"],
+            params["required"] if version >= (1, 39) else params["required"][-1:],
             allow_forbidden=version >= (1, 22),
             allow_any_of=version >= (1, 39),
             param=f"required{suffix}",
@@ -187,12 +188,12 @@ def _parse_group(suffix: str, params: dict[str, list[str]], version) -> RequestG
         else query.AggregateFilter()
     )
     in_tree = None
-    if "in_tree" in params:
-        in_tree = query.normalize_uuid(params["in_tree"][0])
+    for text in params.get("in_tree", ()):  # each is validated, the last counts
+        in_tree = query.parse_uuid(text.strip())
         if in_tree is None:
             raise query.bad_value(
                 f"Invalid query string parameters: 'in_tree{suffix}' must be a valid "
-                f"UUID, got {params['in_tree'][0]!r}."
+                f"UUID, got {text!r}."
             )
     return RequestGroup(suffix, resources, traits, aggregates, in_tree)
 
@@ -214,8 +215,7 @@ def _refuse_orphans(groups: tuple[RequestGroup, ...], version) -> None:
             )
 
 
-def _parse_same_subtree(values: list[str], groups: tuple[RequestGroup, ...]):
-    known = {group.suffix for group in groups}
+def _parse_same_subtree(values: list[str]) -> tuple[tuple[str, ...], ...]:
     parsed = []
     for value in values:
         suffixes = tuple(dict.fromkeys(s.strip() for s in value.split(",")))
@@ -223,6 +223,15 @@ def _parse_same_subtree(values: list[str], groups: tuple[RequestGroup, ...]):
             raise query.bad_value(
                 "Empty string (unsuffixed group) can not be specified in `same_subtree`."
             )
+        parsed.append(suffixes)
+    return tuple(parsed)
+
+
+def _refuse_unknown_suffixes(
+    same_subtree: tuple[tuple[str, ...], ...], groups: tuple[RequestGroup, ...]
+) -> None:
+    known = {group.suffix for group in groups}
+    for suffixes in same_subtree:
         unknown = [s for s in suffixes if s not in known]
         if unknown:
             raise query.bad_value(
@@ -230,8 +239,6 @@ def _parse_same_subtree(values: list[str], groups: tuple[RequestGroup, ...]):
                 f"{', '.join(unknown)} not found among the request groups "
                 f"{', '.join(sorted(s for s in known if s)) or '(none)'}."
             )
-        parsed.append(suffixes)
-    return tuple(parsed)
 
 
 def _refuse_resourceless_groups_outside_same_subtree(groups, same_subtree) -> None:
@@ -244,7 +251,22 @@ def _refuse_resourceless_groups_outside_same_subtree(groups, same_subtree) -> No
         )
 
 
-def _parse_root_required(values: list[str] | None, version) -> query.TraitFilter:
+def _refuse_contradictions(groups: tuple[RequestGroup, ...]) -> None:
+    """A group whose required traits (or every trait of an any-of set) are forbidden:
+    upstream refuses it here (GET /resource_providers answers it, with nothing)."""
+    conflicting = [
+        f"required{group.suffix}: ({', '.join(sorted(any_of))})"
+        for group in groups
+        for any_of in query.contradictions(group.traits)
+    ]
+    if conflicting:
+        raise query.bad_value(
+            f"Conflicting required and forbidden traits found in the following traits "
+            f"keys: {', '.join(sorted(conflicting))}."
+        )
+
+
+def _parse_root_required(values: list[str] | None) -> query.TraitFilter:
     if not values:
         return query.TraitFilter()
     if values[0].startswith(query.ANY_OF_PREFIX):
@@ -252,17 +274,47 @@ def _parse_root_required(values: list[str] | None, version) -> query.TraitFilter
             f"Invalid query string parameters: root_required does not support the in: "
             f"prefix. Got: {values[0]}."
         )
-    return query.parse_required(
+    traits = query.parse_required(
         values, allow_forbidden=True, allow_any_of=False, param="root_required"
     )
+    conflicting = [name for any_of in query.contradictions(traits) for name in any_of]
+    if conflicting:
+        raise query.bad_value(
+            f"Conflicting required and forbidden traits found in root_required: "
+            f"{', '.join(sorted(conflicting))}."
+        )
+    return traits
+
+
+def _parse_group_policy(values: list[str] | None) -> str | None:
+    """The first value, after the last passed the check: ``isolate``, ``none`` (any
+    other non-empty text), or None (not given, or empty)."""
+    if not values:
+        return None
+    if values[-1] not in GROUP_POLICIES:
+        raise query.bad_value(
+            f"Invalid query string parameters: group_policy must be one of "
+            f"{', '.join(GROUP_POLICIES)}, got {values[-1]!r}."
+        )
+    if not values[0]:
+        return None
+    return "isolate" if values[0] == "isolate" else "none"
 
 
 def _parse_limit(values: list[str] | None) -> int | None:
+    """The first value, after the last passed the check; 0 or less is no limit."""
     if not values:
         return None
-    if not LIMIT.fullmatch(values[0]):
+    if not LIMIT.fullmatch(values[-1]):
+        raise query.bad_value(
+            f"Invalid query string parameters: limit must be a positive integer, "
+            f"got {values[-1]!r}."
+        )
+    try:
+        limit = int(values[0])
+    except ValueError:  # upstream: 500
         raise query.bad_value(
             f"Invalid query string parameters: limit must be a positive integer, "
             f"got {values[0]!r}."
-        )
-    return int(values[0])
+        ) from None
+    return limit if limit > 0 else None

@@ -5,10 +5,11 @@ resources} before 1.12 and a dict keyed by provider uuid from 1.12, with
 ``mappings`` (request group suffix -> provider uuids) from 1.34. Provider
 summaries show the requested classes before 1.27 and every inventory from
 1.27, traits from 1.17, and parent and root uuids from 1.29; from 1.29 they
-cover every provider of the trees in the answer, before only the providers
-the candidates use. A summary at 1.29 and later is the JSON the worker keeps
-with its copy of the tree (``ProviderWorld.tree_summaries``), written into
-the body as it is.
+cover every provider of the trees the allocations use (as upstream, a
+provider only a resourceless group is mapped to brings no tree), before only
+the providers the candidates use. A summary at 1.29 and later is the JSON
+the worker keeps with its copy of the tree (``ProviderWorld.tree_summaries``),
+written into the body as it is.
 """
 
 import re
@@ -41,10 +42,14 @@ def _summaries(plan: SearchPlan, candidates: list[Candidate], version) -> list[b
     world = plan.world
     providers = world.providers
     if version >= (1, 29):  # every provider of the trees used, as kept
-        # A candidate's providers are in the tree it is anchored in, but sharing ones.
+        # A candidate's providers are in the tree it is anchored in, but sharing ones;
+        # as upstream, a provider only a resourceless group is mapped to brings no tree.
         if plan.sharing:
+            with_resources = [i for i, slot in enumerate(plan.slots) if slot.amounts]
             roots = {
-                providers[p].root_id for candidate in candidates for p in candidate.providers
+                providers[candidate.providers[i]].root_id
+                for candidate in candidates
+                for i in with_resources
             }
         else:
             roots = {candidate.root for candidate in candidates}

@@ -2,6 +2,7 @@
 
 import flask
 
+from placement import query
 from placement.candidates import response, search
 from placement.candidates.answers import KeptAnswers
 from placement.candidates.plan import SearchPlan, build_plan
@@ -22,6 +23,7 @@ def list_allocation_candidates(ctx: RequestContext) -> flask.Response:
 
 
 def _list_allocation_candidates(ctx: RequestContext) -> flask.Response:
+    query.require_utf8(ctx.request.query_string)
     request = parse_candidate_request(ctx.request.args.lists(), ctx.version)
     world = world_of(ctx.conn)
     with world.lock:  # this worker's copy: brought up to date, then read

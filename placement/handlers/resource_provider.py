@@ -14,7 +14,6 @@ from placement.http import (
     load_body,
     modified_at,
     no_content,
-    query_params,
 )
 from placement.schemas import resource_provider as schemas
 
@@ -59,7 +58,7 @@ def lookup_provider(ctx: RequestContext, uuid: str) -> providers.Provider:
     return providers.require_provider(ctx.conn, normalized)
 
 
-def _list_parameters(ctx: RequestContext) -> tuple[set[str], set[str]]:
+def _list_parameters(ctx: RequestContext) -> set[str]:
     allowed = {"name", "uuid"}
     if ctx.at_least(1, 3):
         allowed.add("member_of")
@@ -69,40 +68,42 @@ def _list_parameters(ctx: RequestContext) -> tuple[set[str], set[str]]:
         allowed.add("in_tree")
     if ctx.at_least(1, 18):
         allowed.add("required")
-    repeatable = set()
-    if ctx.at_least(1, 24):
-        repeatable.add("member_of")
-    if ctx.at_least(1, 39):
-        repeatable.add("required")
-    return allowed, repeatable
+    return allowed
 
 
 def _uuid_param(params: dict, key: str) -> str | None:
-    if key not in params:
+    text = query.last(params, key)
+    if text is None:
         return None
-    value = query.normalize_uuid(params[key][0])
+    value = query.parse_dashed_uuid(text)
     if value is None:
         raise query.bad_value(
-            f"Invalid query string parameters: '{key}' must be a valid UUID, "
-            f"got {params[key][0]!r}."
+            f"Invalid query string parameters: '{key}' must be a valid UUID, got {text!r}."
         )
     return value
 
 
 def list_providers(ctx: RequestContext) -> flask.Response:
-    allowed, repeatable = _list_parameters(ctx)
-    params = query_params(ctx, allowed, repeatable)
+    """Every parameter but ``member_of`` (from 1.24) and ``required`` (from 1.39) is
+    read once, as upstream does: the last value given, the only one validated. A
+    trait or an aggregate both required and forbidden matches nothing."""
+    query.require_utf8(ctx.request.query_string)
+    params = query.accepted_params(ctx.request.args.lists(), _list_parameters(ctx))
+    if len(params.get("member_of", ())) > 1 and not ctx.at_least(1, 24):
+        raise query.duplicate_key("member_of")
+    resources = query.last(params, "resources")
+    required = params.get("required")
     filters = providers.ProviderFilters(
-        name=params["name"][0] if "name" in params else None,
+        name=query.last(params, "name") or None,  # empty: no filter, as upstream
         uuid=_uuid_param(params, "uuid"),
         in_tree=_uuid_param(params, "in_tree"),
-        resources=query.parse_resources(params["resources"][0]) if "resources" in params else None,
+        resources=query.parse_resources(resources) if resources is not None else None,
         traits=query.parse_required(
-            params["required"],
+            required if ctx.at_least(1, 39) else required[-1:],
             allow_forbidden=ctx.at_least(1, 22),
             allow_any_of=ctx.at_least(1, 39),
         )
-        if "required" in params
+        if required
         else query.TraitFilter(),
         aggregates=query.parse_member_of(params["member_of"], allow_forbidden=ctx.at_least(1, 32))
         if "member_of" in params

@@ -16,24 +16,29 @@ from placement.http import (
     min_version,
     modified_at,
     no_content,
-    query_params,
 )
 from placement.schemas.fields import CUSTOM_NAME_PATTERN
 from placement.schemas.names import ProviderTraits
 
-STARTSWITH_PREFIX = "startswith:"
+IN_OPERATOR = "in"
+STARTSWITH_OPERATOR = "startswith"
 
 
 def _name_filter(value: str) -> tuple[list[str] | None, str | None]:
-    if value.startswith(query.ANY_OF_PREFIX):
-        wanted = [n.strip() for n in value[len(query.ANY_OF_PREFIX):].split(",") if n.strip()]
-        return wanted, None
-    if value.startswith(STARTSWITH_PREFIX):
-        return None, value[len(STARTSWITH_PREFIX):]
-    raise query.bad_value(
-        f"Badly formatted name parameter. Expected name query string parameter in form: "
-        f"?name=[in|startswith]:[name1,name2|prefix]. Got: \"{value}\""
-    )
+    """``in:A,B`` (the names as written) or ``startswith:PREFIX``; another word before
+    the colon filters nothing, as upstream; no colon at all is 400."""
+    operator, colon, operand = value.partition(":")
+    if not colon:
+        raise query.bad_value(
+            f"Badly formatted name parameter. Expected name query string parameter in "
+            f"form: ?name=[in|startswith]:[name1,name2|prefix]. Got: \"{value}\""
+        )
+    if operator == IN_OPERATOR:
+        return operand.split(","), None
+    if operator == STARTSWITH_OPERATOR:
+        # Trait names are upper case: upstream's LIKE ignores case on its databases.
+        return None, operand.upper() if operand.isascii() else operand
+    return None, None
 
 
 def _associated_filter(value: str) -> bool:
@@ -47,9 +52,14 @@ def _associated_filter(value: str) -> bool:
 
 @min_version(1, 6)
 def list_traits(ctx: RequestContext) -> flask.Response:
-    params = query_params(ctx, {"name", "associated"})
-    wanted, prefix = _name_filter(params["name"][0]) if "name" in params else (None, None)
-    associated = _associated_filter(params["associated"][0]) if "associated" in params else None
+    """``name`` and ``associated`` are read once, as upstream does: the last value
+    given, the only one validated."""
+    query.require_utf8(ctx.request.query_string)
+    params = query.accepted_params(ctx.request.args.lists(), {"name", "associated"})
+    name = query.last(params, "name")
+    wanted, prefix = _name_filter(name) if name is not None else (None, None)
+    associated_text = query.last(params, "associated")
+    associated = _associated_filter(associated_text) if associated_text is not None else None
     rows = names.list_names(
         ctx.conn, traits, names=wanted, prefix=prefix, associated=associated
     )

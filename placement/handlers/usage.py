@@ -8,7 +8,7 @@ from placement import errors, query
 from placement.context import RequestContext
 from placement.data import inventories, usages
 from placement.handlers.resource_provider import lookup_provider
-from placement.http import json_response, min_version, query_params
+from placement.http import json_response, min_version
 
 
 def provider_usages(ctx: RequestContext, uuid: str) -> flask.Response:
@@ -20,24 +20,32 @@ def provider_usages(ctx: RequestContext, uuid: str) -> flask.Response:
     )
 
 
-CONSUMER_TYPE_FILTER = re.compile(r"^([A-Z0-9_]+|all|unknown)$")
+# Upstream's pattern, as its validator reads it: a type name, "unknown", or anything
+# that starts with "all" ("all" itself is every type; another text is a type name).
+CONSUMER_TYPE_FILTER = re.compile(r"[A-Z0-9_]+$|all|unknown$")
+MAX_ID_LENGTH = 255
 
 
 @min_version(1, 9)
 def project_usages(ctx: RequestContext) -> flask.Response:
+    """Each parameter is read once, as upstream does: the last value given, the only
+    one validated."""
+    query.require_utf8(ctx.request.query_string)
     allowed = {"project_id", "user_id"} | ({"consumer_type"} if ctx.at_least(1, 38) else set())
-    params = query_params(ctx, allowed)
-    if "project_id" not in params:
+    params = query.accepted_params(ctx.request.args.lists(), allowed)
+    project = query.last(params, "project_id")
+    if project is None:
         raise errors.BadRequest(
             "Invalid query string parameters: 'project_id' is a required property.",
             code=errors.QUERYPARAM_MISSING_VALUE,
         )
-    project = params["project_id"][0]
-    user = params["user_id"][0] if "user_id" in params else None
-    consumer_type = params["consumer_type"][0] if "consumer_type" in params else None
-    for name, value in (("project_id", project), ("user_id", user)):
-        if value is not None and not 1 <= len(value) <= 255:
-            raise query.bad_value(f"'{name}' must be 1 to 255 characters long.")
+    user = query.last(params, "user_id")
+    consumer_type = query.last(params, "consumer_type")
+    for name, value in (
+        ("project_id", project), ("user_id", user), ("consumer_type", consumer_type)
+    ):
+        if value is not None and not 1 <= len(value) <= MAX_ID_LENGTH:
+            raise query.bad_value(f"'{name}' must be 1 to {MAX_ID_LENGTH} characters long.")
     if consumer_type is not None and not CONSUMER_TYPE_FILTER.match(consumer_type):
         raise query.bad_value(
             f"Invalid consumer_type {consumer_type!r}: expected a name matching "

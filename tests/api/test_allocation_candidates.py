@@ -358,7 +358,32 @@ def test_every_candidate_can_be_claimed(numa_host, api):
         ("resources_A=VCPU:1", "1.32", "placement.query.bad_value"),
         ("resources=VCPU:1&group_policy=sometimes", "1.39", "placement.query.bad_value"),
         ("resources=VCPU:1&foo=bar", "1.39", "placement.query.bad_value"),
-        ("resources=VCPU:1&resources=VCPU:2", "1.39", "placement.query.duplicate_key"),
+        ("resources=VCPU:0&resources=VCPU:1", "1.39", "placement.query.bad_value"),
+        ("resources=VCPU:1&root_required=STORAGE_DISK_SSD&root_required=STORAGE_DISK_SSD",
+         "1.39", "placement.query.duplicate_key"),
+        ("resources=VCPU:1&member_of=00000000-0000-0000-0000-000000000001"
+         "&member_of=00000000-0000-0000-0000-000000000002", "1.23",
+         "placement.query.duplicate_key"),
+        ("resources=VCPU:1&limit=1&limit=0", "1.39", "placement.query.bad_value"),
+        ("resources=VCPU:1&group_policy=none&group_policy=bogus", "1.39",
+         "placement.query.bad_value"),
+        ("resources=VCPU:1&in_tree=00000000-0000-0000-0000-000000000001&in_tree=nope", "1.39",
+         "placement.query.bad_value"),
+        ("resources=%20VCPU:1", "1.39", None),  # no class " VCPU"
+        ("resources=VCPU:1&member_of=in:00000000-0000-0000-0000-000000000001,"
+         "%2000000000-0000-0000-0000-000000000002", "1.39", "placement.query.bad_value"),
+        ("resources=VCPU:1&required=%FF", "1.39", "placement.query.bad_value"),
+        # Upstream's request-wide checks come first, with their specific codes.
+        ("root_required=HW_NUMA_ROOT,!HW_NUMA_ROOT", "1.39", "placement.query.bad_value"),
+        ("same_subtree=,_X", "1.39", "placement.query.bad_value"),
+        ("resources=VCPU:1&required=HW_NUMA_ROOT,!HW_NUMA_ROOT", "1.39",
+         "placement.query.bad_value"),
+        ("resources=VCPU:1&required=HW_NUMA_ROOT&required=!HW_NUMA_ROOT", "1.39",
+         "placement.query.bad_value"),
+        ("resources=VCPU:1&required=in:HW_NUMA_ROOT,STORAGE_DISK_SSD"
+         "&required=!HW_NUMA_ROOT,!STORAGE_DISK_SSD", "1.39", "placement.query.bad_value"),
+        ("resources_A=VCPU:1&required_A=!HW_NUMA_ROOT,HW_NUMA_ROOT", "1.39",
+         "placement.query.bad_value"),
         ("resources=VCPU:1&same_subtree=_X", "1.39", "placement.query.bad_value"),
         ("resources=VCPU:1&same_subtree=,_X", "1.39", "placement.query.bad_value"),
         ("resources=VCPU:1&required_X=HW_NUMA_ROOT", "1.39", "placement.query.bad_value"),
@@ -434,3 +459,138 @@ def test_repeated_member_of_met_by_the_provider_and_by_its_root(tree):
     found = tree.candidates("resources=FPGA:1&member_of={A0}&member_of={A1}")
 
     assert found == [alloc(("T0_1", "FPGA", 1))]
+
+
+# Query strings read as upstream 16.0.0 reads them (checked against it on a
+# loopback server): repeated parameters, contradictions, uuid notations.
+
+
+@pytest.fixture
+def two_hosts(tree) -> Providers:
+    """CN1 (VCPU 8, HW_CPU_X86_AVX2, in A) and CN2 (VCPU 4, CUSTOM_GOLD, in A and B)."""
+    tree.add("CN1", inventory={"VCPU": 8}, traits=["HW_CPU_X86_AVX2"], aggregates=["A"])
+    tree.add("CN2", inventory={"VCPU": 4}, traits=["CUSTOM_GOLD"], aggregates=["A", "B"])
+    return tree
+
+
+def test_repeated_resources_and_in_tree_take_the_last_value(two_hosts):
+    both = [alloc(("CN1", "VCPU", 1)), alloc(("CN2", "VCPU", 1))]
+
+    assert two_hosts.candidates("resources=VCPU:6&resources=VCPU:1") == both
+    assert two_hosts.candidates("resources=VCPU:1&resources=VCPU:6") == [alloc(("CN1", "VCPU", 6))]
+    assert two_hosts.candidates("resources=VCPU:1&resources=VCPU:6", version="1.10") == [
+        alloc(("CN1", "VCPU", 6))
+    ]
+    assert two_hosts.candidates("resources_A=VCPU:1&resources_A=VCPU:6") == [
+        alloc(("CN1", "VCPU", 6))
+    ]
+    assert two_hosts.candidates("resources=VCPU:1&in_tree=<CN1>&in_tree=<CN2>") == [
+        alloc(("CN2", "VCPU", 1))
+    ]
+
+
+def test_repeated_required_before_1_39_takes_the_last_value_alone(two_hosts):
+    gold = [alloc(("CN2", "VCPU", 1))]
+
+    assert two_hosts.candidates(
+        "resources=VCPU:1&required=HW_CPU_X86_AVX2&required=CUSTOM_GOLD", version="1.38"
+    ) == gold
+    assert two_hosts.candidates(
+        "resources1=VCPU:1&required1=HW_CPU_X86_AVX2&required1=CUSTOM_GOLD", version="1.25"
+    ) == gold
+    # The earlier values are not even read.
+    assert two_hosts.candidates(
+        "resources=VCPU:1&required=!!&required=CUSTOM_GOLD", version="1.38"
+    ) == gold
+    # From 1.39 the values are ANDed: no host has both.
+    assert two_hosts.candidates(
+        "resources=VCPU:1&required=HW_CPU_X86_AVX2&required=CUSTOM_GOLD"
+    ) == []
+
+
+def test_repeated_limit_and_group_policy_take_the_first_value(two_hosts):
+    assert len(two_hosts.candidates("resources=VCPU:1&limit=1&limit=5")) == 1
+    assert len(two_hosts.candidates("resources=VCPU:1&limit=5&limit=1")) == 2
+    # Upstream reads limit=0 as no limit once the last value passed its check.
+    assert len(two_hosts.candidates("resources=VCPU:1&limit=0&limit=1")) == 2
+    groups = "resources1=VCPU:1&resources2=VCPU:1"
+    together = [alloc(("CN1", "VCPU", 2)), alloc(("CN2", "VCPU", 2))]
+    assert two_hosts.candidates(f"{groups}&group_policy=isolate&group_policy=none") == []
+    assert two_hosts.candidates(f"{groups}&group_policy=none&group_policy=isolate") == together
+    # Any first value but "isolate" is "none".
+    assert two_hosts.candidates(f"{groups}&group_policy=bogus&group_policy=none") == together
+
+
+def test_a_class_repeated_in_resources_takes_its_last_amount(two_hosts):
+    assert two_hosts.candidates("resources=VCPU:1,VCPU:6") == [alloc(("CN1", "VCPU", 6))]
+    assert two_hosts.candidates("resources=VCPU:6,VCPU:1") == [
+        alloc(("CN1", "VCPU", 1)), alloc(("CN2", "VCPU", 1)),
+    ]
+    assert two_hosts.candidates("resources1=VCPU:6,VCPU:1", version="1.25") == [
+        alloc(("CN1", "VCPU", 1)), alloc(("CN2", "VCPU", 1)),
+    ]
+
+
+def test_an_aggregate_both_required_and_forbidden_matches_nothing(two_hosts):
+    body = two_hosts.get("resources=VCPU:1&member_of={A}&member_of=!{A}")
+    granular = two_hosts.get("resources1=VCPU:1&member_of1={B}&member_of1=!{B}")
+
+    assert body == {"allocation_requests": [], "provider_summaries": {}}
+    assert granular == {"allocation_requests": [], "provider_summaries": {}}
+
+
+def test_an_any_of_set_partly_forbidden_is_no_contradiction(two_hosts):
+    found = two_hosts.candidates(
+        "resources=VCPU:1&required=in:HW_CPU_X86_AVX2,CUSTOM_GOLD&required=!HW_CPU_X86_AVX2"
+    )
+
+    assert found == [alloc(("CN2", "VCPU", 1))]
+
+
+def test_every_leading_bang_forbids(two_hosts):
+    without_avx2 = [alloc(("CN2", "VCPU", 1))]
+
+    assert two_hosts.candidates("resources=VCPU:1&required=!!HW_CPU_X86_AVX2") == without_avx2
+    assert two_hosts.candidates(
+        "resources=VCPU:1&required=!!HW_CPU_X86_AVX2", version="1.22"
+    ) == without_avx2
+    assert two_hosts.candidates("resources=VCPU:1&root_required=!!HW_CPU_X86_AVX2") == (
+        without_avx2
+    )
+
+
+def test_in_tree_and_member_of_take_every_notation_of_a_uuid(two_hosts):
+    # Upstream accepts these too (in_tree stripped of blanks), then compares the text
+    # with the stored uuid: but for the blanks, it matches nothing (api-ref/differences.md).
+    cn1 = two_hosts.uuid["CN1"]
+    aggregate_b = two_hosts.aggregate("B")
+    for notation in (f"%20{cn1}%20", f"urn:uuid:{cn1}", "{" + cn1 + "}", cn1.upper()):
+        assert two_hosts.candidates(f"resources=VCPU:1&in_tree={notation}") == [
+            alloc(("CN1", "VCPU", 1))
+        ], notation
+    for notation in (f"urn:uuid:{aggregate_b}", aggregate_b.replace("-", "").upper()):
+        assert two_hosts.candidates(f"resources=VCPU:1&member_of={notation}") == [
+            alloc(("CN2", "VCPU", 1))
+        ], notation
+
+
+def test_a_final_newline_in_limit_is_let_by(two_hosts):
+    assert len(two_hosts.candidates("resources=VCPU:1&limit=1%0A")) == 1
+
+
+def test_summaries_leave_out_a_sharing_provider_only_a_resourceless_group_uses(tree):
+    """As upstream: the summaries cover the trees of the providers the allocations
+    use; a sharing provider a resourceless group is mapped to is in the mappings only."""
+    tree.add("CN", inventory={"VCPU": 8}, aggregates=["A"])
+    tree.add("NUMA", parent="CN", inventory={"MEMORY_MB": 1024})
+    tree.add("SS", inventory={"DISK_GB": 100},
+             traits=["MISC_SHARES_VIA_AGGREGATE", "CUSTOM_X"], aggregates=["A"])
+
+    body = tree.get("resources=VCPU:1&required_S=CUSTOM_X&same_subtree=_S")
+    with_disk = tree.get("resources=VCPU:1,DISK_GB:1&required_S=CUSTOM_X&same_subtree=_S")
+
+    [request] = body["allocation_requests"]
+    assert tree.named(request) == alloc(("CN", "VCPU", 1))
+    assert tree.mappings(request) == {"": {"CN"}, "_S": {"SS"}}
+    assert {tree.name[u] for u in body["provider_summaries"]} == {"CN", "NUMA"}
+    assert {tree.name[u] for u in with_disk["provider_summaries"]} == {"CN", "NUMA", "SS"}

@@ -1,6 +1,9 @@
-"""GET /resource_providers/{uuid}/usages without allocations: zero per inventoried class."""
+"""GET /resource_providers/{uuid}/usages without allocations: zero per inventoried class;
+GET /usages and its query string."""
 
 import uuid
+
+import pytest
 
 from tests.conftest import error_code
 
@@ -53,3 +56,59 @@ def test_cache_headers_from_1_15(api):
     new = api.get(path, version="1.15")
     assert new.headers["Cache-Control"] == "no-cache"
     assert new.headers["Last-Modified"].endswith("GMT")
+
+
+@pytest.fixture
+def project_usage(api) -> dict:
+    """2 VCPU used by an INSTANCE of project p1, user u1."""
+    provider = api.create_provider("cn1")
+    api.set_inventory(provider["uuid"], VCPU=8)
+    claim = api.allocate(str(uuid.uuid4()), {provider["uuid"]: {"VCPU": 2}}, project="p1",
+                         user="u1")
+    assert claim.status_code == 204, claim.json
+    return provider
+
+
+def _usages(api, query, version="1.39"):
+    response = api.get(f"/usages?{query}", version=version)
+    assert response.status_code == 200, response.json
+    return response.json["usages"]
+
+
+def test_a_repeated_parameter_takes_its_last_value(api, project_usage):
+    instance = {"INSTANCE": {"VCPU": 2, "consumer_count": 1}}
+    assert _usages(api, "project_id=p2&project_id=p1") == instance
+    assert _usages(api, "project_id=p1&project_id=p2") == {}
+    assert _usages(api, "project_id=p1&user_id=u2&user_id=u1") == instance
+    assert _usages(api, "project_id=p1&consumer_type=all&consumer_type=INSTANCE") == instance
+    assert _usages(api, "project_id=p1&user_id=u2&user_id=u1", version="1.9") == {"VCPU": 2}
+    # Only the last value is validated.
+    assert _usages(api, "project_id=&project_id=p1") == instance
+    assert _usages(api, "project_id=p1&consumer_type=bad-one&consumer_type=INSTANCE") == (
+        instance
+    )
+
+
+def test_a_consumer_type_starting_with_all_is_a_type_name(api, project_usage):
+    # Upstream's pattern lets "all..." by, and looks it up as a type: none has it.
+    assert _usages(api, "project_id=p1&consumer_type=all-of-it") == {}
+    assert _usages(api, "project_id=p1&consumer_type=all") == {
+        "all": {"VCPU": 2, "consumer_count": 1}
+    }
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "project_id=p1&project_id=",
+        "project_id=p1&user_id=u1&user_id=",
+        "project_id=p1&consumer_type=unknownfoo",
+        "project_id=p1&consumer_type=" + "A" * 256,
+        "project_id=p1&consumer_type=INSTANCE&consumer_type=",
+        "user_id=u1",
+    ],
+)
+def test_bad_usage_queries_are_400(api, query):
+    response = api.get(f"/usages?{query}")
+    assert response.status_code == 400, response.json
+    assert error_code(response) in ("placement.query.bad_value", "placement.query.missing_value")
