@@ -100,6 +100,8 @@ def upstream_server(folder: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
         log.close()
 
 

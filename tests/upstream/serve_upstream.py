@@ -7,7 +7,10 @@ imported by this project's tests: both packages are called ``placement``.
 
 The database is created and migrated on start (``sync_on_startup``); the
 service uses ``noauth2`` and the default policy, as upstream's own suite does.
-It prints ``ready`` on its first line once it listens.
+It prints ``ready`` on its first line once it listens. Policy: the deprecated
+rules (``enforce_new_defaults = False``), as upstream's own functional
+fixtures and default deployments use them (the token ``admin`` may do
+everything, POST /reshaper included).
 """
 
 import sys
@@ -37,6 +40,7 @@ def build_config(database_url: str) -> cfg.ConfigOpts:
     config.set_default("connection", database_url, group="placement_database")
     config([], default_config_files=[])
     config.set_override("auth_strategy", "noauth2", group="api")
+    config.set_override("enforce_new_defaults", False, group="oslo_policy")
     config.set_override("sync_on_startup", True, group="placement_database")
     return config
 

@@ -1,0 +1,44 @@
+"""Fixtures for running upstream's gabbi files: this service on a fresh database per file."""
+
+import pytest
+import sqlalchemy as sa
+
+from placement.app import create_app
+from placement.candidates.world import forget_worlds
+from placement.config import Config
+from placement.db import migrate
+from placement.db.engine import make_engine
+
+
+@pytest.fixture
+def fresh_service(request, empty_database_url):
+    """This service (a Flask app) on a new, migrated database of the backend in ``request.param``.
+
+    A gabbi file expects an empty service, so each file gets its own database;
+    the per-process provider "world" cache is forgotten on both sides of it.
+    """
+    backend = request.param
+    url = empty_database_url(backend)
+    server_url = request.getfixturevalue("postgres_server_url") if backend == "postgresql" else None
+    engine = make_engine(url)
+    migrate.upgrade(engine)
+    forget_worlds()
+    try:
+        yield create_app(Config(database_url=url), engine=engine)
+    finally:
+        engine.dispose()
+        forget_worlds()
+        if server_url is not None:
+            _drop_postgres_database(server_url, url)
+
+
+def _drop_postgres_database(server_url: str, url: str) -> None:
+    """Drop a database made by ``empty_database_url`` so runs leave nothing behind on a
+    server given by PLACEMENT_TEST_POSTGRES_URL."""
+    name = sa.engine.make_url(url).database
+    admin = make_engine(server_url).execution_options(isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}"')
+    finally:
+        admin.dispose()
