@@ -2,8 +2,10 @@
 
 Two strategies:
 
-* ``noauth2`` (development): the token ``admin`` is an admin; any other token
-  is a user whose roles come from the ``X-Roles`` header; no token is 401.
+* ``noauth2`` (development), as upstream's: the token is ``user[:project]``;
+  the roles come from the ``X-Roles`` header, or, without one, the user
+  ``admin`` is an admin (so ``admin`` and ``admin:admin`` are); the project
+  is ``X-Project-Id`` or the token's; no token is 401.
 * ``token`` (production): bearer tokens from a file map to one role each.
   Tokens arrive as ``X-Auth-Token`` or ``Authorization: Bearer``; they are
   compared in constant time and never logged.
@@ -40,13 +42,13 @@ class NoAuth2:
         token = headers.get("X-Auth-Token")
         if not token:
             raise errors.Unauthorized("This request needs an X-Auth-Token header.")
-        if token == "admin":
-            return Credentials(frozenset({"admin"}))
-        roles = headers.get("X-Roles", "")
-        return Credentials(
-            frozenset(r.strip().lower() for r in roles.split(",") if r.strip()),
-            project_id=headers.get("X-Project-Id") or None,
-        )
+        user, _, project = token.partition(":")
+        roles_header = headers.get("X-Roles")
+        if roles_header is not None:
+            roles = frozenset(r.strip().lower() for r in roles_header.split(",") if r.strip())
+        else:
+            roles = frozenset({"admin"}) if user == "admin" else frozenset()
+        return Credentials(roles, project_id=headers.get("X-Project-Id") or project or user)
 
 
 class TokenAuth:

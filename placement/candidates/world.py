@@ -111,7 +111,7 @@ class Provider:
     inventories: dict[int, Inventory]
     traits: frozenset[int]
     aggregates: frozenset[int]
-    trait_ids_by_name: tuple[tuple[str, int], ...]  # (name, id) of its traits, by name
+    trait_ids_by_name: tuple[tuple[str, int], ...]  # (name, id) of its traits, by id
     aggregate_uuids: tuple[tuple[str, int], ...]  # (uuid, id) of its aggregates
 
     def trait_names(self) -> list[str]:
@@ -271,8 +271,9 @@ class ProviderWorld:
             inventories=inventories,
             traits=frozenset(details.traits),
             aggregates=frozenset(details.aggregates),
+            # Upstream's order for summaries: the traits' ids.
             trait_ids_by_name=tuple(
-                sorted((sys.intern(name), id_) for id_, name in details.traits.items())
+                (sys.intern(name), id_) for id_, name in sorted(details.traits.items())
             ),
             aggregate_uuids=tuple((uuid, id_) for id_, uuid in details.aggregates.items()),
         )

@@ -9,6 +9,8 @@ from placement.db.tables import placement_aggregates, resource_provider_aggregat
 
 
 def get_provider_aggregates(conn: Connection, provider: Provider) -> list[str]:
+    """The provider's aggregate uuids in upstream's order (as the aggregates were first
+    seen)."""
     return list(
         conn.scalars(
             select(placement_aggregates.c.uuid)
@@ -17,7 +19,7 @@ def get_provider_aggregates(conn: Connection, provider: Provider) -> list[str]:
                 resource_provider_aggregates.c.aggregate_id == placement_aggregates.c.id,
             )
             .where(resource_provider_aggregates.c.resource_provider_id == provider.id)
-            .order_by(placement_aggregates.c.uuid)
+            .order_by(placement_aggregates.c.id)
         )
     )
 
@@ -34,7 +36,7 @@ def set_provider_aggregates(
         new_generation = provider.generation
     else:
         new_generation = bump_generation(conn, provider, generation)
-    wanted = sorted(set(wanted))
+    wanted = list(dict.fromkeys(wanted))  # new aggregates get their ids in request order
     now = utcnow()
     insert_ignoring_conflicts(
         conn, placement_aggregates, [{"uuid": u, "created_at": now} for u in wanted]

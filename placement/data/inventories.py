@@ -177,8 +177,10 @@ def _check_usage(
     """Refuse removing a class in use; log a class whose usage exceeds its new capacity
     (or refuse it too)."""
     usage = usage_by_class(conn, provider)
-    removed_in_use = sorted(c for c in current if c not in wanted and usage.get(c, 0) > 0)
+    removed_in_use = [c for c in current if c not in wanted and usage.get(c, 0) > 0]
     if removed_in_use:
+        class_ids = names.resource_class_ids(conn, removed_in_use)
+        removed_in_use.sort(key=class_ids.__getitem__)  # upstream's order: the class ids
         raise errors.Conflict(
             f"Inventory for '{', '.join(removed_in_use)}' on resource provider "
             f"'{provider.uuid}' in use.",

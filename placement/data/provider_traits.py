@@ -9,12 +9,14 @@ from placement.db.tables import resource_provider_traits, traits
 
 
 def get_provider_traits(conn: Connection, provider: Provider) -> list[str]:
+    """The provider's trait names in upstream's order (the traits' ids: standard ones
+    first, custom ones as they were created)."""
     return list(
         conn.scalars(
             select(traits.c.name)
             .join(resource_provider_traits, resource_provider_traits.c.trait_id == traits.c.id)
             .where(resource_provider_traits.c.resource_provider_id == provider.id)
-            .order_by(traits.c.name)
+            .order_by(traits.c.id)
         )
     )
 

@@ -18,9 +18,17 @@ def reshape(
     inventories: list[tuple[Provider, int, dict[str, Inventory]]],
     writes: list[allocation_data.ConsumerWrite],
 ) -> None:
-    """Apply ``inventories`` (provider, expected generation, new inventory) and ``writes``."""
-    for provider, generation, _wanted in inventories:
+    """Apply ``inventories`` (provider, expected generation, new inventory) and ``writes``.
+
+    Generations move as upstream's do, whose reshape writes each provider's inventory
+    twice around the allocations: +1 for the final inventory, +1 more for an interim
+    one when the new inventory is not empty, and +1 when the provider is allocated
+    from (``write_allocations``). Clients that reshape read the generations back.
+    """
+    for provider, generation, wanted in inventories:
         bump_generation(conn, provider, generation)
+        if wanted:
+            bump_generation(conn, provider, generation + 1)
     new_rows = allocation_data.write_allocations(conn, writes, check_capacity=False)
     for provider, _generation, wanted in inventories:
         write_inventories(conn, provider, get_inventories(conn, provider), wanted)

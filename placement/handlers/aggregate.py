@@ -50,6 +50,6 @@ def set_aggregates(ctx: RequestContext, uuid: str) -> flask.Response:
         wanted = validate(AggregateList(), {"aggregates": raw})["aggregates"]
         expected = None
     generation = aggregates.set_provider_aggregates(ctx.conn, provider, wanted, expected)
-    uuids = aggregates.get_provider_aggregates(ctx.conn, provider)
-    return json_response(ctx, _body(ctx, generation, uuids))
+    # As upstream: the answer echoes the request's list.
+    return json_response(ctx, _body(ctx, generation, wanted))
 

@@ -29,10 +29,11 @@ def test_aggregates_do_not_exist_at_1_0(api, provider):
 def test_before_1_19_put_takes_a_bare_list_and_answers_without_generation(api, provider, version):
     response = api.put(_path(provider), json=[AGG_2, AGG_1], version=version)
     assert response.status_code == 200
-    assert response.json == {"aggregates": [AGG_1, AGG_2]}
+    # As upstream: the answer echoes the request; a GET lists them as first seen.
+    assert response.json == {"aggregates": [AGG_2, AGG_1]}
     shown = api.get(_path(provider), version=version)
     assert shown.status_code == 200
-    assert shown.json == {"aggregates": [AGG_1, AGG_2]}
+    assert shown.json == {"aggregates": [AGG_2, AGG_1]}
     # As upstream: no generation in the body, none bumped (a client holding it writes on).
     assert api.generation(provider["uuid"]) == 0
 

@@ -307,6 +307,19 @@ class TestNoAuthReaderPolicy:
                              headers={"X-Roles": "reader"})
         assert no_project.status_code == 403
 
+    def test_the_token_names_user_and_project_as_upstream(self, api):
+        # "user:project": the user admin is an admin without X-Roles; the project is the
+        # token's unless X-Project-Id says otherwise; X-Roles decides when given.
+        assert api.get("/resource_providers", token="admin:admin").status_code == 200
+        assert api.get("/resource_providers", token="admin:some-project").status_code == 200
+        reader = {"X-Roles": "reader"}
+        assert api.get("/usages?project_id=proj-1", token="user:proj-1",
+                       headers=reader).status_code == 200
+        assert api.get("/usages?project_id=proj-1", token="user:proj-2",
+                       headers=reader).status_code == 403
+        assert api.get("/resource_providers", token="admin", headers=reader).status_code == 403
+        assert api.get("/resource_providers", token="bob").status_code == 403
+
     def test_reader_cannot_list_providers(self, api):
         headers = {"X-Roles": "reader", "X-Project-Id": "proj-1"}
         assert api.get("/resource_providers", token="user", headers=headers).status_code == 403

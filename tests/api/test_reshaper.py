@@ -56,6 +56,33 @@ def test_moves_inventory_and_allocations_atomically(api, reshape_setup):
     assert shown["consumer_generation"] == 2
 
 
+def test_generations_move_as_upstreams_do(api, reshape_setup):
+    # Upstream writes each provider's inventory twice (interim, final) around the
+    # allocations: root (emptied, not allocated from) +1; child +3.
+    root, child, consumer = reshape_setup
+    before = {rp: api.generation(rp) for rp in (root, child)}
+    assert api.post("/reshaper", json=_body(api, root, child, consumer)).status_code == 204
+    assert api.generation(root) == before[root] + 1
+    assert api.generation(child) == before[child] + 3
+    # Back again: root gets an inventory (+2) and the allocation (+1); child is emptied
+    # of inventory and only moved away from (+1).
+    back = {
+        "inventories": {
+            root: {"resource_provider_generation": api.generation(root),
+                   "inventories": {"VGPU": {"total": 4}}},
+            child: {"resource_provider_generation": api.generation(child), "inventories": {}},
+        },
+        "allocations": {
+            consumer: {"allocations": {root: {"resources": {"VGPU": 2}}}, "project_id": "p",
+                       "user_id": "u", "consumer_generation": 2, "consumer_type": "INSTANCE"}
+        },
+    }
+    moved = {rp: api.generation(rp) for rp in (root, child)}
+    assert api.post("/reshaper", json=back).status_code == 204
+    assert api.generation(root) == moved[root] + 3
+    assert api.generation(child) == moved[child] + 1
+
+
 def test_a_reshape_that_does_not_fit_changes_nothing(api, reshape_setup):
     root, child, consumer = reshape_setup
     response = api.post("/reshaper", json=_body(api, root, child, consumer, child_total=1))

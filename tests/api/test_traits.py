@@ -217,7 +217,8 @@ def test_set_provider_traits_replaces_them_and_bumps_the_generation(api, provide
     )
     assert first.status_code == 200
     assert first.json == {
-        "traits": ["CUSTOM_X", "HW_CPU_X86_SSE"],
+        # Upstream's order: the traits' ids (standard ones first).
+        "traits": ["HW_CPU_X86_SSE", "CUSTOM_X"],
         "resource_provider_generation": 1,
     }
     assert api.get(path).json == first.json

@@ -77,12 +77,15 @@ def upstream_server(folder: Path) -> Iterator[str]:
     port = _free_port()
     database = folder / f"upstream-{port}.sqlite"
     log = open(folder / f"upstream-{port}.log", "w")  # noqa: SIM115 - closed below
+    # Upstream's package must not be shadowed by ours (also named placement).
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     process = subprocess.Popen(
         [str(python), str(LAUNCHER), f"sqlite:///{database}", str(port)],
         stdout=subprocess.PIPE,
         stderr=log,
         text=True,
         cwd=str(folder),
+        env=environment,
     )
     try:
         assert process.stdout is not None

@@ -58,14 +58,11 @@ def schema_wording(expected: str) -> str:
     return f"same status; upstream's message quotes jsonschema ({expected!r}), ours does not"
 
 
-ORDER_BY_ID = "upstream lists them in id (creation) order, this service alphabetically"
-RESHAPE_CASCADE = "follows from 'get usages on parent after move': the generation is one short"
 
 # Tests of included files that fail against this service, on both backends:
 # {file: {test name: why}}. A test that now passes must be removed from here.
 KNOWN_FAILURES: dict[str, dict[str, str]] = {
     "aggregate.yaml": {
-        "put some aggregates - new payload and new microversion": f"aggregates: {ORDER_BY_ID}",
         "put same aggregates twice": schema_wording("has non-unique elements"),
     },
     "allocation-candidates-any-traits.yaml": {
@@ -101,9 +98,6 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
         ),
         "multiple root_required is an error": wording(
             "Query parameter 'root_required' may be specified only once."
-        ),
-        "limit to multiattach-capable unsuffixed sharing": (
-            f"provider_summaries traits: {ORDER_BY_ID}"
         ),
     },
     "allocation-candidates.yaml": {
@@ -167,12 +161,6 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
     "bug-1674694.yaml": {
         "404 with other accept": "Accept: text/html: the 404 is JSON; upstream answers text/html",
     },
-    "confirm-auth.yaml": {
-        "with token 200": (
-            "noauth2 token 'admin:admin' (user:project) is refused 403; upstream: user admin, "
-            "admin role"
-        ),
-    },
     "granular.yaml": {
         "numbered resources bad microversion": schema_wording("'resources1' was unexpected"),
         "numbered traits bad microversion": schema_wording("'required2' was unexpected"),
@@ -210,15 +198,6 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
     "reshaper.yaml": {
         "bad rp gen": wording("... actual: 5, given: 4"),
         "target resource class not found": wording("No such resource class DISK_OF_STEEL"),
-        "get usages on parent after move": (
-            "a reshape moves a provider's generation by 2 (upstream 3: interim inventory, "
-            "allocations, final inventory): 7, not 8"
-        ),
-        "get usages on child after move": "as above: generation 2, not 3",
-        "consolidate inventory and allocations": RESHAPE_CASCADE,
-        "get usages on parent after move back": RESHAPE_CASCADE,
-        "get usages on child after move back": RESHAPE_CASCADE,
-        "reshape with mappings": RESHAPE_CASCADE,
     },
     "resource-class-in-use.yaml": {
         "fail delete resource class allocations": wording("Error in delete resource class"),
@@ -346,14 +325,6 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
         ),
         "get total usages with additional param": schema_wording(
             "Additional properties are not allowed"
-        ),
-    },
-    "with-allocations.yaml": {
-        "fail to delete all inventory": (
-            f"'Inventory for 'VCPU, DISK_GB' ... in use': {ORDER_BY_ID}"
-        ),
-        "fail to delete all inventory 1.23": (
-            f"'Inventory for 'VCPU, DISK_GB' ... in use': {ORDER_BY_ID}"
         ),
     },
 }
