@@ -1,7 +1,8 @@
 """The application factory: ``create_app(config)`` builds the WSGI app.
 
 Per request, in upstream's order (``before_request``): a request id,
-authentication (401), microversion negotiation (400/406), routing (404/405),
+authentication (401), microversion negotiation (400/406), the Content-Length
+and Content-Type headers of a body (400), routing (404/405),
 the ``Accept`` check of the views that make it (406), policy (403); then the
 view inside one transaction (see routes);
 the version, ``Vary`` and request-id headers on every response
@@ -10,6 +11,7 @@ API's error format.
 """
 
 import gc
+import html
 import json
 import logging
 import uuid
@@ -30,6 +32,7 @@ from placement.routes import register_routes
 LOG = logging.getLogger(__name__)
 REQUEST_ID_HEADER = "X-Openstack-Request-Id"
 UNAUTHENTICATED = frozenset({("GET", "/"), ("HEAD", "/")})
+NOT_FOUND = "The resource could not be found."
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ def _before_request() -> None:
     credentials = None if anonymous else services.authenticator.authenticate(request.headers)
     if version_error is not None:
         raise version_error
+    _check_body_headers(request)
     if request.routing_exception is not None:
         raise request.routing_exception
     view = flask.current_app.view_functions.get(request.endpoint or "")
@@ -103,6 +107,20 @@ def _before_request() -> None:
     if _has_nul(request):
         # No name or uuid contains NUL, and PostgreSQL cannot even compare with one.
         raise errors.BadRequest("NUL characters are not allowed in the URL.")
+
+
+def _check_body_headers(request: flask.Request) -> None:
+    """A Content-Length must be an integer, and a body must say its Content-Type.
+    Upstream checks this before routing, in these words."""
+    length = request.environ.get("CONTENT_LENGTH")
+    if not length:
+        return
+    try:
+        has_body = int(length) > 0
+    except ValueError:
+        raise errors.BadRequest("content-length header must be an integer") from None
+    if has_body and not request.environ.get("CONTENT_TYPE"):
+        raise errors.BadRequest("content-type header required when content-length > 0")
 
 
 def _accepts_json(request: flask.Request) -> bool:
@@ -143,20 +161,48 @@ def _handle_error(exc: Exception) -> flask.Response:
     version = flask.g.get("version")
     if version is not None and version >= (1, 23):
         body["code"] = exc.code
-    response = flask.Response(
-        json.dumps({"errors": [body]}), status=int(exc.status), mimetype="application/json"
-    )
+    if _prefers_html(flask.request):
+        response = flask.Response(_html_error(exc), status=int(exc.status), mimetype="text/html")
+    else:
+        response = flask.Response(
+            json.dumps({"errors": [body]}), status=int(exc.status), mimetype="application/json"
+        )
     for key, value in exc.headers.items():
         response.headers[key] = value
     return response
 
 
+def _prefers_html(request: flask.Request) -> bool:
+    """An ``Accept`` that ranks HTML above JSON (a browser's) gets errors in HTML, as
+    upstream's (webob's) are; no ``Accept``, ``*/*`` or JSON get the JSON format."""
+    if "Accept" not in request.headers:
+        return False
+    offered = request.accept_mimetypes.best_match(["application/json", "text/html"])
+    return offered == "text/html"
+
+
+def _html_error(exc: errors.PlacementError) -> str:
+    heading = f"{int(exc.status)} {html.escape(exc.title)}"
+    return (
+        f"<html>\n <head>\n  <title>{heading}</title>\n </head>\n <body>\n"
+        f"  <h1>{heading}</h1>\n  {html.escape(exc.detail)}<br /><br />\n </body>\n</html>"
+    )
+
+
 def _as_placement_error(exc: Exception) -> errors.PlacementError:
     if isinstance(exc, HTTPException):
-        error = errors.PlacementError(exc.description or exc.name)
+        # An unknown route in upstream's words (Werkzeug's: "The requested URL...").
+        detail = NOT_FOUND if exc.code == 404 else exc.description or exc.name
+        error = errors.PlacementError(detail)
         error.status = exc.code or 500
         if exc.code == 405 and exc.valid_methods:  # type: ignore[attr-defined]
-            error.headers["Allow"] = ", ".join(exc.valid_methods)  # type: ignore[attr-defined]
+            # The routes' own methods, as upstream lists them (HEAD, which every GET
+            # route also answers, is left out like upstream's).
+            allowed = [m for m in exc.valid_methods if m != "HEAD"]  # type: ignore[attr-defined]
+            error.headers["Allow"] = ", ".join(allowed)
+            error.detail = (
+                f"The method {flask.request.method} is not allowed for this resource."
+            )
         return error
     if isinstance(exc, DBAPIError) and _is_contention(exc):
         # A deadlock victim, a serialization failure or a lock wait that timed out:

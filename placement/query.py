@@ -2,10 +2,9 @@
 
 Each parser turns one parameter's text into plain frozen values and raises
 BadRequest (code ``placement.query.bad_value``, ``missing_value`` or
-``duplicate_key``) with a message naming the parameter. This module is the
-only place that knows the grammar; ``GET /resource_providers``,
-``GET /allocation_candidates``, ``GET /traits`` and ``GET /usages`` all build
-on it.
+``duplicate_key``). This module is the only place that knows the grammar;
+``GET /resource_providers``, ``GET /allocation_candidates``, ``GET /traits``
+and ``GET /usages`` all build on it.
 
 What is accepted is what upstream Placement 16.0.0 accepts (the exceptions
 are in api-ref/differences.md): a parameter it reads once may be repeated
@@ -14,19 +13,34 @@ repeated in ``resources`` takes the last amount, a trait or aggregate both
 required and forbidden is a filter nothing passes (``GET
 /allocation_candidates`` refuses the traits: ``contradictions``), and a uuid
 is written as upstream takes one.
+
+A refusal says what upstream says, since clients match its sentences: the
+first check upstream makes is its JSON Schema of the query string
+(``QuerySchema``: the last value of each parameter, worded as its validator
+words it, without the schema dump), then its parsers' own sentences. Where
+upstream's sentence does not name the parameter (``required1``), ours adds it.
 """
 
+import re
 import urllib.parse
 import uuid as uuid_lib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from placement import errors
 
 ANY_OF_PREFIX = "in:"
 FORBIDDEN_PREFIX = "!"
+FORBIDDEN_ANY_OF_PREFIX = FORBIDDEN_PREFIX + ANY_OF_PREFIX
 # The positions of the dashes of a uuid written 8-4-4-4-12.
 UUID_DASHES = (8, 13, 18, 23)
+INVALID_QUERY = "Invalid query string parameters: "
+RESOURCES_FORM = (
+    "Badly formed resources parameter. Expected resources query string parameter in "
+    "form: ?resources=VCPU:2,MEMORY_MB:1024. Got: {}."
+)
+TRAITS_FORM = "HW_CPU_X86_VMX,CUSTOM_MAGIC"
+TRAITS_FORM_WITH_FORBIDDEN = "HW_CPU_X86_VMX,!CUSTOM_MAGIC"
 
 
 @dataclass(frozen=True)
@@ -63,9 +77,15 @@ def bad_value(detail: str) -> errors.BadRequest:
 
 def duplicate_key(key: str) -> errors.BadRequest:
     return errors.BadRequest(
-        f"Query parameter '{key}' may be given only once.",
+        f"Query parameter '{key}' may be specified only once.",
         code=errors.ILLEGAL_DUPLICATE_QUERYPARAM,
     )
+
+
+def _naming(sentence: str, param: str, upstream_name: str) -> str:
+    """Upstream's sentence, which names ``upstream_name`` whatever the parameter was,
+    followed by the parameter's own name when it is another (``required1``)."""
+    return sentence if param == upstream_name else f"{sentence} (parameter {param})"
 
 
 def require_utf8(raw_query: bytes) -> None:
@@ -76,23 +96,125 @@ def require_utf8(raw_query: bytes) -> None:
     try:
         urllib.parse.unquote_to_bytes(raw_query).decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise bad_value(f"Invalid query string parameters: not UTF-8: {exc}.") from None
+        raise bad_value(f"{INVALID_QUERY}not UTF-8: {exc}.") from None
 
 
-def accepted_params(
-    args: Iterable[tuple[str, list[str]]], allowed: Iterable[str]
-) -> dict[str, list[str]]:
-    """The query string (``request.args.lists()``) as lists of values; 400 for a key
-    not in ``allowed``. Repeats are kept: see ``last``."""
-    allowed = set(allowed)
-    params = dict(args)
-    unknown = sorted(set(params) - allowed)
-    if unknown:
-        raise errors.BadRequest(
-            f"Invalid query string parameters: '{unknown[0]}' is not an accepted "
-            f"parameter. Accepted: {', '.join(sorted(allowed)) or 'none'}."
+def pairs_in_order(raw_query: bytes) -> list[tuple[str, str]]:
+    """Every key and value of a UTF-8 query string (see ``require_utf8``), in the order
+    given: ``request.args`` keeps the values of a key together, and upstream reads some
+    parameters in the order of the query string."""
+    return urllib.parse.parse_qsl(raw_query.decode(), keep_blank_values=True)
+
+
+# The query string's JSON Schema, as upstream validates it.
+
+# A check of one value: the sentence and the JSON Schema keyword of its violation, or None.
+Check = Callable[[str], tuple[str, str] | None]
+
+
+def length(minimum: int, maximum: int) -> Check:
+    def check(value: str) -> tuple[str, str] | None:
+        if len(value) < minimum:
+            too_short = "should be non-empty" if minimum == 1 else "is too short"
+            return f"{value!r} {too_short}", "minLength"
+        if len(value) > maximum:
+            return f"{value!r} is too long", "maxLength"
+        return None
+
+    return check
+
+
+def pattern(regex: str) -> Check:
+    """Searched as JSON Schema does (``$`` also matches before a final newline)."""
+    compiled = re.compile(regex)
+
+    def check(value: str) -> tuple[str, str] | None:
+        if compiled.search(value):
+            return None
+        return f"{value!r} does not match {regex!r}", "pattern"
+
+    return check
+
+
+def one_of(*choices: str) -> Check:
+    def check(value: str) -> tuple[str, str] | None:
+        if value in choices:
+            return None
+        return f"{value!r} is not one of {list(choices)!r}", "enum"
+
+    return check
+
+
+def uuid_format(value: str) -> tuple[str, str] | None:
+    """JSON Schema's ``format: uuid``: 8-4-4-4-12 (see ``parse_dashed_uuid``)."""
+    if parse_dashed_uuid(value) is None:
+        return f"{value!r} is not a 'uuid'", "format"
+    return None
+
+
+@dataclass(frozen=True)
+class QuerySchema:
+    """What one of upstream's JSON Schemas of a query string accepts, and how its
+    validator words the first refusal (jsonschema's ``best_match``): a missing
+    required parameter, then the keys it does not know, then the values (of the
+    parameter whose name sorts last, the first of its checks that fails).
+
+    ``patterns`` are upstream's regexes for the keys with a suffix
+    (``^resources([1-9][0-9]*)?$``), written as its message quotes them; a key is
+    matched against the whole of each (a final newline is no part of a key here).
+    """
+
+    checks: dict[str, tuple[Check, ...]] = field(default_factory=dict)
+    patterns: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+    unknown_key_code: str = errors.DEFAULT
+
+    def validate(self, params: dict[str, list[str]]) -> None:
+        """400 for the first violation in ``params`` (each parameter's last value)."""
+        for name in self.required:
+            if name not in params:
+                raise _violation(
+                    f"{name!r} is a required property", "required", None,
+                    errors.QUERYPARAM_MISSING_VALUE,
+                )
+        self._refuse_unknown_keys(params)
+        for name in sorted(params, reverse=True):
+            for check in self.checks.get(name, ()):
+                found = check(params[name][-1])
+                if found is not None:
+                    raise _violation(*found, name, errors.QUERYPARAM_BAD_VALUE)
+
+    def _refuse_unknown_keys(self, params: dict[str, list[str]]) -> None:
+        compiled = [re.compile(p.removeprefix("^").removesuffix("$")) for p in self.patterns]
+        unknown = sorted(
+            key for key in params
+            if key not in self.checks and not any(p.fullmatch(key) for p in compiled)
         )
-    return params
+        if not unknown:
+            return
+        named = ", ".join(repr(key) for key in unknown)
+        if self.patterns:
+            verb = "does" if len(unknown) == 1 else "do"
+            regexes = ", ".join(repr(p) for p in sorted(self.patterns))
+            sentence = f"{named} {verb} not match any of the regexes: {regexes}"
+        else:
+            verb = "was" if len(unknown) == 1 else "were"
+            sentence = f"Additional properties are not allowed ({named} {verb} unexpected)"
+        raise _violation(sentence, "additionalProperties", None, self.unknown_key_code)
+
+
+def _violation(sentence: str, keyword: str, name: str | None, code: str) -> errors.BadRequest:
+    where = f"['properties'][{name!r}]" if name is not None else ""
+    return errors.BadRequest(
+        f"{INVALID_QUERY}{sentence}\n\nFailed validating {keyword!r} in schema{where}",
+        code=code,
+    )
+
+
+def params_of(args: Iterable[tuple[str, list[str]]]) -> dict[str, list[str]]:
+    """The query string (``request.args.lists()``) as lists of values, keys in the
+    order they first appear. Repeats are kept: see ``last``."""
+    return dict(args)
 
 
 def last(params: dict[str, list[str]], key: str) -> str | None:
@@ -102,30 +224,33 @@ def last(params: dict[str, list[str]], key: str) -> str | None:
     return values[-1] if values else None
 
 
+# The grammar of the values.
+
+
 def parse_resources(text: str, param: str = "resources") -> dict[str, int]:
     """``VCPU:2,MEMORY_MB:1024`` -> {"VCPU": 2, "MEMORY_MB": 1024}; a class given
-    twice takes its last amount. Class names are taken as written (`` VCPU`` is
-    no class)."""
-    expected = (
-        f"Badly formed {param} parameter. Expected {param} query string parameter in "
-        f"form: ?{param}=VCPU:2,MEMORY_MB:1024. Got: {text or 'empty string'}."
-    )
-    resources: dict[str, int] = {}
+    twice takes its last amount. Class names are taken as written (`` VCPU`` or an
+    empty name is no class: the lookup refuses it, as upstream's)."""
     if not text.strip():
-        raise bad_value(expected)
+        raise bad_value(_naming(RESOURCES_FORM.format("empty string"), param, "resources"))
+    resources: dict[str, int] = {}
     for item in text.split(","):
-        name, sep, amount_text = item.partition(":")
-        if not sep or not name or ":" in amount_text:
-            raise bad_value(expected)
+        parts = item.split(":")
+        if len(parts) != 2:
+            raise bad_value(_naming(RESOURCES_FORM.format(item), param, "resources"))
+        name, amount_text = parts
         try:
             amount = int(amount_text)
         except ValueError:
-            raise bad_value(expected) from None
+            raise bad_value(_naming(
+                f"Requested resource {name} expected positive integer amount. "
+                f"Got: {amount_text}.", param, "resources",
+            )) from None
         if amount < 1:
-            raise bad_value(
-                f"Requested resource values in {param} must be positive integers, "
-                f"got {name}:{amount_text}."
-            )
+            raise bad_value(_naming(
+                f"Requested resource {name} requires amount >= 1. Got: {amount}.",
+                param, "resources",
+            ))
         resources[name] = amount
     return resources
 
@@ -143,24 +268,45 @@ def parse_required(
     required: list[frozenset[str]] = []
     forbidden: set[str] = set()
     for value in values:
-        if allow_any_of and value.startswith(ANY_OF_PREFIX):
-            names = _split_names(value[len(ANY_OF_PREFIX):], param, value)
-            if any(n.startswith(FORBIDDEN_PREFIX) for n in names):
-                raise bad_value(
-                    f"Invalid query string parameters: '{param}' cannot mix forbidden "
-                    f"traits with the in: prefix, got {value}."
-                )
-            required.append(frozenset(names))
+        if value.startswith(ANY_OF_PREFIX):
+            required.append(_any_of_traits(value, allow_any_of, param))
             continue
-        for name in _split_names(value, param, value):
-            if name.startswith(FORBIDDEN_PREFIX) and allow_forbidden:
-                bare = name.lstrip(FORBIDDEN_PREFIX)
-                if not bare:
-                    raise bad_value(f"Invalid trait name in {param}: {value}.")
-                forbidden.add(bare)
-            else:
-                required.append(frozenset({name}))
+        names = [name.strip() for name in value.split(",")]
+        bare_forbidden = {n.lstrip(FORBIDDEN_PREFIX) for n in names if n.startswith("!")}
+        if not all(names) or not all(bare_forbidden):
+            form = TRAITS_FORM_WITH_FORBIDDEN if allow_forbidden else TRAITS_FORM
+            raise bad_value(_naming(
+                f"{INVALID_QUERY}Expected 'required' parameter value of the form: {form}. "
+                f"Got an empty trait in: {value}", param, "required",
+            ))
+        if bare_forbidden and not allow_forbidden:
+            raise bad_value(_naming(
+                f"{INVALID_QUERY}Expected 'required' parameter value of the form: "
+                f"{TRAITS_FORM}. Got: {value}", param, "required",
+            ))
+        required.extend(frozenset({n}) for n in names if not n.startswith(FORBIDDEN_PREFIX))
+        forbidden |= bare_forbidden
     return TraitFilter(required=tuple(dict.fromkeys(required)), forbidden=frozenset(forbidden))
+
+
+def _any_of_traits(value: str, allow_any_of: bool, param: str) -> frozenset[str]:
+    if not allow_any_of:
+        raise bad_value(_naming(
+            f"{INVALID_QUERY}The format 'in:{TRAITS_FORM}' only supported since "
+            f"microversion 1.39. Got: {value}", param, "required",
+        ))
+    names = frozenset(name.strip() for name in value[len(ANY_OF_PREFIX):].split(","))
+    if not all(names):
+        raise bad_value(_naming(
+            f"{INVALID_QUERY}Expected 'required' parameter value of the form: "
+            f"in:{TRAITS_FORM}. Got an empty trait in: {value}", param, "required",
+        ))
+    if any(name.startswith(FORBIDDEN_PREFIX) for name in names):
+        raise bad_value(_naming(
+            f"{INVALID_QUERY}The format 'in:{TRAITS_FORM}' does not support forbidden "
+            f"traits. Got: {value}", param, "required",
+        ))
+    return names
 
 
 def contradictions(traits: TraitFilter) -> list[frozenset[str]]:
@@ -169,56 +315,66 @@ def contradictions(traits: TraitFilter) -> list[frozenset[str]]:
     return [any_of for any_of in traits.required if any_of <= traits.forbidden]
 
 
-def _split_names(text: str, param: str, whole: str) -> list[str]:
-    names = [n.strip() for n in text.split(",")]
-    if not text or any(not n for n in names):
-        raise bad_value(
-            f"Invalid query string parameters: Expected '{param}' parameter value of the "
-            f"form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: {whole or 'empty string'}."
-        )
-    return names
-
-
 def parse_member_of(
-    values: list[str], allow_forbidden: bool, param: str = "member_of"
+    values: list[str], allow_repeats: bool, allow_forbidden: bool, param: str = "member_of"
 ) -> AggregateFilter:
     """One or more ``member_of`` values -> AggregateFilter.
 
-    ``in:A,B`` means in A or B; repeating the parameter ANDs the values;
-    ``!A`` / ``!in:A,B`` forbid (from 1.32). An aggregate both required and
-    forbidden is kept as asked (nothing is in it and out of it).
+    ``in:A,B`` means in A or B; repeating the parameter (from 1.24) ANDs the
+    values; ``!A`` / ``!in:A,B`` forbid (from 1.32). An aggregate both required
+    and forbidden is kept as asked (nothing is in it and out of it).
     """
+    if len(values) > 1 and not allow_repeats:
+        raise errors.BadRequest(
+            f"Multiple {param} parameters are not supported",
+            code=errors.ILLEGAL_DUPLICATE_QUERYPARAM,
+        )
     member_of: list[frozenset[str]] = []
     forbidden: set[str] = set()
     for value in values:
-        is_forbidden = allow_forbidden and value.startswith(FORBIDDEN_PREFIX)
-        text = value[len(FORBIDDEN_PREFIX):] if is_forbidden else value
+        if "," in value and not value.startswith((ANY_OF_PREFIX, FORBIDDEN_ANY_OF_PREFIX)):
+            raise bad_value(_naming(
+                "Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' "
+                f"keyword using the valid microversion. Got: {value}", param, "member_of",
+            ))
+        is_forbidden = value.startswith(FORBIDDEN_PREFIX)
+        text = value.removeprefix(FORBIDDEN_PREFIX) if is_forbidden else value
         if text.startswith(ANY_OF_PREFIX):
             text = text[len(ANY_OF_PREFIX):]
-        elif "," in text:
-            raise bad_value(
-                f"Invalid query string parameters: '{param}' with several aggregates "
-                f"needs the in: prefix, got {value}."
-            )
-        aggregates = frozenset(_aggregate_uuids(text, param, value))
-        if is_forbidden:
-            forbidden |= aggregates
-        else:
+        aggregates = frozenset(_aggregate_uuids(text, param))
+        if not is_forbidden:
             member_of.append(aggregates)
+        elif not allow_forbidden:
+            raise bad_value(
+                f"Forbidden {param} parameters are not supported in the specified microversion"
+            )
+        else:
+            forbidden |= aggregates
     return AggregateFilter(member_of=tuple(member_of), forbidden=frozenset(forbidden))
 
 
-def _aggregate_uuids(text: str, param: str, whole: str) -> list[str]:
+def _aggregate_uuids(text: str, param: str) -> list[str]:
     uuids = []
     for item in text.split(","):
         normalized = parse_uuid(item)
         if normalized is None:
-            raise bad_value(
-                f"Invalid query string parameters: Expected '{param}' parameter to "
-                f"contain valid UUID(s). Got: {whole or 'empty string'}."
-            )
+            raise bad_value(_naming(
+                f"{INVALID_QUERY}Expected 'member_of' parameter to contain valid UUID(s). "
+                f"Got: {item}", param, "member_of",
+            ))
         uuids.append(normalized)
     return uuids
+
+
+def parse_in_tree(text: str, param: str = "in_tree") -> str:
+    """``in_tree$S`` of GET /allocation_candidates (blanks around it are dropped)."""
+    normalized = parse_uuid(text.strip())
+    if normalized is None:
+        raise bad_value(_naming(
+            f"{INVALID_QUERY}Expected 'in_tree' parameter to be a format of uuid. "
+            f"Got: {text}", param, "in_tree",
+        ))
+    return normalized
 
 
 def parse_uuid(text: str) -> str | None:

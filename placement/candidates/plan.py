@@ -1,6 +1,6 @@
 """From a parsed request to a SearchPlan over the worker's copy of the providers.
 
-``build_plan`` turns names into ids (400 for an unknown class or trait),
+``build_plan`` turns names into ids (no plan for an unknown class or trait),
 builds the slots and the filter of each (``placement.candidates.slots`` and
 ``filters``), and finds the sharing providers that can serve some slot, with
 the trees each of them serves. The plan then answers, for any tree, which of
@@ -118,12 +118,14 @@ def build_plan(
     conn: Connection, world: ProviderWorld, request: CandidateRequest, nested_aware: bool
 ) -> SearchPlan | None:
     """The plan for ``request`` over ``world``, or None when some slot cannot match
-    anything (an unknown aggregate or in_tree provider)."""
+    anything (an unknown aggregate or in_tree provider) or a class or trait does not
+    exist (what upstream answers then: ``placement.candidates.unknown_names``)."""
     wanted_classes = request.resource_class_names()
-    class_ids = {name: id_ for id_, name in world.class_names.items() if name in wanted_classes}
-    names.refuse_unknown(wanted_classes, class_ids, "Unknown resource class(es)")
-    trait_ids = _trait_ids(conn, world, request.trait_names())
-    names.refuse_unknown(request.trait_names(), trait_ids, "No such trait(s)")
+    class_ids = known_class_ids(world, wanted_classes)
+    wanted_traits = request.trait_names()
+    trait_ids = known_trait_ids(conn, world, wanted_traits)
+    if len(class_ids) < len(wanted_classes) or len(trait_ids) < len(wanted_traits):
+        return None
     # An aggregate no provider is in matches nothing, as one that does not exist.
     aggregate_ids = world.aggregate_id_of_uuid
     tree_roots = {
@@ -173,7 +175,12 @@ def build_plan(
     return plan
 
 
-def _trait_ids(conn: Connection, world: ProviderWorld, wanted: set[str]) -> dict[str, int]:
+def known_class_ids(world: ProviderWorld, wanted: set[str]) -> dict[str, int]:
+    """Ids of the classes among ``wanted`` that exist."""
+    return {name: id_ for id_, name in world.class_names.items() if name in wanted}
+
+
+def known_trait_ids(conn: Connection, world: ProviderWorld, wanted: set[str]) -> dict[str, int]:
     """Ids of the traits among ``wanted`` that exist: from the world for the traits some
     provider has, from the database for the others (which no provider has)."""
     known = world.trait_id_of_name

@@ -5,8 +5,13 @@ which parameters each microversion accepts (``resources`` from 1.10, ``limit``
 1.16, ``required`` 1.17, ``member_of`` 1.21, numbered groups and
 ``group_policy`` 1.25, ``in_tree`` 1.31, string suffixes 1.33, ``root_required``
 1.35, ``same_subtree`` and resourceless groups 1.36, ``in:`` traits 1.39) and
-refuses everything else with a 400 naming the parameter. The value grammar of
-``resources``, ``required`` and ``member_of`` comes from ``placement.query``.
+refuses everything else with a 400. The value grammar of ``resources``,
+``required`` and ``member_of`` comes from ``placement.query``.
+
+The checks run in upstream's order, so that the first refusal is the one
+upstream gives, in its words: its JSON Schema of the query string, then the
+request-wide parameters, then each group parameter in the order the query
+string gives them, then the groups as a whole.
 
 Which value of a repeated parameter counts is upstream's: the last
 ``resources$S`` and ``in_tree$S`` (every one is validated), the last
@@ -16,7 +21,6 @@ from 1.24 and ``required$S`` from 1.39 (ANDed), the first ``limit`` and
 ``member_of`` before 1.24 and ``root_required`` may not repeat.
 """
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -24,10 +28,10 @@ from placement import errors, query
 
 UNSUFFIXED = ""
 GROUP_POLICIES = ("none", "isolate")
-NUMBERED_SUFFIX = r"[1-9][0-9]*"
-STRING_SUFFIX = r"[a-zA-Z0-9_-]{1,64}"
+NUMBERED_SUFFIX = "[1-9][0-9]*"
+STRING_SUFFIX = "[a-zA-Z0-9_-]{1,64}"
 GROUP_PARAMETERS = ("resources", "required", "member_of", "in_tree")
-LIMIT = re.compile(r"[1-9][0-9]*\n?")  # upstream's pattern lets a final newline by
+LIMIT_PATTERN = "^[1-9][0-9]*$"
 
 
 @dataclass(frozen=True)
@@ -58,11 +62,14 @@ class RequestGroup:
 
 @dataclass(frozen=True)
 class CandidateRequest:
-    groups: tuple[RequestGroup, ...]
+    groups: tuple[RequestGroup, ...]  # by suffix
     group_policy: str | None
     same_subtree: tuple[tuple[str, ...], ...]
     root_traits: query.TraitFilter
     limit: int | None
+    # The suffixes in the order the query string first names each group: the order
+    # upstream looks at the groups in (placement.candidates.unknown_names).
+    query_order: tuple[str, ...] = ()
 
     def resource_class_names(self) -> set[str]:
         return {name for group in self.groups for name, _ in group.resources}
@@ -74,145 +81,115 @@ class CandidateRequest:
         return names
 
 
-def parse_candidate_request(args: Iterable[tuple[str, list[str]]], version) -> CandidateRequest:
-    """The query string (``request.args.lists()``) at microversion ``version``.
-
-    The checks run in upstream's order where its refusals carry a specific code:
-    the request-wide parameters, then the groups."""
-    params = _accepted_params(args, version)
-    group_policy = _parse_group_policy(params.get("group_policy"))
+def parse_candidate_request(pairs: Iterable[tuple[str, str]], version) -> CandidateRequest:
+    """The query string (every key and value, in order: ``query.pairs_in_order``) at
+    microversion ``version``."""
+    pairs = list(pairs)
+    params: dict[str, list[str]] = {}
+    for key, value in pairs:
+        params.setdefault(key, []).append(value)
+    _schema(version).validate(params)
     limit = _parse_limit(params.get("limit"))
+    group_policy = _parse_group_policy(params.get("group_policy"))
     root_traits = _parse_root_required(params.get("root_required"))
     same_subtree = _parse_same_subtree(params.get("same_subtree", []))
-    by_suffix: dict[str, dict[str, list[str]]] = {}
-    for key, values in params.items():
-        for name in GROUP_PARAMETERS:
-            if key.startswith(name):
-                by_suffix.setdefault(key[len(name):], {})[name] = values
-                break
-    groups = tuple(
-        _parse_group(suffix, group_params, version)
-        for suffix, group_params in sorted(by_suffix.items())
-    )
-    if not any(group.resources for group in groups):
-        raise errors.BadRequest(
-            "There must be at least one resources or resources[$S] parameter.",
-            code=errors.QUERYPARAM_MISSING_VALUE,
-        )
-    _refuse_orphans(groups, version)
-    _refuse_unknown_suffixes(same_subtree, groups)
-    _refuse_resourceless_groups_outside_same_subtree(groups, same_subtree)
-    _refuse_contradictions(groups)
-    if group_policy is None and sum(1 for group in groups if group.granular) > 1:
+    groups = _parse_groups(pairs, params, version)
+    if version >= (1, 36):
+        _refuse_resourceless_groups(groups, same_subtree)
+    else:
+        _refuse_orphans(groups)
+    if version >= (1, 22):
+        _refuse_contradictions(groups)
+    if group_policy is None and sum(1 for suffix in groups if suffix != UNSUFFIXED) > 1:
         raise errors.BadRequest(
             'The "group_policy" parameter is required when specifying more than one '
             '"resources{N}" parameter.',
             code=errors.QUERYPARAM_MISSING_VALUE,
         )
     return CandidateRequest(
-        groups=groups,
+        groups=tuple(groups[suffix] for suffix in sorted(groups)),
         group_policy=group_policy,
         same_subtree=same_subtree,
         root_traits=root_traits,
         limit=limit,
+        query_order=tuple(groups),
     )
 
 
-def _accepted_params(args: Iterable[tuple[str, list[str]]], version) -> dict[str, list[str]]:
-    pattern, single = _grammar(version)
-    params: dict[str, list[str]] = {}
-    for key, values in args:
-        if not pattern.fullmatch(key):
-            raise query.bad_value(
-                f"Invalid query string parameters: '{key}' is not an accepted parameter "
-                "at this microversion."
-            )
-        if len(values) > 1 and single.fullmatch(key):
-            raise query.duplicate_key(key)
-        params[key] = values
-    return params
-
-
-def _grammar(version) -> tuple[re.Pattern, re.Pattern]:
-    """The accepted keys, and the keys that may not repeat, at ``version``."""
+def _schema(version) -> query.QuerySchema:
+    """Upstream's JSON Schema of the query string at ``version``: the group parameters
+    are plain properties (``resources`` required) before 1.25, keys with a suffix
+    after."""
     group_names = ["resources"]
-    plain = []
+    checks: dict[str, tuple[query.Check, ...]] = {}
     if version >= (1, 16):
-        plain.append("limit")
+        checks["limit"] = (query.pattern(LIMIT_PATTERN),)
     if version >= (1, 17):
         group_names.append("required")
     if version >= (1, 21):
         group_names.append("member_of")
-    if version >= (1, 25):
-        plain.append("group_policy")
+    if version < (1, 25):
+        checks.update((name, ()) for name in group_names)
+        return query.QuerySchema(
+            checks=checks, required=("resources",), unknown_key_code=errors.QUERYPARAM_BAD_VALUE
+        )
+    checks["group_policy"] = (query.one_of(*GROUP_POLICIES),)
     if version >= (1, 31):
         group_names.append("in_tree")
     if version >= (1, 35):
-        plain.append("root_required")
+        checks["root_required"] = ()
     if version >= (1, 36):
-        plain.append("same_subtree")
-    if version >= (1, 33):
-        suffix = f"(?:{STRING_SUFFIX})?"
-    elif version >= (1, 25):
-        suffix = f"(?:{NUMBERED_SUFFIX})?"
-    else:
-        suffix = ""
-    accepted = re.compile(
-        f"(?:{'|'.join(group_names)}){suffix}" + "".join(f"|{name}" for name in plain)
+        checks["same_subtree"] = ()
+    suffix = STRING_SUFFIX if version >= (1, 33) else NUMBERED_SUFFIX
+    return query.QuerySchema(
+        checks=checks,
+        patterns=tuple(f"^{name}({suffix})?$" for name in group_names),
+        unknown_key_code=errors.QUERYPARAM_BAD_VALUE,
     )
-    single = ["root_required"]
-    if version < (1, 24):
-        single.append("member_of")
-    return accepted, re.compile("|".join(single))
 
 
-def _parse_group(suffix: str, params: dict[str, list[str]], version) -> RequestGroup:
-    resources: tuple[tuple[str, int], ...] = ()
-    for text in params.get("resources", ()):  # each is validated, the last counts
-        resources = tuple(query.parse_resources(text, param=f"resources{suffix}").items())
-    traits = (
-        query.parse_required(
-            params["required"] if version >= (1, 39) else params["required"][-1:],
-            allow_forbidden=version >= (1, 22),
-            allow_any_of=version >= (1, 39),
-            param=f"required{suffix}",
+def _parse_limit(values: list[str] | None) -> int | None:
+    """The first value (the schema checked the last); 0 or less is no limit."""
+    if not values:
+        return None
+    try:
+        limit = int(values[0])
+    except ValueError:  # upstream: 500
+        raise query.bad_value(
+            f"{query.INVALID_QUERY}limit must be an integer, got {values[0]!r}."
+        ) from None
+    return limit if limit > 0 else None
+
+
+def _parse_group_policy(values: list[str] | None) -> str | None:
+    """The first value (the schema checked the last): ``isolate``, ``none`` (any other
+    non-empty text), or None (not given, or empty)."""
+    if not values or not values[0]:
+        return None
+    return "isolate" if values[0] == "isolate" else "none"
+
+
+def _parse_root_required(values: list[str] | None) -> query.TraitFilter:
+    if not values:
+        return query.TraitFilter()
+    if len(values) > 1:
+        raise query.duplicate_key("root_required")
+    if values[0].startswith(query.ANY_OF_PREFIX):
+        raise query.bad_value(
+            f"{query.INVALID_QUERY}The format 'in:{query.TRAITS_FORM}' only supported "
+            f"since microversion 1.39. Got: {values[0]} (root_required does not take "
+            "the in: prefix at any microversion)"
         )
-        if "required" in params
-        else query.TraitFilter()
+    traits = query.parse_required(
+        values, allow_forbidden=True, allow_any_of=False, param="root_required"
     )
-    aggregates = (
-        query.parse_member_of(
-            params["member_of"], allow_forbidden=version >= (1, 32), param=f"member_of{suffix}"
+    conflicting = [name for any_of in query.contradictions(traits) for name in any_of]
+    if conflicting:
+        raise query.bad_value(
+            f"Conflicting required and forbidden traits found in root_required: "
+            f"{', '.join(sorted(conflicting))}"
         )
-        if "member_of" in params
-        else query.AggregateFilter()
-    )
-    in_tree = None
-    for text in params.get("in_tree", ()):  # each is validated, the last counts
-        in_tree = query.parse_uuid(text.strip())
-        if in_tree is None:
-            raise query.bad_value(
-                f"Invalid query string parameters: 'in_tree{suffix}' must be a valid "
-                f"UUID, got {text!r}."
-            )
-    return RequestGroup(suffix, resources, traits, aggregates, in_tree)
-
-
-def _refuse_orphans(groups: tuple[RequestGroup, ...], version) -> None:
-    """Groups without resources: never the unsuffixed one, granular ones from 1.36."""
-    for group in groups:
-        if group.resources:
-            continue
-        if not group.granular:
-            raise query.bad_value(
-                "The unsuffixed request group has no resources: required, member_of "
-                "and in_tree must come with a 'resources' parameter."
-            )
-        if version < (1, 36):
-            raise query.bad_value(
-                f"All traits parameters must be associated with resources. Found an "
-                f"orphaned request group: '{group.suffix}' has no resources{group.suffix}."
-            )
+    return traits
 
 
 def _parse_same_subtree(values: list[str]) -> tuple[tuple[str, ...], ...]:
@@ -227,94 +204,114 @@ def _parse_same_subtree(values: list[str]) -> tuple[tuple[str, ...], ...]:
     return tuple(parsed)
 
 
-def _refuse_unknown_suffixes(
-    same_subtree: tuple[tuple[str, ...], ...], groups: tuple[RequestGroup, ...]
-) -> None:
-    known = {group.suffix for group in groups}
-    for suffixes in same_subtree:
-        unknown = [s for s in suffixes if s not in known]
-        if unknown:
-            raise query.bad_value(
-                f"Real suffixes should be specified in `same_subtree`: "
-                f"{', '.join(unknown)} not found among the request groups "
-                f"{', '.join(sorted(s for s in known if s)) or '(none)'}."
+@dataclass
+class _GroupParts:
+    resources: tuple[tuple[str, int], ...] = ()
+    traits: query.TraitFilter | None = None
+    aggregates: query.AggregateFilter | None = None
+    in_tree: str | None = None
+
+
+def _parse_groups(
+    pairs: list[tuple[str, str]], params: dict[str, list[str]], version
+) -> dict[str, RequestGroup]:
+    """The groups, by suffix in query order, each parameter parsed where the query
+    string first gives it (``required$S`` and ``member_of$S`` with all their values)."""
+    parts: dict[str, _GroupParts] = {}
+    for key, value in pairs:
+        name = next((n for n in GROUP_PARAMETERS if key.startswith(n)), None)
+        if name is None:
+            continue
+        group = parts.setdefault(key[len(name):], _GroupParts())
+        if name == "resources":
+            group.resources = tuple(query.parse_resources(value, param=key).items())
+        elif name == "in_tree":
+            group.in_tree = query.parse_in_tree(value, param=key)
+        elif name == "required" and group.traits is None:
+            group.traits = query.parse_required(
+                params[key] if version >= (1, 39) else params[key][-1:],
+                allow_forbidden=version >= (1, 22),
+                allow_any_of=version >= (1, 39),
+                param=key,
             )
+        elif name == "member_of" and group.aggregates is None:
+            group.aggregates = query.parse_member_of(
+                params[key],
+                allow_repeats=version >= (1, 24),
+                allow_forbidden=version >= (1, 32),
+                param=key,
+            )
+    return {
+        suffix: RequestGroup(
+            suffix,
+            group.resources,
+            group.traits or query.TraitFilter(),
+            group.aggregates or query.AggregateFilter(),
+            group.in_tree,
+        )
+        for suffix, group in parts.items()
+    }
 
 
-def _refuse_resourceless_groups_outside_same_subtree(groups, same_subtree) -> None:
-    tied = {suffix for suffixes in same_subtree for suffix in suffixes}
-    loose = [g.suffix for g in groups if not g.resources and g.suffix not in tied]
-    if loose:
+def _refuse_orphans(groups: dict[str, RequestGroup]) -> None:
+    """Before 1.36 every group has resources (and there is a group)."""
+    orphans = [f"required{s}" for s, g in groups.items() if g.traits.required and not g.resources]
+    if orphans:
         raise query.bad_value(
-            f"Resourceless suffixed group request should be specified in `same_subtree` "
-            f"query param: bad group(s) - {', '.join(loose)}."
+            "All traits parameters must be associated with resources.  Found the "
+            f"following orphaned traits keys: {', '.join(orphans)}"
+        )
+    orphans = [f"member_of{s}" for s, g in groups.items() if g.aggregates and not g.resources]
+    if orphans:
+        raise query.bad_value(
+            "All member_of parameters must be associated with resources. Found the "
+            f"following orphaned member_of keys: {', '.join(orphans)}"
+        )
+    if not all(group.resources for group in groups.values()):
+        raise query.bad_value("All request groups must specify resources.")
+    if not groups:
+        raise errors.BadRequest(
+            "At least one request group (`resources` or `resources{$S}`) is required.",
+            code=errors.QUERYPARAM_MISSING_VALUE,
         )
 
 
-def _refuse_contradictions(groups: tuple[RequestGroup, ...]) -> None:
+def _refuse_resourceless_groups(
+    groups: dict[str, RequestGroup], same_subtree: tuple[tuple[str, ...], ...]
+) -> None:
+    """From 1.36 a group without resources is one that ``same_subtree`` ties to others;
+    some group has resources; ``same_subtree`` names only groups that exist."""
+    resourceless = [suffix for suffix, group in groups.items() if not group.resources]
+    if len(resourceless) == len(groups):
+        raise errors.BadRequest(
+            "There must be at least one resources or resources[$S] parameter.",
+            code=errors.QUERYPARAM_MISSING_VALUE,
+        )
+    tied = {suffix for suffixes in same_subtree for suffix in suffixes}
+    loose = [suffix for suffix in resourceless if suffix not in tied]
+    if loose:
+        raise query.bad_value(
+            "Resourceless suffixed group request should be specified in `same_subtree` "
+            f"query param: bad group(s) - {loose!r}."
+        )
+    unknown = sorted(suffix for suffix in tied if suffix not in groups)
+    if unknown:
+        raise query.bad_value(
+            f"Real suffixes should be specified in `same_subtree`: {unknown!r} not found "
+            f"in {list(groups)!r}."
+        )
+
+
+def _refuse_contradictions(groups: dict[str, RequestGroup]) -> None:
     """A group whose required traits (or every trait of an any-of set) are forbidden:
     upstream refuses it here (GET /resource_providers answers it, with nothing)."""
     conflicting = [
-        f"required{group.suffix}: ({', '.join(sorted(any_of))})"
-        for group in groups
+        f"required{suffix}: ({', '.join(sorted(any_of))})"
+        for suffix, group in groups.items()
         for any_of in query.contradictions(group.traits)
     ]
     if conflicting:
         raise query.bad_value(
             f"Conflicting required and forbidden traits found in the following traits "
-            f"keys: {', '.join(sorted(conflicting))}."
+            f"keys: {', '.join(sorted(conflicting))}"
         )
-
-
-def _parse_root_required(values: list[str] | None) -> query.TraitFilter:
-    if not values:
-        return query.TraitFilter()
-    if values[0].startswith(query.ANY_OF_PREFIX):
-        raise query.bad_value(
-            f"Invalid query string parameters: root_required does not support the in: "
-            f"prefix. Got: {values[0]}."
-        )
-    traits = query.parse_required(
-        values, allow_forbidden=True, allow_any_of=False, param="root_required"
-    )
-    conflicting = [name for any_of in query.contradictions(traits) for name in any_of]
-    if conflicting:
-        raise query.bad_value(
-            f"Conflicting required and forbidden traits found in root_required: "
-            f"{', '.join(sorted(conflicting))}."
-        )
-    return traits
-
-
-def _parse_group_policy(values: list[str] | None) -> str | None:
-    """The first value, after the last passed the check: ``isolate``, ``none`` (any
-    other non-empty text), or None (not given, or empty)."""
-    if not values:
-        return None
-    if values[-1] not in GROUP_POLICIES:
-        raise query.bad_value(
-            f"Invalid query string parameters: group_policy must be one of "
-            f"{', '.join(GROUP_POLICIES)}, got {values[-1]!r}."
-        )
-    if not values[0]:
-        return None
-    return "isolate" if values[0] == "isolate" else "none"
-
-
-def _parse_limit(values: list[str] | None) -> int | None:
-    """The first value, after the last passed the check; 0 or less is no limit."""
-    if not values:
-        return None
-    if not LIMIT.fullmatch(values[-1]):
-        raise query.bad_value(
-            f"Invalid query string parameters: limit must be a positive integer, "
-            f"got {values[-1]!r}."
-        )
-    try:
-        limit = int(values[0])
-    except ValueError:  # upstream: 500
-        raise query.bad_value(
-            f"Invalid query string parameters: limit must be a positive integer, "
-            f"got {values[0]!r}."
-        ) from None
-    return limit if limit > 0 else None

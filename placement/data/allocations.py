@@ -275,8 +275,9 @@ def check_allocations_fit(
         if key not in inventory:
             class_name, provider_uuid = _label(conn, key)
             raise errors.Conflict(
-                f"Unable to allocate inventory: resource provider '{provider_uuid}' has no "
-                f"inventory of class '{class_name}'.",
+                f"Unable to allocate inventory: Inventory for '{class_name}' on resource "
+                f"provider '{provider_uuid}' invalid. The provider has no inventory of "
+                f"class {class_name}.",
                 code=missing_inventory_code,
             )
     for row in new_rows:
@@ -286,10 +287,11 @@ def check_allocations_fit(
         if used < record.min_unit or used > record.max_unit or used % record.step_size:
             class_name, provider_uuid = _label(conn, key)
             raise errors.Conflict(
-                f"Unable to allocate inventory: the amount {used} of '{class_name}' on "
-                f"resource provider '{provider_uuid}' violates inventory constraints "
-                f"(min_unit {record.min_unit}, max_unit {record.max_unit}, step_size "
-                f"{record.step_size})."
+                f"Unable to allocate inventory: Unable to create allocation for "
+                f"'{class_name}' on resource provider '{provider_uuid}'. The requested "
+                f"amount would violate inventory constraints. The amount {used} must "
+                f"be from min_unit {record.min_unit} to max_unit {record.max_unit} in "
+                f"steps of step_size {record.step_size}."
             )
     for key in pairs:
         record = inventory[key]
@@ -297,9 +299,10 @@ def check_allocations_fit(
         if usage.get(key, 0) > capacity:
             class_name, provider_uuid = _label(conn, key)
             raise errors.Conflict(
-                f"Unable to allocate inventory: unable to create allocation for "
+                f"Unable to allocate inventory: Unable to create allocation for "
                 f"'{class_name}' on resource provider '{provider_uuid}'. The requested "
-                f"amount would exceed the capacity ({usage[key]} > {capacity:g})."
+                f"amount would exceed the capacity. Usage would be {usage[key]}, the "
+                f"capacity is {capacity:g}."
             )
 
 

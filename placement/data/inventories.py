@@ -157,10 +157,11 @@ def delete_inventory(
 ) -> int:
     current = get_inventories(conn, provider)
     if class_name not in current:
-        raise errors.NotFound(
-            f"No inventory of class {class_name} found for resource provider "
-            f"{provider.uuid}."
-        )
+        if names.get_name(conn, resource_classes, class_name) is None:
+            reason = f"No such resource class {class_name}."
+        else:
+            reason = f"resource provider {provider.uuid} has no inventory of class {class_name}."
+        raise errors.NotFound(f"No inventory of class {class_name} found for delete: {reason}")
     remaining = {name: inv for name, inv in current.items() if name != class_name}
     return replace_inventories(
         conn, provider, remaining, provider.generation if generation is None else generation

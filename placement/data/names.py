@@ -93,12 +93,6 @@ def ids_by_name(conn: Connection, table: Table, names) -> dict[str, int]:
     return {name: id_ for name, id_ in rows}
 
 
-def _existing_ids(conn: Connection, table: Table, names, unknown_label: str) -> dict[str, int]:
-    found = ids_by_name(conn, table, names)
-    refuse_unknown(names, found, unknown_label)
-    return found
-
-
 def refuse_unknown(names, found: dict[str, int], unknown_label: str) -> None:
     """400 naming every one of ``names`` missing from ``found``."""
     unknown = sorted(set(names) - set(found))
@@ -106,14 +100,43 @@ def refuse_unknown(names, found: dict[str, int], unknown_label: str) -> None:
         raise errors.BadRequest(f"{unknown_label}: {', '.join(unknown)}.")
 
 
+class UnknownResourceClass(errors.BadRequest):
+    """Classes named that do not exist. Each endpoint words this its own way in
+    upstream; ``no_such`` is the sentence they share."""
+
+    def __init__(self, unknown: list[str]) -> None:
+        super().__init__(f"Unknown resource class(es): {', '.join(unknown)}.")
+        self.unknown = unknown
+        self.no_such = f"No such resource class {', '.join(unknown)}."
+
+
 def resource_class_ids(conn: Connection, names) -> dict[str, int]:
-    """Ids of the named classes; 400 naming any that does not exist."""
-    return _existing_ids(conn, resource_classes, names, "Unknown resource class(es)")
+    """Ids of the named classes; UnknownResourceClass (400) naming any that does not
+    exist."""
+    names = set(names)
+    found = ids_by_name(conn, resource_classes, names)
+    unknown = sorted(names - set(found))
+    if unknown:
+        raise UnknownResourceClass(unknown)
+    return found
+
+
+class UnknownTrait(errors.BadRequest):
+    """Traits named that do not exist; ``unknown`` names them."""
+
+    def __init__(self, unknown: list[str]) -> None:
+        super().__init__(f"No such trait(s): {', '.join(unknown)}.")
+        self.unknown = unknown
 
 
 def trait_ids(conn: Connection, names) -> dict[str, int]:
-    """Ids of the named traits; 400 naming any that does not exist."""
-    return _existing_ids(conn, traits, names, "No such trait(s)")
+    """Ids of the named traits; UnknownTrait (400) naming any that does not exist."""
+    names = set(names)
+    found = ids_by_name(conn, traits, names)
+    unknown = sorted(names - set(found))
+    if unknown:
+        raise UnknownTrait(unknown)
+    return found
 
 
 def rename_resource_class(conn: Connection, old: str, new: str) -> None:
@@ -124,7 +147,7 @@ def rename_resource_class(conn: Connection, old: str, new: str) -> None:
         return
     if get_name(conn, resource_classes, new) is not None:
         raise errors.Conflict(
-            f"Resource class with name {new} already exists.", code=errors.DUPLICATE_NAME
+            f"Resource class already exists: {new}", code=errors.DUPLICATE_NAME
         )
     conn.execute(
         update(resource_classes)
@@ -144,9 +167,10 @@ def delete_resource_class(conn: Connection, name: str) -> None:
         )
     )
     if in_use:
+        # Upstream's words, "in inventory" also when only allocations use it.
         raise errors.Conflict(
-            f"Unable to delete resource class {name}: it is in use by inventory or "
-            "allocations."
+            f"Error in delete resource class: Cannot delete resource class {name}. "
+            "Class is in use in inventory."
         )
     conn.execute(delete(resource_classes).where(resource_classes.c.id == row.id))
 
@@ -154,10 +178,8 @@ def delete_resource_class(conn: Connection, name: str) -> None:
 def delete_trait(conn: Connection, name: str) -> None:
     row = get_name(conn, traits, name)
     if row is None:
-        raise errors.NotFound(f"No such trait {name}.")
+        raise errors.NotFound(f"No such trait(s): {name}.")
     in_use = conn.scalar(select(exists().where(resource_provider_traits.c.trait_id == row.id)))
     if in_use:
-        raise errors.Conflict(
-            f"The trait {name} is in use by one or more resource providers."
-        )
+        raise errors.Conflict(f"The trait {name} is in use by a resource provider.")
     conn.execute(delete(traits).where(traits.c.id == row.id))

@@ -4,7 +4,7 @@ from sqlalchemy import Connection, delete, insert, select
 
 from placement.clock import utcnow
 from placement.data import names
-from placement.data.providers import Provider, bump_generation
+from placement.data.providers import Provider, bump_generation, check_generation
 from placement.db.tables import resource_provider_traits, traits
 
 
@@ -24,8 +24,20 @@ def get_provider_traits(conn: Connection, provider: Provider) -> list[str]:
 def set_provider_traits(
     conn: Connection, provider: Provider, wanted: list[str], generation: int | None
 ) -> int:
-    """Replace the provider's traits with ``wanted``; returns the new generation."""
+    """Replace the provider's traits with ``wanted``; returns the new generation. As
+    upstream, a write that changes nothing leaves the generation as it is."""
     trait_ids = names.trait_ids(conn, wanted)
+    current = set(
+        conn.scalars(
+            select(resource_provider_traits.c.trait_id).where(
+                resource_provider_traits.c.resource_provider_id == provider.id
+            )
+        )
+    )
+    if current == set(trait_ids.values()):
+        if generation is not None:
+            check_generation(provider, generation)
+        return provider.generation
     new_generation = bump_generation(conn, provider, generation)
     conn.execute(
         delete(resource_provider_traits).where(

@@ -27,6 +27,13 @@ from placement.db.tables import (
 from placement.query import AggregateFilter, TraitFilter
 
 rp = resource_providers
+_NO_PARENT = "parent provider UUID does not exist."
+
+
+def _refused(what: str, action: str, reason: str) -> errors.BadRequest:
+    """A refused parent, in upstream's words (its ObjectActionError), which its suite
+    and clients match."""
+    return errors.BadRequest(f"{what}: Object action {action} failed because: {reason}")
 
 
 @dataclass(frozen=True)
@@ -177,14 +184,22 @@ def _in_any_aggregate(provider_id_column, aggregate_uuids):
 def create_provider(
     conn: Connection, uuid: str, name: str, parent_uuid: str | None
 ) -> Provider:
-    _refuse_duplicate(conn, uuid=uuid, name=name)
+    """Create a provider, under ``parent_uuid`` if given. As upstream, the parent is
+    checked before the name and uuid are (400, then 409)."""
     parent = None
     if parent_uuid is not None:
+        what = f'Unable to create resource provider "{name}", {uuid}'
+        if parent_uuid == uuid:
+            raise _refused(
+                what,
+                "create",
+                "parent provider UUID cannot be same as UUID. Please set parent provider "
+                "UUID to None if there is no parent.",
+            )
         parent = get_provider(conn, parent_uuid)
         if parent is None:
-            raise errors.BadRequest(
-                f"The parent provider with UUID {parent_uuid} does not exist."
-            )
+            raise _refused(what, "create", _NO_PARENT)
+    _refuse_duplicate(conn, uuid=uuid, name=name)
     inserted = insert_ignoring_conflicts(
         conn,
         rp,
@@ -243,22 +258,25 @@ def set_parent(
 ) -> None:
     """Attach ``provider`` (and its subtree) under ``parent_uuid``, or make it a root.
 
-    Before 1.37 (``allow_reparent`` False) only a root may gain a parent.
+    Before 1.37 (``allow_reparent`` False) only a root may gain a parent. Checked in
+    upstream's order and words: the new parent exists, the provider may move, no loop.
     """
     if parent_uuid == provider.parent_provider_uuid:
         return
-    if not allow_reparent and provider.parent_provider_uuid is not None:
-        raise errors.BadRequest("Re-parenting a provider is not allowed before 1.37.")
+    what = f"Unable to save resource provider {provider.uuid}"
     if parent_uuid is None:
+        if not allow_reparent:
+            raise _refused(what, "update", "un-parenting a provider is not currently allowed.")
         new_parent_id, new_root_id = None, provider.id
     else:
         parent = get_provider(conn, parent_uuid)
         if parent is None:
-            raise errors.BadRequest(
-                f"The parent provider with UUID {parent_uuid} does not exist."
-            )
+            # Upstream's words name the action "create" here too.
+            raise _refused(what, "create", _NO_PARENT)
+        if provider.parent_provider_uuid is not None and not allow_reparent:
+            raise _refused(what, "update", "re-parenting a provider is not currently allowed.")
         if parent.id == provider.id or provider.id in _ancestor_ids(conn, parent):
-            raise errors.BadRequest("Creating a loop in the provider tree is not allowed.")
+            raise _refused(what, "update", "creating loop in the provider tree is not allowed.")
         new_parent_id, new_root_id = parent.id, parent.root_provider_id
     subtree = _subtree_ids(conn, provider)
     conn.execute(

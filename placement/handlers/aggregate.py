@@ -11,10 +11,9 @@ from placement.http import (
     load_body,
     min_version,
     modified_at,
-    read_json,
-    validate,
+    requires_json,
 )
-from placement.schemas.aggregate import AggregateList, ProviderAggregates
+from placement.schemas.aggregate import ProviderAggregates, aggregate_uuids
 
 
 def _body(ctx: RequestContext, generation: int, uuids: list[str]) -> dict:
@@ -33,22 +32,21 @@ def show_aggregates(ctx: RequestContext, uuid: str) -> flask.Response:
     )
 
 
+@requires_json  # before the version, as upstream
 @min_version(1, 1)
 def set_aggregates(ctx: RequestContext, uuid: str) -> flask.Response:
     provider = lookup_provider(ctx, uuid)
     if ctx.at_least(1, 19):
         data = load_body(ctx, ProviderAggregates())
         wanted, expected = data["aggregates"], data["resource_provider_generation"]
+        if expected != provider.generation:
+            raise errors.ConcurrentUpdate(
+                "Resource provider's generation already changed. Please update the "
+                "generation and try again."
+            )
     else:
         # Before 1.19 the body is a bare list of aggregate uuids.
-        raw = read_json(ctx)
-        if not isinstance(raw, list):
-            raise errors.BadRequest(
-                "JSON does not validate: before microversion 1.19 the body must be a list "
-                "of aggregate uuids."
-            )
-        wanted = validate(AggregateList(), {"aggregates": raw})["aggregates"]
-        expected = None
+        wanted, expected = load_body(ctx, aggregate_uuids()), None
     generation = aggregates.set_provider_aggregates(ctx.conn, provider, wanted, expected)
     # As upstream: the answer echoes the request's list.
     return json_response(ctx, _body(ctx, generation, wanted))

@@ -6,6 +6,7 @@ from placement import errors, query
 from placement.context import RequestContext
 from placement.data import allocations as allocation_data
 from placement.data import consumers as consumer_data
+from placement.data import names
 from placement.handlers.resource_provider import lookup_provider
 from placement.http import (
     json_response,
@@ -13,8 +14,7 @@ from placement.http import (
     load_body,
     min_version,
     no_content,
-    read_json,
-    validate,
+    requires_json,
 )
 from placement.schemas import allocation as schemas
 
@@ -78,28 +78,28 @@ def show_allocations(ctx: RequestContext, consumer_uuid: str) -> flask.Response:
     )
 
 
+@requires_json
 def put_allocations(ctx: RequestContext, consumer_uuid: str) -> flask.Response:
     uuid = _consumer_uuid_or_400(consumer_uuid)
     data = load_body(ctx, schemas.put_schema(ctx.version))
-    allocation_data.write_allocations(ctx.conn, [consumer_write(ctx, uuid, data)])
+    try:
+        allocation_data.write_allocations(ctx.conn, [consumer_write(ctx, uuid, data)])
+    except names.UnknownResourceClass as exc:
+        raise errors.BadRequest(
+            f"Unable to allocate inventory for consumer {uuid}: {exc.no_such}"
+        ) from exc
     return no_content()
 
 
 @min_version(1, 13)
+@requires_json
 def post_allocations(ctx: RequestContext) -> flask.Response:
-    body = read_json(ctx)
-    if not isinstance(body, dict) or not body:
-        raise errors.BadRequest(
-            "JSON does not validate: the body must be a non-empty object keyed by consumer uuid."
-        )
-    writes = []
-    for key, entry in body.items():
-        uuid = query.normalize_uuid(key)
-        if uuid is None:
-            raise errors.BadRequest(f"JSON does not validate: {key!r} is not a consumer uuid.")
-        data = validate(schemas.consumer_schema(ctx.version), entry)
-        writes.append(consumer_write(ctx, uuid, data))
-    allocation_data.write_allocations(ctx.conn, writes)
+    body = load_body(ctx, schemas.post_schema(ctx.version))
+    writes = [consumer_write(ctx, uuid, data) for uuid, data in body.items()]
+    try:
+        allocation_data.write_allocations(ctx.conn, writes)
+    except names.UnknownResourceClass as exc:
+        raise errors.BadRequest(f"Unable to allocate inventory: {exc.no_such}") from exc
     return no_content()
 
 

@@ -7,6 +7,7 @@ from placement.candidates import response, search
 from placement.candidates.answers import KeptAnswers
 from placement.candidates.plan import SearchPlan, build_plan
 from placement.candidates.request import parse_candidate_request
+from placement.candidates.unknown_names import refuse_unknown_names
 from placement.candidates.world import world_of
 from placement.collector import collector_paused
 from placement.context import RequestContext
@@ -24,12 +25,14 @@ def list_allocation_candidates(ctx: RequestContext) -> flask.Response:
 
 def _list_allocation_candidates(ctx: RequestContext) -> flask.Response:
     query.require_utf8(ctx.request.query_string)
-    request = parse_candidate_request(ctx.request.args.lists(), ctx.version)
+    pairs = query.pairs_in_order(ctx.request.query_string)
+    request = parse_candidate_request(pairs, ctx.version)
     world = world_of(ctx.conn)
     with world.lock:  # this worker's copy: brought up to date, then read
         world.refresh(ctx.conn)
         plan = build_plan(ctx.conn, world, request, nested_aware=ctx.at_least(1, 29))
         if plan is None:
+            refuse_unknown_names(ctx.conn, world, request)
             return json_response(ctx, EMPTY)
         randomize = ctx.config.randomize_allocation_candidates
         budget = ctx.config.allocation_candidates_cache_mib * MIB

@@ -6,10 +6,17 @@ import flask
 
 from placement import errors
 from placement.context import RequestContext
-from placement.data import inventories
+from placement.data import inventories, names
 from placement.data.providers import Provider, check_generation
 from placement.handlers.resource_provider import lookup_provider, provider_url
-from placement.http import absolute_url, json_response, latest, load_body, no_content
+from placement.http import (
+    absolute_url,
+    json_response,
+    latest,
+    load_body,
+    no_content,
+    requires_json,
+)
 from placement.schemas import inventory as schemas
 
 
@@ -23,22 +30,25 @@ def inventory_from_fields(class_name: str, data: dict) -> inventories.Inventory:
     return inventories.Inventory(resource_class=class_name, **values)
 
 
-def build_inventory(ctx: RequestContext, provider: Provider, class_name: str, data: dict):
+def build_inventory(
+    ctx: RequestContext, provider: Provider, class_name: str, data: dict, action: str = "update"
+):
     """An Inventory from validated fields, defaults filled, its capacity checked.
 
     As upstream: the capacity ``int((total - reserved) * allocation_ratio)`` must be
     positive before 1.26 and may be zero from 1.26 on (everything reserved);
-    ``min_unit`` above ``max_unit`` is stored as given.
+    ``min_unit`` above ``max_unit`` is stored as given. The refusal says ``action``
+    ("create" or "update") as upstream's does.
     """
     inventory = inventory_from_fields(class_name, data)
     capacity = int((inventory.total - inventory.reserved) * inventory.allocation_ratio)
     if capacity < 0 or (capacity == 0 and not ctx.at_least(1, 26)):
-        relation = "" if ctx.at_least(1, 26) else " or equal to"
+        relation, bound = ("", "negative") if ctx.at_least(1, 26) else (" or equal to", "zero")
         raise errors.BadRequest(
-            f"Unable to update inventory for resource provider {provider.uuid}: "
+            f"Unable to {action} inventory for resource provider {provider.uuid}: "
             f"Invalid inventory for '{class_name}' on resource provider "
-            f"'{provider.uuid}'. The reserved value is greater than{relation} total "
-            f"(or the allocation ratio leaves no capacity)."
+            f"'{provider.uuid}'. The reserved value is greater than{relation} total. "
+            f"The capacity, (total - reserved) * allocation_ratio, must not be {bound}."
         )
     return inventory
 
@@ -68,6 +78,7 @@ def list_inventories(ctx: RequestContext, uuid: str) -> flask.Response:
     )
 
 
+@requires_json
 def replace_inventories(ctx: RequestContext, uuid: str) -> flask.Response:
     provider = lookup_provider(ctx, uuid)
     data = load_body(ctx, schemas.ReplaceInventories())
@@ -76,20 +87,33 @@ def replace_inventories(ctx: RequestContext, uuid: str) -> flask.Response:
         name: build_inventory(ctx, provider, name, fields)
         for name, fields in data["inventories"].items()
     }
-    generation = inventories.replace_inventories(
-        ctx.conn, provider, wanted, data["resource_provider_generation"]
-    )
+    try:
+        generation = inventories.replace_inventories(
+            ctx.conn, provider, wanted, data["resource_provider_generation"]
+        )
+    except names.UnknownResourceClass as exc:
+        raise errors.BadRequest(
+            f"Unknown resource class in inventory for resource provider {provider.uuid}: "
+            f"{exc.no_such}"
+        ) from exc
     current = inventories.get_inventories(ctx.conn, provider)
     return json_response(
         ctx, _inventories_body(generation, current), last_modified=_modified(current.values())
     )
 
 
+@requires_json
 def create_inventory(ctx: RequestContext, uuid: str) -> flask.Response:
     provider = lookup_provider(ctx, uuid)
     data = load_body(ctx, schemas.CreateInventory())
-    inventory = build_inventory(ctx, provider, data["resource_class"], data)
-    generation = inventories.add_inventory(ctx.conn, provider, inventory)
+    inventory = build_inventory(ctx, provider, data["resource_class"], data, action="create")
+    try:
+        generation = inventories.add_inventory(ctx.conn, provider, inventory)
+    except names.UnknownResourceClass as exc:
+        raise errors.BadRequest(
+            f"Unable to create inventory for resource provider {provider.uuid}: "
+            f"{exc.no_such}"
+        ) from exc
     return json_response(
         ctx,
         _inventory_body(generation, inventory),
@@ -104,7 +128,7 @@ def delete_inventories(ctx: RequestContext, uuid: str) -> flask.Response:
     if not ctx.at_least(1, 5):
         raise errors.MethodNotAllowed(
             "DELETE of all inventories needs microversion 1.5 or later.",
-            headers={"Allow": "GET, HEAD, POST, PUT"},
+            headers={"Allow": "GET, POST, PUT"},
         )
     provider = lookup_provider(ctx, uuid)
     inventories.replace_inventories(ctx.conn, provider, {}, provider.generation)
@@ -114,10 +138,7 @@ def delete_inventories(ctx: RequestContext, uuid: str) -> flask.Response:
 def _require_inventory(ctx, provider, resource_class) -> inventories.Inventory:
     current = inventories.get_inventories(ctx.conn, provider)
     if resource_class not in current:
-        raise errors.NotFound(
-            f"No inventory of class {resource_class} found for resource provider "
-            f"{provider.uuid}."
-        )
+        raise errors.NotFound(f"No inventory of class {resource_class} for {provider.uuid}.")
     return current[resource_class]
 
 
@@ -131,14 +152,19 @@ def show_inventory(ctx: RequestContext, uuid: str, resource_class: str) -> flask
     )
 
 
+@requires_json
 def update_inventory(ctx: RequestContext, uuid: str, resource_class: str) -> flask.Response:
     provider = lookup_provider(ctx, uuid)
     data = load_body(ctx, schemas.UpdateInventory())
     check_generation(provider, data["resource_provider_generation"])
     inventory = build_inventory(ctx, provider, resource_class, data)
-    generation = inventories.update_inventory(
-        ctx.conn, provider, inventory, data["resource_provider_generation"]
-    )
+    try:
+        generation = inventories.update_inventory(
+            ctx.conn, provider, inventory, data["resource_provider_generation"]
+        )
+    except names.UnknownResourceClass as exc:
+        # Upstream answers a class in the URL that does not exist with 404.
+        raise errors.NotFound(exc.no_such) from exc
     return json_response(ctx, _inventory_body(generation, inventory))
 
 

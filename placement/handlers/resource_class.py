@@ -14,8 +14,9 @@ from placement.http import (
     min_version,
     modified_at,
     no_content,
+    requires_json,
+    validate,
 )
-from placement.schemas.fields import CUSTOM_NAME_PATTERN
 from placement.schemas.names import CreateResourceClass
 
 
@@ -34,9 +35,9 @@ def _require(ctx: RequestContext, name: str):
     return row
 
 
-def _refuse_standard(name: str, action: str) -> None:
+def _refuse_standard(name: str, action: str, prefix: str = "") -> None:
     if names.is_standard_resource_class(name):
-        raise errors.BadRequest(f"Cannot {action} standard resource class {name}.")
+        raise errors.BadRequest(f"{prefix}Cannot {action} standard resource class {name}.")
 
 
 @min_version(1, 2)
@@ -50,6 +51,7 @@ def list_resource_classes(ctx: RequestContext) -> flask.Response:
 
 
 @min_version(1, 2)
+@requires_json
 def create_resource_class(ctx: RequestContext) -> flask.Response:
     name = load_body(ctx, CreateResourceClass())["name"]
     if not names.create_name(ctx.conn, resource_classes, name):
@@ -78,12 +80,9 @@ def put_resource_class(ctx: RequestContext, name: str) -> flask.Response:
 
 
 def _ensure_resource_class(ctx: RequestContext, name: str) -> flask.Response:
-    """1.7+: create the custom class if missing (201), else nothing (204)."""
-    if not CUSTOM_NAME_PATTERN.match(name) or len(name) > 255:
-        raise errors.BadRequest(
-            f"The resource class name {name!r} is not valid: custom resource classes "
-            "must match ^CUSTOM_[A-Z0-9_]+$."
-        )
+    """1.7+: create the custom class if missing (201), else nothing (204). The name is
+    checked as a body's would be, as upstream does."""
+    validate(CreateResourceClass(), {"name": name})
     location = {"Location": absolute_url(ctx, _url(name))}
     if names.create_name(ctx.conn, resource_classes, name):
         return no_content(headers=location, status=201)
@@ -92,6 +91,6 @@ def _ensure_resource_class(ctx: RequestContext, name: str) -> flask.Response:
 
 @min_version(1, 2)
 def delete_resource_class(ctx: RequestContext, name: str) -> flask.Response:
-    _refuse_standard(name, "delete")
+    _refuse_standard(name, "delete", prefix="Error in delete resource class: ")
     names.delete_resource_class(ctx.conn, name)
     return no_content()

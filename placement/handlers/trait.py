@@ -3,6 +3,7 @@
 import flask
 
 from placement import errors, query
+from placement.clock import utcnow
 from placement.context import RequestContext
 from placement.data import names, provider_traits
 from placement.db.tables import traits
@@ -16,12 +17,15 @@ from placement.http import (
     min_version,
     modified_at,
     no_content,
+    requires_json,
 )
 from placement.schemas.fields import CUSTOM_NAME_PATTERN
 from placement.schemas.names import ProviderTraits
 
 IN_OPERATOR = "in"
 STARTSWITH_OPERATOR = "startswith"
+# Upstream's JSON Schema of GET /traits' query string.
+LIST_SCHEMA = query.QuerySchema(checks={"name": (), "associated": ()})
 
 
 def _name_filter(value: str) -> tuple[list[str] | None, str | None]:
@@ -45,7 +49,7 @@ def _associated_filter(value: str) -> bool:
     lowered = value.lower()
     if lowered not in ("true", "false"):
         raise query.bad_value(
-            f"The query parameter 'associated' only accepts 'true' or 'false', got {value!r}."
+            f'The query parameter "associated" only accepts "true" or "false", got {value!r}.'
         )
     return lowered == "true"
 
@@ -55,7 +59,8 @@ def list_traits(ctx: RequestContext) -> flask.Response:
     """``name`` and ``associated`` are read once, as upstream does: the last value
     given, the only one validated."""
     query.require_utf8(ctx.request.query_string)
-    params = query.accepted_params(ctx.request.args.lists(), {"name", "associated"})
+    params = query.params_of(ctx.request.args.lists())
+    LIST_SCHEMA.validate(params)
     name = query.last(params, "name")
     wanted, prefix = _name_filter(name) if name is not None else (None, None)
     associated_text = query.last(params, "associated")
@@ -74,7 +79,7 @@ def list_traits(ctx: RequestContext) -> flask.Response:
 def show_trait(ctx: RequestContext, name: str) -> flask.Response:
     row = names.get_name(ctx.conn, traits, name)
     if row is None:
-        raise errors.NotFound(f"No such trait {name}.")
+        raise errors.NotFound(f"No such trait(s): {name}.")
     if not ctx.at_least(1, 15):
         return no_content()
     return no_content(headers=cache_headers(modified_at(row)))
@@ -82,15 +87,20 @@ def show_trait(ctx: RequestContext, name: str) -> flask.Response:
 
 @min_version(1, 6)
 def put_trait(ctx: RequestContext, name: str) -> flask.Response:
+    """Create the custom trait if missing (201), else nothing (204); from 1.15 either
+    answer carries the trait's creation time as Last-Modified, as upstream's."""
     if not CUSTOM_NAME_PATTERN.match(name) or len(name) > 255:
         raise errors.BadRequest(
-            f"The trait name {name!r} is not valid: custom traits must match "
-            "^CUSTOM_[A-Z0-9_]+$."
+            "The trait is invalid. A valid trait must be no longer than 255 characters, "
+            'start with the prefix "CUSTOM_" and use following characters: "A"-"Z", '
+            f'"0"-"9" and "_" (got {name!r}).'
         )
-    location = {"Location": absolute_url(ctx, f"/traits/{name}")}
-    if names.create_name(ctx.conn, traits, name):
-        return no_content(headers=location, status=201)
-    return no_content(headers=location)
+    headers = {"Location": absolute_url(ctx, f"/traits/{name}")}
+    status = 201 if names.create_name(ctx.conn, traits, name) else 204
+    if ctx.at_least(1, 15):
+        row = names.get_name(ctx.conn, traits, name)
+        headers.update(cache_headers(row.created_at if row is not None else utcnow()))
+    return no_content(headers=headers, status=status)
 
 
 @min_version(1, 6)
@@ -117,12 +127,22 @@ def list_provider_traits(ctx: RequestContext, uuid: str) -> flask.Response:
 
 
 @min_version(1, 6)
+@requires_json
 def set_provider_traits(ctx: RequestContext, uuid: str) -> flask.Response:
-    provider = lookup_provider(ctx, uuid)
+    """Checked in upstream's order: the body, the provider, its generation, the traits."""
     data = load_body(ctx, ProviderTraits())
-    generation = provider_traits.set_provider_traits(
-        ctx.conn, provider, data["traits"], data["resource_provider_generation"]
-    )
+    provider = lookup_provider(ctx, uuid)
+    if data["resource_provider_generation"] != provider.generation:
+        raise errors.ConcurrentUpdate(
+            "Resource provider's generation already changed. Please update the generation "
+            "and try again."
+        )
+    try:
+        generation = provider_traits.set_provider_traits(
+            ctx.conn, provider, data["traits"], data["resource_provider_generation"]
+        )
+    except names.UnknownTrait as exc:
+        raise errors.BadRequest(f"No such trait {', '.join(exc.unknown)}") from exc
     trait_names = provider_traits.get_provider_traits(ctx.conn, provider)
     return json_response(ctx, _provider_traits_body(generation, trait_names))
 

@@ -1,10 +1,8 @@
 """/resource_providers/{uuid}/usages and /usages (from 1.9)."""
 
-import re
-
 import flask
 
-from placement import errors, query
+from placement import query
 from placement.context import RequestContext
 from placement.data import inventories, usages
 from placement.handlers.resource_provider import lookup_provider
@@ -20,10 +18,24 @@ def provider_usages(ctx: RequestContext, uuid: str) -> flask.Response:
     )
 
 
-# Upstream's pattern, as its validator reads it: a type name, "unknown", or anything
-# that starts with "all" ("all" itself is every type; another text is a type name).
-CONSUMER_TYPE_FILTER = re.compile(r"[A-Z0-9_]+$|all|unknown$")
+# Upstream's pattern for consumer_type, as its validator searches it: a type name,
+# "unknown", or anything that starts with "all" ("all" itself is every type; another
+# text is a type name).
+CONSUMER_TYPE_PATTERN = "^[A-Z0-9_]+$|^all|^unknown$"
 MAX_ID_LENGTH = 255
+
+
+def _usages_schema(ctx: RequestContext) -> query.QuerySchema:
+    """Upstream's JSON Schema of GET /usages' query string."""
+    checks: dict[str, tuple[query.Check, ...]] = {
+        "project_id": (query.length(1, MAX_ID_LENGTH),),
+        "user_id": (query.length(1, MAX_ID_LENGTH),),
+    }
+    if ctx.at_least(1, 38):
+        checks["consumer_type"] = (
+            query.pattern(CONSUMER_TYPE_PATTERN), query.length(1, MAX_ID_LENGTH)
+        )
+    return query.QuerySchema(checks=checks, required=("project_id",))
 
 
 @min_version(1, 9)
@@ -31,27 +43,12 @@ def project_usages(ctx: RequestContext) -> flask.Response:
     """Each parameter is read once, as upstream does: the last value given, the only
     one validated."""
     query.require_utf8(ctx.request.query_string)
-    allowed = {"project_id", "user_id"} | ({"consumer_type"} if ctx.at_least(1, 38) else set())
-    params = query.accepted_params(ctx.request.args.lists(), allowed)
-    project = query.last(params, "project_id")
-    if project is None:
-        raise errors.BadRequest(
-            "Invalid query string parameters: 'project_id' is a required property.",
-            code=errors.QUERYPARAM_MISSING_VALUE,
-        )
+    params = query.params_of(ctx.request.args.lists())
+    _usages_schema(ctx).validate(params)
+    project = params["project_id"][-1]  # required by the schema
     user = query.last(params, "user_id")
-    consumer_type = query.last(params, "consumer_type")
-    for name, value in (
-        ("project_id", project), ("user_id", user), ("consumer_type", consumer_type)
-    ):
-        if value is not None and not 1 <= len(value) <= MAX_ID_LENGTH:
-            raise query.bad_value(f"'{name}' must be 1 to {MAX_ID_LENGTH} characters long.")
-    if consumer_type is not None and not CONSUMER_TYPE_FILTER.match(consumer_type):
-        raise query.bad_value(
-            f"Invalid consumer_type {consumer_type!r}: expected a name matching "
-            "^[A-Z0-9_]+$, 'all' or 'unknown'."
-        )
     if ctx.at_least(1, 38):
+        consumer_type = query.last(params, "consumer_type")
         by_type = usages.project_usages_by_type(ctx.conn, project, user, consumer_type)
         return json_response(ctx, {"usages": by_type})
     return json_response(ctx, {"usages": usages.project_usages(ctx.conn, project, user)})

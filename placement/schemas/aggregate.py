@@ -1,25 +1,16 @@
 """Request bodies for PUT /resource_providers/{uuid}/aggregates."""
 
-from marshmallow import Schema, ValidationError, fields
+from marshmallow import Schema
 
-from placement.schemas.fields import StrictInteger, UuidString
-
-
-def _unique(uuids: list[str]) -> None:
-    if len(set(uuids)) != len(uuids):
-        raise ValidationError("aggregate uuids must be unique.")
+from placement.schemas.fields import StrictInteger, StrictList, UuidString
 
 
-def aggregate_uuids() -> fields.List:
-    return fields.List(UuidString(), required=True, validate=_unique)
+def aggregate_uuids(**kwargs) -> StrictList:
+    """Before 1.19 the whole body: a list of distinct aggregate uuids."""
+    return StrictList(UuidString(), unique=True, **kwargs)
 
 
-class AggregateList(Schema):
-    """Before 1.19 the body is a bare list; it is validated wrapped as {"aggregates": [...]}."""
-
-    aggregates = aggregate_uuids()
-
-
-class ProviderAggregates(AggregateList):
+class ProviderAggregates(Schema):
     # 1.19: the body is an object carrying the provider generation.
-    resource_provider_generation = StrictInteger(required=True)
+    aggregates = aggregate_uuids(required=True)
+    resource_provider_generation = StrictInteger(required=True, minimum=None, maximum=None)

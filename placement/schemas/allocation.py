@@ -1,30 +1,40 @@
 """Request bodies for PUT/POST /allocations and POST /reshaper, by microversion."""
 
-import re
-
-from marshmallow import Schema, fields, validate
+from marshmallow import Schema
 
 from placement.schemas.fields import (
     CLASS_NAME_PATTERN,
+    GROUP_KEY_PATTERN,
+    UUID_KEY_PATTERN,
+    StrictDict,
     StrictInteger,
+    StrictList,
+    StrictNested,
     StrictString,
     UuidString,
-    not_of_type,
-    violation,
 )
 from placement.schemas.inventory import ReplaceInventories
 
 CONSUMER_TYPE_PATTERN = CLASS_NAME_PATTERN
-# A mappings key that names a request group contains a suffix character somewhere.
-GROUP_KEY_CHARACTER = re.compile(r"[a-zA-Z0-9_-]")
 
 
-def _resources() -> fields.Dict:
-    return fields.Dict(
-        keys=StrictString(pattern=CLASS_NAME_PATTERN),
+def _resources() -> StrictDict:
+    return StrictDict(
         values=StrictInteger(minimum=1),
+        key_pattern=CLASS_NAME_PATTERN.pattern,
+        min_properties=1,
         required=True,
-        validate=validate.Length(min=1),
+    )
+
+
+def by_uuid(values: StrictNested, min_properties: int = 0, **kwargs) -> StrictDict:
+    """An object keyed by provider or consumer uuid."""
+    return StrictDict(
+        values=values,
+        keys=UuidString(),
+        key_pattern=UUID_KEY_PATTERN,
+        min_properties=min_properties,
+        **kwargs,
     )
 
 
@@ -33,7 +43,7 @@ class _ProviderRef(Schema):
 
 
 class _ListAllocation(Schema):
-    resource_provider = fields.Nested(_ProviderRef, required=True)
+    resource_provider = StrictNested(_ProviderRef, required=True)
     resources = _resources()
 
 
@@ -46,9 +56,7 @@ class _ProviderAllocation(Schema):
 class AllocationsV1_0(Schema):
     """1.0: a list of {resource_provider: {uuid}, resources}."""
 
-    allocations = fields.List(
-        fields.Nested(_ListAllocation), required=True, validate=validate.Length(min=1)
-    )
+    allocations = StrictList(StrictNested(_ListAllocation), min_items=1, required=True)
 
 
 class AllocationsV1_8(AllocationsV1_0):
@@ -57,13 +65,8 @@ class AllocationsV1_8(AllocationsV1_0):
     user_id = StrictString(required=True)
 
 
-def _allocation_dict(min_providers: int) -> fields.Dict:
-    return fields.Dict(
-        keys=UuidString(),
-        values=fields.Nested(_ProviderAllocation),
-        required=True,
-        validate=validate.Length(min=min_providers),
-    )
+def _allocation_dict(min_providers: int) -> StrictDict:
+    return by_uuid(StrictNested(_ProviderAllocation), min_providers, required=True)
 
 
 class AllocationsV1_12(Schema):
@@ -83,7 +86,7 @@ class AllocationsV1_28(AllocationsV1_12):
     )
 
 
-class Mappings(fields.Field):
+def _mappings() -> StrictDict:
     """The ``mappings`` of an allocation candidate passed back (1.34): request group ->
     provider uuids. Accepted and not used.
 
@@ -91,21 +94,12 @@ class Mappings(fields.Field):
     exactly as it got them, so any key is taken (as upstream does); a key that
     names a group must map to a non-empty list of provider uuids.
     """
-
-    def _deserialize(self, value, attr, data, **kwargs):
-        if not isinstance(value, dict):
-            raise not_of_type(value, "object")
-        if not value:
-            raise violation("{} should be non-empty", "minProperties")
-        providers = fields.List(UuidString(), validate=validate.Length(min=1))
-        for key, uuids in value.items():
-            if GROUP_KEY_CHARACTER.search(key):
-                providers.deserialize(uuids)
-        return value
-
-
-def _mappings() -> fields.Field:
-    return Mappings()
+    return StrictDict(
+        values=StrictList(UuidString(), min_items=1),
+        key_pattern=GROUP_KEY_PATTERN,
+        other_keys="keep",
+        min_properties=1,
+    )
 
 
 class AllocationsV1_34(AllocationsV1_28):
@@ -164,13 +158,33 @@ def consumer_schema(version) -> Schema:
     return ConsumerAllocationsV1_13()
 
 
-class Reshape(Schema):
+def post_schema(version) -> StrictDict:
+    """The whole body of POST /allocations (1.13): consumer uuid -> that consumer's
+    allocations."""
+    return by_uuid(StrictNested(consumer_schema(version)), min_properties=1)
+
+
+class ReshapeV1_30(Schema):
     """POST /reshaper (1.30): every inventory and allocation of the affected providers."""
 
-    inventories = fields.Dict(
-        keys=UuidString(),
-        values=fields.Nested(ReplaceInventories),
-        required=True,
-        validate=validate.Length(min=1),
-    )
-    allocations = fields.Dict(keys=UuidString(), values=fields.Raw(), required=True)
+    inventories = by_uuid(StrictNested(ReplaceInventories), min_properties=1, required=True)
+    allocations = by_uuid(StrictNested(ConsumerAllocationsV1_28), required=True)
+
+
+class ReshapeV1_34(ReshapeV1_30):
+    # 1.34: the consumers' allocations may carry mappings.
+    allocations = by_uuid(StrictNested(ConsumerAllocationsV1_34), required=True)
+
+
+class ReshapeV1_38(ReshapeV1_34):
+    # 1.38: the consumers' allocations carry a consumer_type.
+    allocations = by_uuid(StrictNested(ConsumerAllocationsV1_38), required=True)
+
+
+def reshape_schema(version) -> Schema:
+    """The POST /reshaper schema for a microversion."""
+    if version >= (1, 38):
+        return ReshapeV1_38()
+    if version >= (1, 34):
+        return ReshapeV1_34()
+    return ReshapeV1_30()

@@ -17,6 +17,10 @@ MAX_INT = 2147483647
 MAX_FLOAT = 3.40282e38
 CLASS_NAME_PATTERN = re.compile(r"^[A-Z0-9_]+$")
 CUSTOM_NAME_PATTERN = re.compile(r"^CUSTOM_[A-Z0-9_]+$")
+# Upstream's patterns for the keys of objects keyed by uuid and by request group, as
+# its error messages quote them.
+UUID_KEY_PATTERN = "^[0-9a-fA-F-]{36}$"
+GROUP_KEY_PATTERN = "[a-zA-Z0-9_-]{1,64}"
 
 
 class Violation(str):
@@ -45,9 +49,23 @@ def check_bounds(value, minimum, maximum) -> None:
         raise violation(f"{value!r} is greater than the maximum of {maximum!r}", "maximum")
 
 
-class StrictInteger(fields.Integer):
+class JsonTyped(fields.Field):
+    """A field of one JSON type (``json_type``): a null where none is allowed is refused
+    in JSON Schema's words (``None is not of type 'integer'``)."""
+
+    json_type = "object"
+
+    def deserialize(self, value, attr=None, data=None, **kwargs):
+        if value is None and not self.allow_none:
+            raise not_of_type(None, self.json_type)
+        return super().deserialize(value, attr, data, **kwargs)
+
+
+class StrictInteger(JsonTyped, fields.Integer):
     """A JSON integer within ``minimum``..``maximum`` (None: unbounded); booleans and
     strings refused."""
+
+    json_type = "integer"
 
     def __init__(self, minimum: int | None = 0, maximum: int | None = MAX_INT, **kwargs):
         super().__init__(strict=True, **kwargs)
@@ -61,9 +79,11 @@ class StrictInteger(fields.Integer):
         return value
 
 
-class StrictNumber(fields.Field):
+class StrictNumber(JsonTyped):
     """A JSON number, above ``minimum`` (exclusive; None: unbounded) and at most
     ``maximum``; booleans and strings refused."""
+
+    json_type = "number"
 
     def __init__(self, minimum: float | None = 0.0, maximum: float = MAX_FLOAT, **kwargs):
         super().__init__(**kwargs)
@@ -82,8 +102,10 @@ class StrictNumber(fields.Field):
         return float(value)
 
 
-class StrictString(fields.String):
+class StrictString(JsonTyped, fields.String):
     """A JSON string of ``min_length``..``max_length`` characters, optionally matching."""
+
+    json_type = "string"
 
     def __init__(self, min_length: int = 1, max_length: int = 255, pattern=None, **kwargs):
         super().__init__(**kwargs)
@@ -107,11 +129,128 @@ class StrictString(fields.String):
         return value
 
 
-class UuidString(fields.Field):
+class UuidString(JsonTyped):
     """A UUID, returned in canonical lower-case dashed form."""
+
+    json_type = "string"
 
     def _deserialize(self, value, attr, data, **kwargs):
         normalized = normalize_uuid(value) if isinstance(value, str) else None
         if normalized is None:
             raise violation(f"{value!r} is not a 'uuid'", "format")
         return normalized
+
+
+class StrictList(JsonTyped, fields.List):
+    """A JSON array of ``items``: at least ``min_items`` of them, and with ``unique`` no
+    two equal once loaded (so no two spellings of one uuid)."""
+
+    json_type = "array"
+
+    def __init__(self, items: fields.Field, min_items: int = 0, unique: bool = False, **kwargs):
+        super().__init__(items, **kwargs)
+        self.min_items = min_items
+        self.unique = unique
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, list):
+            raise not_of_type(value, "array")
+        if len(value) < self.min_items:
+            sentence = "should be non-empty" if self.min_items == 1 else "is too short"
+            raise violation(f"{value!r} {sentence}", "minItems")
+        loaded = super()._deserialize(value, attr, data, **kwargs)
+        if self.unique and len(set(loaded)) != len(loaded):
+            raise violation(f"{value!r} has non-unique elements", "uniqueItems")
+        return loaded
+
+
+class StrictNested(JsonTyped, fields.Nested):
+    """A JSON object loaded by a nested schema."""
+
+    json_type = "object"
+
+    def _deserialize(self, value, attr, data, partial=None, **kwargs):
+        if not isinstance(value, dict):
+            raise not_of_type(value, "object")
+        return super()._deserialize(value, attr, data, partial=partial, **kwargs)
+
+
+class StrictDict(JsonTyped, fields.Dict):
+    """A JSON object whose keys match ``key_pattern`` (searched, as JSON Schema's
+    ``patternProperties``) and whose values load with ``values``.
+
+    A key that matches is also loaded by ``keys`` when given (a uuid to its canonical
+    form). A key that does not is, by ``other_keys``: ``"refuse"``d, naming the
+    pattern (``'x' does not match any of the regexes``); ``"load"``ed as it is, its
+    value loaded all the same; or ``"keep"``, its value unchecked, as upstream's schemas
+    take it. Without ``key_pattern`` every key is taken as it is.
+    """
+
+    json_type = "object"
+
+    def __init__(
+        self,
+        values: fields.Field | None = None,
+        keys: fields.Field | None = None,
+        key_pattern: str | None = None,
+        other_keys: str = "refuse",
+        min_properties: int = 0,
+        **kwargs,
+    ):
+        super().__init__(keys=keys, values=values, **kwargs)
+        assert other_keys in ("refuse", "load", "keep")
+        self.key_pattern = key_pattern
+        self.other_keys = other_keys
+        self.min_properties = min_properties
+
+    def _load_key(self, key: str) -> str | None:
+        """The key as loaded, or None when it matches no pattern."""
+        if self.key_pattern is None:
+            return key
+        if not re.search(self.key_pattern, key):
+            return None
+        if self.key_field is None:
+            return key
+        try:
+            return self.key_field.deserialize(key)
+        except ValidationError:
+            return None
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, dict):
+            raise not_of_type(value, "object")
+        if len(value) < self.min_properties:
+            sentence = (
+                "should be non-empty" if self.min_properties == 1
+                else "does not have enough properties"
+            )
+            raise violation(f"{value!r} {sentence}", "minProperties")
+        loaded = {}
+        unmatched = []
+        refusals = {}
+        for key, item in value.items():
+            name = self._load_key(key)
+            if name is None and self.other_keys == "refuse":
+                unmatched.append(key)
+                continue
+            if name is None and self.other_keys == "keep":
+                loaded[key] = item
+                continue
+            name = key if name is None else name
+            try:
+                loaded[name] = (
+                    item if self.value_field is None else self.value_field.deserialize(item)
+                )
+            except ValidationError as error:
+                refusals[key] = {"value": error.messages}
+        if unmatched:
+            verb = "does" if len(unmatched) == 1 else "do"
+            joined = ", ".join(repr(key) for key in sorted(unmatched))
+            raise violation(
+                f"{joined} {verb} not match any of the regexes: {self.key_pattern!r}",
+                "additionalProperties",
+            )
+        if refusals:
+            raise ValidationError(refusals)
+        return loaded
+

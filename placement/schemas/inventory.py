@@ -1,11 +1,13 @@
 """Request bodies for the inventory endpoints."""
 
-from marshmallow import Schema, fields
+from marshmallow import Schema
 
 from placement.schemas.fields import (
     CLASS_NAME_PATTERN,
     MAX_INT,
+    StrictDict,
     StrictInteger,
+    StrictNested,
     StrictNumber,
     StrictString,
 )
@@ -48,11 +50,13 @@ class CreateInventory(InventoryFields):
 
 
 class ReplaceInventories(Schema):
-    """PUT /resource_providers/{uuid}/inventories."""
+    """PUT /resource_providers/{uuid}/inventories. As upstream's schema, any key is
+    taken: a name that is no resource class is refused by name afterwards."""
 
     resource_provider_generation = StrictInteger(required=True, minimum=None, maximum=None)
-    inventories = fields.Dict(
-        keys=StrictString(pattern=CLASS_NAME_PATTERN),
-        values=fields.Nested(InventoryFields),
+    inventories = StrictDict(
+        values=StrictNested(InventoryFields),
+        key_pattern=CLASS_NAME_PATTERN.pattern,
+        other_keys="load",
         required=True,
     )

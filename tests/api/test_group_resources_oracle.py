@@ -638,7 +638,7 @@ def check_engine(api, world: World, request: dict, context: str) -> None:
             f"/allocation_candidates?{translation['query']}",
             version=translation["microversion"],
         )
-        if listed.status_code == 400 and "Unknown resource class" in str(listed.json):
+        if listed.status_code == 400 and "No such resource class" in str(listed.json):
             # A class no provider has ever had (CUSTOM_GPUGRP0_BW in a world
             # without bw): the generic API refuses the query rather than
             # answering none, as OpenStack Placement does. Nothing can fit.

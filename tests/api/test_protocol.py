@@ -323,3 +323,90 @@ class TestNoAuthReaderPolicy:
     def test_reader_cannot_list_providers(self, api):
         headers = {"X-Roles": "reader", "X-Project-Id": "proj-1"}
         assert api.get("/resource_providers", token="user", headers=headers).status_code == 403
+
+
+# Bodies' headers, and the order of checks around them, as upstream's.
+
+
+def test_a_content_length_that_is_no_integer_is_400_before_routing(api):
+    for path in ("/resource_providers", "/nowhere"):
+        response = api.post(
+            path, data=b"{}", content_type="application/json",
+            environ_overrides={"CONTENT_LENGTH": "hi mom"},
+        )
+        error = _assert_error_format(response, 400)
+        assert error["detail"] == "content-length header must be an integer"
+
+
+def test_a_body_without_a_content_type_is_400(api):
+    response = api.post("/resource_providers", data=b"I want a resource provider please")
+    error = _assert_error_format(response, 400)
+    assert error["detail"] == "content-type header required when content-length > 0"
+
+
+def test_a_body_of_another_type_is_415_before_anything_is_looked_up(api):
+    missing = str(uuid.uuid4())
+    # No body and no type at all: upstream names the type None.
+    response = api.put(f"/resource_providers/{missing}")
+    error = _assert_error_format(response, 415)
+    assert error["detail"].startswith(
+        "The media type None is not supported, use application/json"
+    )
+    for method, path in [
+        ("PUT", f"/resource_providers/{missing}"),
+        ("POST", f"/resource_providers/{missing}/inventories"),
+        ("PUT", f"/resource_providers/{missing}/inventories"),
+        ("PUT", f"/resource_providers/{missing}/inventories/VCPU"),
+        ("PUT", f"/resource_providers/{missing}/aggregates"),
+        ("PUT", f"/resource_providers/{missing}/traits"),
+        ("PUT", "/allocations/not-a-uuid"),
+    ]:
+        response = api.request(method, path, data="x", content_type="text/plain")
+        assert response.status_code == 415, (method, path)
+        assert response.json["errors"][0]["detail"].startswith(
+            "The media type text/plain is not supported, use application/json"
+        )
+
+
+def test_the_media_type_and_the_microversion_are_checked_in_upstreams_order(api):
+    provider = api.create_provider("cn1")["uuid"]
+    plain = {"data": "x", "content_type": "text/plain"}
+    # Aggregates check the type first, the others their microversion.
+    assert api.put(f"/resource_providers/{provider}/aggregates", version="1.0",
+                   **plain).status_code == 415
+    assert api.post("/reshaper", version="1.29", **plain).status_code == 404
+    assert api.post("/resource_classes", version="1.1", **plain).status_code == 404
+    assert api.post("/allocations", version="1.12", **plain).status_code == 404
+
+
+def test_unknown_urls_say_so_in_upstreams_words(api):
+    provider = api.create_provider("cn1")["uuid"]
+    for path in ("/moo", f"/resource_providers/{provider}/cows"):
+        error = _assert_error_format(api.get(path), 404)
+        assert error["detail"] == "The resource could not be found."
+
+
+def test_errors_are_html_for_an_accept_that_prefers_html(api):
+    html = api.get("/nowhere", headers={"Accept": "text/html"})
+    assert html.status_code == 404
+    assert html.headers["Content-Type"].startswith("text/html")
+    assert "The resource could not be found." in html.get_data(as_text=True)
+    version = api.get("/", version="0.5", headers={"Accept": "text/html"})
+    assert version.status_code == 406
+    assert "Unacceptable version header: 0.5" in version.get_data(as_text=True)
+    for accept in (None, "*/*", "application/json", "text/html;q=0.5, application/json"):
+        extra = {"Accept": accept} if accept else {}
+        response = api.get("/nowhere", headers=extra)
+        assert response.headers["Content-Type"] == "application/json", accept
+        assert response.json["errors"][0]["status"] == 404
+
+
+def test_405_names_the_method_and_the_routes_methods_without_head(api):
+    response = api.delete("/")
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "GET"
+    on_app = api.request("OPTIONS", "/resource_providers")
+    assert set(on_app.headers["Allow"].split(", ")) == {"GET", "POST"}
+    assert on_app.json["errors"][0]["detail"] == (
+        "The method OPTIONS is not allowed for this resource."
+    )

@@ -137,6 +137,24 @@ def test_bad_list_queries_are_400(api, query, code):
     assert error_code(response) == code
 
 
+@pytest.mark.parametrize(
+    "query, sentence",
+    [
+        ("?invalid=abc&name=in:X",
+         "Invalid query string parameters: Additional properties are not allowed ('invalid' "
+         "was unexpected)\n\nFailed validating 'additionalProperties' in schema"),
+        ("?associated=xyz", 'The query parameter "associated" only accepts "true" or "false"'),
+        ("?name=xyz&associated=xyz",
+         "Badly formatted name parameter. Expected name query string parameter in form: "
+         '?name=[in|startswith]:[name1,name2|prefix]. Got: "xyz"'),
+    ],
+)
+def test_a_bad_list_query_says_what_upstream_says(api, query, sentence):
+    response = api.get(f"/traits{query}", version="1.6")
+    assert response.status_code == 400
+    assert sentence in response.json["errors"][0]["detail"]
+
+
 def test_put_creates_a_custom_trait_then_answers_204_both_with_location(api):
     first = api.put("/traits/CUSTOM_X", version="1.6")
     assert first.status_code == 201
@@ -177,6 +195,30 @@ def test_last_modified_from_1_15(api):
         assert new.headers["Last-Modified"].endswith("GMT")
         assert new.headers["Cache-Control"] == "no-cache"
     assert api.get("/traits/HW_CPU_X86_AVX", version="1.15").data == b""
+
+
+def test_put_trait_has_cache_headers_from_1_15_created_or_not(api):
+    # As upstream: Last-Modified is the trait's creation time, on the 201 and the 204.
+    created = api.put("/traits/CUSTOM_TRAIT_1", version="1.15")
+    again = api.put("/traits/CUSTOM_TRAIT_1", version="1.15")
+    assert (created.status_code, again.status_code) == (201, 204)
+    for response in (created, again):
+        assert response.headers["Cache-Control"] == "no-cache"
+        assert response.headers["Last-Modified"].endswith("GMT")
+    assert again.headers["Last-Modified"] == created.headers["Last-Modified"]
+    for name in ("CUSTOM_TRAIT_1", "CUSTOM_TRAIT_2"):
+        old = api.put(f"/traits/{name}", version="1.14")
+        assert "Last-Modified" not in old.headers
+        assert "Cache-Control" not in old.headers
+
+
+def test_set_provider_traits_checks_the_body_before_the_provider(api):
+    # Upstream's order: the body (400), the provider (404), its generation (409).
+    path = f"/resource_providers/{uuid.uuid4()}/traits"
+    bad = api.put(path, json={"traits": "x", "resource_provider_generation": 0})
+    assert bad.status_code == 400
+    good = api.put(path, json={"traits": [], "resource_provider_generation": 0})
+    assert good.status_code == 404
 
 
 def test_delete_of_a_standard_trait_is_400(api):
@@ -309,3 +351,18 @@ def test_provider_traits_last_modified_from_1_15(api, provider):
     path = _provider_traits_path(provider)
     assert "Last-Modified" not in api.get(path, version="1.14").headers
     assert api.get(path, version="1.15").headers["Last-Modified"].endswith("GMT")
+
+
+def test_a_trait_write_that_changes_nothing_keeps_the_generation(api, provider):
+    # As upstream: no trait added or removed, no generation bump.
+    path = _provider_traits_path(provider)
+    assert api.delete(path).status_code == 204
+    assert api.generation(provider["uuid"]) == 0
+    body = {"resource_provider_generation": 0, "traits": ["HW_CPU_X86_SSE"]}
+    assert api.put(path, json=body).json["resource_provider_generation"] == 1
+    body = {"resource_provider_generation": 1, "traits": ["HW_CPU_X86_SSE"]}
+    same = api.put(path, json=body)
+    assert same.status_code == 200
+    assert same.json == {"traits": ["HW_CPU_X86_SSE"], "resource_provider_generation": 1}
+    stale = api.put(path, json={"resource_provider_generation": 0, "traits": ["HW_CPU_X86_SSE"]})
+    assert stale.status_code == 409

@@ -112,3 +112,37 @@ def test_bad_usage_queries_are_400(api, query):
     response = api.get(f"/usages?{query}")
     assert response.status_code == 400, response.json
     assert error_code(response) in ("placement.query.bad_value", "placement.query.missing_value")
+
+
+@pytest.mark.parametrize(
+    ("query", "version", "sentence"),
+    [
+        ("", "1.9", "'project_id' is a required property\n\nFailed validating 'required'"),
+        ("dummy=1", "1.9", "'project_id' is a required property"),
+        (f"project_id={uuid.UUID(int=1)}&dummy=1", "1.9",
+         "Additional properties are not allowed ('dummy' was unexpected)"),
+        ("project_id=p1&consumer_type=INSTANCE", "1.37",
+         "Additional properties are not allowed ('consumer_type' was unexpected)"),
+        ("project_id=", "1.9",
+         "'' should be non-empty\n\nFailed validating 'minLength' in "
+         "schema['properties']['project_id']"),
+        ("project_id=p1&user_id=", "1.9", "Failed validating 'minLength' in "
+         "schema['properties']['user_id']"),
+        # Upstream reports the parameter whose name sorts last.
+        ("project_id=&user_id=", "1.9", "schema['properties']['user_id']"),
+        ("project_id=" + "x" * 256, "1.9", "Failed validating 'maxLength' in "
+         "schema['properties']['project_id']"),
+        ("project_id=p1&user_id=" + "x" * 256, "1.9", f"'{'x' * 256}' is too long"),
+        ("project_id=p1&consumer_type=lower", "1.38",
+         "'lower' does not match '^[A-Z0-9_]+$|^all|^unknown$'\n\nFailed validating 'pattern'"),
+        ("project_id=p1&consumer_type=", "1.38", "Failed validating 'pattern'"),
+        ("project_id=p1&consumer_type=" + "A" * 256, "1.38", "Failed validating 'maxLength'"),
+    ],
+)
+def test_a_refusal_says_what_upstream_says(api, query, version, sentence):
+    response = api.get(f"/usages?{query}", version=version)
+
+    assert response.status_code == 400, response.json
+    detail = response.json["errors"][0]["detail"]
+    assert detail.startswith("Invalid query string parameters: ")
+    assert sentence in detail
