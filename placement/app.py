@@ -1,8 +1,9 @@
 """The application factory: ``create_app(config)`` builds the WSGI app.
 
 Per request, in upstream's order (``before_request``): a request id,
-authentication (401), microversion negotiation (400/406), the Content-Length
-and Content-Type headers of a body (400), routing (404/405),
+the noauth2 loopback guard (403), authentication (401), microversion
+negotiation (400/406), the Content-Length and Content-Type headers of a body
+(400, 413 over ``max_request_body_mib``), routing (404/405),
 the ``Accept`` check of the views that make it (406), policy (403); then the
 view inside one transaction (see routes);
 the version, ``Vary`` and request-id headers on every response
@@ -12,6 +13,7 @@ API's error format.
 
 import gc
 import html
+import ipaddress
 import json
 import logging
 import uuid
@@ -19,8 +21,8 @@ from dataclasses import dataclass
 
 import flask
 from sqlalchemy import Engine
-from sqlalchemy.exc import DBAPIError
-from werkzeug.exceptions import HTTPException
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from placement import auth, errors, microversion
 from placement.config import Config, load_config
@@ -33,6 +35,9 @@ LOG = logging.getLogger(__name__)
 REQUEST_ID_HEADER = "X-Openstack-Request-Id"
 UNAUTHENTICATED = frozenset({("GET", "/"), ("HEAD", "/")})
 NOT_FOUND = "The resource could not be found."
+MIB = 1024 * 1024
+# Seconds a client is asked to wait when the database cannot be reached.
+DATABASE_RETRY_AFTER = "5"
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,8 @@ def create_app(config: Config | None = None, engine: Engine | None = None) -> fl
             sync_standard_names(conn)
 
     app = flask.Flask("placement")
+    # Werkzeug refuses a longer body (declared, or streamed in chunks) with a 413.
+    app.config["MAX_CONTENT_LENGTH"] = config.max_request_body_mib * MIB
     app.extensions["placement"] = Services(config, engine, _authenticator(config))
     register_routes(app)
     app.before_request(_before_request)
@@ -86,13 +93,14 @@ def _authenticator(config: Config) -> auth.NoAuth2 | auth.TokenAuth:
 def _before_request() -> None:
     flask.g.request_id = f"req-{uuid.uuid4()}"
     request = flask.request
+    services = flask.current_app.extensions["placement"]
+    _refuse_remote_noauth(services.config, request)
     try:
         flask.g.version = microversion.negotiate(request.headers)
         version_error = None
     except errors.PlacementError as exc:  # answered after authentication, as upstream
         version_error = exc
     anonymous = (request.method, request.path) in UNAUTHENTICATED
-    services = flask.current_app.extensions["placement"]
     credentials = None if anonymous else services.authenticator.authenticate(request.headers)
     if version_error is not None:
         raise version_error
@@ -109,6 +117,35 @@ def _before_request() -> None:
         raise errors.BadRequest("NUL characters are not allowed in the URL.")
 
 
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    # A dual-stack socket reports an IPv4 client as ::ffff:a.b.c.d.
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
+
+
+def _refuse_remote_noauth(config: Config, request: flask.Request) -> None:
+    """noauth2 makes anyone who sends the token ``admin`` an administrator, so it
+    answers only clients on loopback (or a Unix socket, which has no address)
+    unless ``allow_noauth_on_public_address`` says otherwise. Checked here, not
+    where a server binds, so that every entry point (``placement serve``,
+    ``placement.wsgi:application`` in any WSGI server) is guarded."""
+    if config.auth_strategy != "noauth2" or config.allow_noauth_on_public_address:
+        return
+    remote = request.environ.get("REMOTE_ADDR") or ""
+    if remote and not is_loopback(remote):
+        LOG.warning("Refused %s: auth_strategy = noauth2 serves loopback clients only", remote)
+        raise errors.Forbidden(
+            "auth_strategy = noauth2 answers loopback clients only; configure "
+            "auth_strategy = token or allow_noauth_on_public_address."
+        )
+
+
 def _check_body_headers(request: flask.Request) -> None:
     """A Content-Length must be an integer, and a body must say its Content-Type.
     Upstream checks this before routing, in these words."""
@@ -119,6 +156,9 @@ def _check_body_headers(request: flask.Request) -> None:
         has_body = int(length) > 0
     except ValueError:
         raise errors.BadRequest("content-length header must be an integer") from None
+    limit = request.max_content_length
+    if limit is not None and int(length) > limit:
+        raise RequestEntityTooLarge()
     if has_body and not request.environ.get("CONTENT_TYPE"):
         raise errors.BadRequest("content-type header required when content-length > 0")
 
@@ -190,6 +230,11 @@ def _html_error(exc: errors.PlacementError) -> str:
 
 
 def _as_placement_error(exc: Exception) -> errors.PlacementError:
+    if isinstance(exc, RequestEntityTooLarge):
+        limit = flask.current_app.extensions["placement"].config.max_request_body_mib
+        error = errors.PlacementError(f"The request body is larger than {limit} MiB.")
+        error.status = 413
+        return error
     if isinstance(exc, HTTPException):
         # An unknown route in upstream's words (Werkzeug's: "The requested URL...").
         detail = NOT_FOUND if exc.code == 404 else exc.description or exc.name
@@ -211,6 +256,14 @@ def _as_placement_error(exc: Exception) -> errors.PlacementError:
         return errors.ConcurrentUpdate(
             "Another request changed the same data at the same time; retry the request."
         )
+    if isinstance(exc, DBAPIError) and _is_unreachable(exc):
+        # The database is down or restarting. The pool drops the broken connection
+        # and pre-pings the others, so a later request reconnects by itself.
+        LOG.error("Database unreachable in request %s: %s", flask.g.get("request_id"), exc)
+        error = errors.PlacementError("The database cannot be reached; retry the request later.")
+        error.status = 503
+        error.headers["Retry-After"] = DATABASE_RETRY_AFTER
+        return error
     LOG.exception("Unexpected error in request %s", flask.g.get("request_id"))
     return errors.InternalServerError("An unexpected error occurred; see the service log.")
 
@@ -224,3 +277,20 @@ def _is_contention(exc: DBAPIError) -> bool:
     if sqlstate in CONTENTION_SQLSTATES:
         return True
     return "database is locked" in str(exc.orig)
+
+
+def _is_unreachable(exc: DBAPIError) -> bool:
+    """A connection that could not be made or was lost, as opposed to a statement the
+    database refused: psycopg reports the former without a SQLSTATE, or with class 08
+    (connection exception) or 57P01-57P03 (shutdown, cannot connect now)."""
+    if exc.connection_invalidated:
+        return True
+    if not isinstance(exc, OperationalError | InterfaceError):
+        return False
+    if not hasattr(exc.orig, "sqlstate"):  # SQLite: a file, never unreachable but missing
+        return "unable to open database file" in str(exc.orig)
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    return sqlstate is None or sqlstate.startswith("08") or sqlstate in UNREACHABLE_SQLSTATES
+
+
+UNREACHABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})

@@ -1,10 +1,10 @@
 """The ``placement`` command: ``db``, ``serve``, ``group-resources`` and ``sample-config``."""
 
 import argparse
-import ipaddress
 import logging
 import sys
 
+from placement.app import is_loopback
 from placement.config import Config, ConfigError, load_config, render_sample
 from placement.db import migrate
 from placement.db.engine import is_sqlite, make_engine
@@ -78,15 +78,6 @@ def _db_current(config: Config, args) -> int:
     return 0
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _serve(config: Config, args) -> int:
     config = config.replace(
         bind_host=args.host or config.bind_host,
@@ -94,6 +85,8 @@ def _serve(config: Config, args) -> int:
         workers=args.workers or config.workers,
     )
     forced = args.force_noauth_on_public_address or config.allow_noauth_on_public_address
+    # The application itself refuses remote clients under noauth2 unless forced too.
+    config = config.replace(allow_noauth_on_public_address=forced)
     if config.auth_strategy == "noauth2" and not is_loopback(config.bind_host) and not forced:
         print(
             f"placement: refusing to listen on {config.bind_host} with auth_strategy = noauth2 "

@@ -118,8 +118,19 @@ OPTIONS: tuple[Option, ...] = (
         "allow_noauth_on_public_address",
         "PLACEMENT_ALLOW_NOAUTH_ON_PUBLIC_ADDRESS",
         _parse_bool,
-        "With auth_strategy = noauth2 the service refuses to listen on an address other "
-        "than loopback unless this is true.",
+        "With auth_strategy = noauth2 'placement serve' refuses to listen on an address "
+        "other than loopback, and the application (under any WSGI server) answers 403 to "
+        "clients not on loopback, unless this is true.",
+    ),
+    Option(
+        "max_request_body_mib",
+        "api",
+        "max_request_body_mib",
+        "PLACEMENT_MAX_REQUEST_BODY_MIB",
+        int,
+        "Largest request body accepted, in MiB (1 or more); a longer one is answered 413 "
+        "before it is read. The largest bodies real clients send (allocations of many "
+        "consumers, reshapes of big trees) stay well below the default.",
     ),
     Option(
         "randomize_allocation_candidates",
@@ -191,6 +202,7 @@ class Config:
     bind_port: int = 8780
     workers: int = 2
     allow_noauth_on_public_address: bool = False
+    max_request_body_mib: int = 10
     randomize_allocation_candidates: bool = False
     max_allocation_candidates: int = 10000
     allocation_candidates_cache_mib: int = 64
@@ -210,6 +222,8 @@ class Config:
             )
         if self.auth_strategy == "token" and not self.tokens_file:
             raise ConfigError("auth_strategy = token needs tokens_file")
+        if self.max_request_body_mib < 1:
+            raise ConfigError("max_request_body_mib must be 1 or more")
         if self.allocation_candidates_cache_mib < 0:
             raise ConfigError("allocation_candidates_cache_mib must be 0 or more")
         if self.max_allocation_candidates == 0 or self.max_allocation_candidates < -1:

@@ -2,6 +2,7 @@
 
 import datetime
 import json
+import re
 from collections.abc import Callable, Iterable
 from email.utils import format_datetime
 from typing import Any
@@ -19,13 +20,57 @@ JSON_TYPE = "application/json"
 
 
 def read_json(ctx: RequestContext) -> Any:
-    """The request body as JSON; 415 for another media type, 400 if malformed."""
+    """The request body as JSON; 415 for another media type, 400 if malformed.
+
+    Also 400 (upstream: 500) for JSON nested too deeply to parse and for a lone
+    UTF-16 surrogate, raw or escaped: no database can store one, and Python's
+    ``json`` accepts both (it decodes bytes with ``surrogatepass``)."""
     refuse_other_media_types(ctx)
     raw = ctx.request.get_data(cache=True)
     try:
-        return json.loads(raw)
+        data = json.loads(raw)
+    except RecursionError as exc:
+        raise errors.BadRequest("Malformed JSON: nested too deeply.") from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise errors.BadRequest(f"Malformed JSON: {exc}") from exc
+    if _may_hold_surrogate(raw) and _holds_surrogate(data):
+        raise errors.BadRequest("Malformed JSON: lone UTF-16 surrogates are not allowed.")
+    return data
+
+
+# A lone surrogate is written as an escape (\ud800-\udfff) or as its (invalid) UTF-8
+# bytes ED A0-BF xx; a UTF-8 body with neither is not walked (UTF-16 and -32 bodies,
+# which ``json`` recognises by NULs in the first bytes, always are).
+_SURROGATE_HINT = re.compile(rb"\\[uU][dD][89a-fA-F]|\xed[\xa0-\xbf]")
+
+
+def _may_hold_surrogate(raw: bytes) -> bool:
+    return b"\x00" in raw[:4] or _SURROGATE_HINT.search(raw) is not None
+
+
+def _holds_surrogate(data: Any) -> bool:
+    """True when a string (key or value) anywhere in decoded JSON holds a surrogate.
+    Iterative, so a deep document cannot exhaust the stack here either."""
+    pending = [data]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if _has_surrogate(item):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def refuse_other_media_types(ctx: RequestContext) -> None:

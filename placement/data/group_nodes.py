@@ -2,7 +2,8 @@
 
 A node is a provider tree whose root carries ``CUSTOM_GROUP_RESOURCES_NODE``.
 ``read_nodes`` reads every such tree (or the named ones) in two queries:
-providers, and inventories with their usage.
+providers, and inventories with their usage. ``lock_node`` serializes the
+writers of one node.
 """
 
 import uuid as uuid_lib
@@ -333,7 +334,9 @@ def create_groups(conn: Connection, root_id: int, groups: list[NewGroup]) -> Non
     New providers are invisible to others until commit, so their traits and
     inventories are written directly, at generation 0: a few statements per
     tree level instead of a dozen per provider. 409 ``placement.duplicate_name``
-    when a name is taken (also by a concurrent request).
+    when a name is taken, ``placement.concurrent_update`` when a concurrent request
+    takes one between the check and the insert (the node's own writers are held off by
+    ``lock_node``; this is another writer, e.g. ``POST /resource_providers``).
     """
     if not groups:
         return
@@ -366,9 +369,8 @@ def create_groups(conn: Connection, root_id: int, groups: list[NewGroup]) -> Non
         ]
         inserted = insert_ignoring_conflicts(conn, rp, rows, returning=rp.c.name)
         if len(inserted) != len(rows):
-            raise errors.Conflict(
-                "A concurrent request created providers with the same names.",
-                code=errors.DUPLICATE_NAME,
+            raise errors.ConcurrentUpdate(
+                "A concurrent request created providers with the same names; retry."
             )
         ids.update(
             conn.execute(
@@ -397,6 +399,32 @@ def create_groups(conn: Connection, root_id: int, groups: list[NewGroup]) -> Non
     ]
     if inventory_rows:
         conn.execute(insert(inventories), inventory_rows)
+
+
+# pg_advisory_xact_lock's first key: what is locked ("GRPN", group-resource node names).
+NODE_LOCK_SPACE = 0x4752504E
+
+
+def lock_node(conn: Connection, node_name: str) -> None:
+    """Hold off every other sync, device import or delete of the node named ``node_name``
+    until this transaction ends; taking it again in the same transaction is free. (Claims
+    and the generic provider API do not take it: they are guarded by generations.)
+
+    A sync reads the node's tree, then writes what differs: two syncs of one node
+    interleaved would each write from a stale read (creating the same providers,
+    deleting or updating ones the other just removed). Taken before the first read,
+    the lock makes the second sync read (READ COMMITTED: per statement) the tree as the
+    first committed it. A row lock would not do: the node may not exist yet. On
+    PostgreSQL this is a transaction-scoped advisory lock on the name's hash (a hash
+    collision only serializes two nodes needlessly); on SQLite every write transaction
+    is ``BEGIN IMMEDIATE``, which already serializes writers.
+    """
+    # SELECT pg_advisory_xact_lock(:space, hashtext(:node_name))
+    if conn.dialect.name != "postgresql":
+        return
+    conn.execute(
+        select(func.pg_advisory_xact_lock(NODE_LOCK_SPACE, func.hashtext(node_name)))
+    )
 
 
 def ensure_custom_names(conn: Connection, classes: set[str], trait_names: set[str]) -> None:

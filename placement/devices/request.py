@@ -241,6 +241,8 @@ def _annotation(annotations: Mapping, key: str, schema) -> dict | None:
             value = json.loads(value)
         except ValueError as exc:
             raise errors.BadRequest(f"Annotation {key} is not JSON: {exc}.") from exc
+        except RecursionError:
+            raise errors.BadRequest(f"Annotation {key} is not JSON: nested too deeply.") from None
     if not isinstance(value, dict):
         raise errors.BadRequest(f"Annotation {key} must be a JSON object.")
     if schema is None:

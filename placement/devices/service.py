@@ -110,6 +110,7 @@ def _sync_traits(conn: Connection, node: str, layout: Layout) -> bool:
 def delete_node(conn: Connection, node: str) -> None:
     """Delete a device node without allocations, and its topology. A topology left behind
     by a tree deleted through the generic API is deleted alone."""
+    group_nodes.lock_node(conn, node)  # before reading anything of the node
     if not device_topologies.read_documents(conn, [node]):
         raise errors.NotFound(f"No device node named {node}.")
     if provider_data.get_provider_by_name(conn, node) is None:

@@ -39,6 +39,7 @@ def sync_node(
 ) -> SyncResult:
     """Make the node's tree match its key map. A device node's tree is its topology's
     (``placement.devices``): it is refused here rather than taken out of the device search."""
+    group_nodes.lock_node(conn, node)  # before reading anything of the node
     if device_topologies.read_documents(conn, [node]):
         raise errors.Conflict(
             f"Node {node} is a device node: import its topology through "

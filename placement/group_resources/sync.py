@@ -7,6 +7,11 @@ refused before anything is written; an inventory change that would leave
 allocations without room is refused when it is reached. Either way the 409
 names the group, and the transaction rolls back: nothing changes.
 
+Syncs and deletes of one node run one after the other
+(``group_nodes.lock_node``, taken before the tree is read): each reads the
+tree as the one before committed it, so concurrent syncs never write from a
+stale read, and the node ends as one of them asked.
+
 Providers that others added to a node's tree (names not under
 ``<node>/``) are left alone.
 """
@@ -47,6 +52,7 @@ def sync_node(
             f"A node name is 1 to {MAX_NAME} printable characters without '/'."
         )
     desired = desired_tree(resources, naming)
+    group_nodes.lock_node(conn, node)
     for wanted in desired.providers:
         if len(provider_name(node, wanted.path)) > MAX_NAME:
             raise errors.BadRequest(
@@ -100,6 +106,7 @@ def sync_node(
 
 
 def delete_node(conn: Connection, node: str) -> None:
+    group_nodes.lock_node(conn, node)
     root = require_node(conn, node)
     by_name = group_nodes.tree_provider_ids_by_name(conn, root.id)
     foreign = sorted(name for name in by_name if path_of(node, name) is None)

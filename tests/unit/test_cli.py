@@ -53,6 +53,20 @@ def test_serve_on_a_public_address_when_forced(environment):
     assert config.bind_host == "0.0.0.0"
 
 
+def test_forcing_serve_also_lets_the_application_answer_remote_clients(environment):
+    # The application refuses remote clients under noauth2 by itself (see
+    # tests/api/test_hardening.py); serve's flag must reach it, not only the bind check.
+    assert cli.main(["serve", "--host", "0.0.0.0", "--force-noauth-on-public-address"]) == 0
+    [config] = environment["started"]
+    assert config.allow_noauth_on_public_address is True
+
+
+def test_serve_on_loopback_keeps_the_application_guard(environment):
+    assert cli.main(["serve", "--host", "127.0.0.1"]) == 0
+    [config] = environment["started"]
+    assert config.allow_noauth_on_public_address is False
+
+
 def test_serve_on_a_public_address_when_allowed_by_configuration(environment, monkeypatch):
     monkeypatch.setenv("PLACEMENT_ALLOW_NOAUTH_ON_PUBLIC_ADDRESS", "true")
     assert cli.main(["serve", "--host", "0.0.0.0"]) == 0

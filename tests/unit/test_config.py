@@ -90,6 +90,7 @@ def test_every_option_has_an_environment_variable(tmp_path):
         "bind_port": "1234",
         "workers": "5",
         "allow_noauth_on_public_address": "on",
+        "max_request_body_mib": "2",
         "randomize_allocation_candidates": "1",
         "max_allocation_candidates": "7",
         "allocation_candidates_cache_mib": "3",
@@ -108,6 +109,7 @@ def test_every_option_has_an_environment_variable(tmp_path):
         bind_port=1234,
         workers=5,
         allow_noauth_on_public_address=True,
+        max_request_body_mib=2,
         randomize_allocation_candidates=True,
         max_allocation_candidates=7,
         allocation_candidates_cache_mib=3,
@@ -153,6 +155,21 @@ def test_a_candidate_bound_that_is_neither_none_nor_positive_is_refused(tmp_path
 def test_a_negative_candidate_cache_size_is_refused(tmp_path):
     path = _write(tmp_path, "[placement]\nallocation_candidates_cache_mib = -1\n")
     with pytest.raises(ConfigError, match="allocation_candidates_cache_mib"):
+        load_config(path, environ={})
+
+
+def test_the_request_body_limit_defaults_to_10_mib_and_is_configurable(tmp_path):
+    assert Config().max_request_body_mib == 10
+    path = _write(tmp_path, "[api]\nmax_request_body_mib = 64\n")
+    assert load_config(path, environ={}).max_request_body_mib == 64
+    environ = {"PLACEMENT_MAX_REQUEST_BODY_MIB": "2"}
+    assert load_config(path, environ=environ).max_request_body_mib == 2
+
+
+@pytest.mark.parametrize("limit", ["0", "-1"])
+def test_a_request_body_limit_below_1_mib_is_refused(tmp_path, limit):
+    path = _write(tmp_path, f"[api]\nmax_request_body_mib = {limit}\n")
+    with pytest.raises(ConfigError, match="max_request_body_mib"):
         load_config(path, environ={})
 
 
