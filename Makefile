@@ -39,5 +39,6 @@ typing: $(STAMP)  ## mypy on placement/
 sample-config: $(STAMP)  ## regenerate etc/placement.conf.sample
 	$(BIN)/placement sample-config > etc/placement.conf.sample
 
-clean:  ## remove the virtualenv and caches
+clean:  ## remove the virtualenv, caches and the SQLite database of `make run` (stop it first)
 	rm -rf $(VENV) $(UPSTREAM_VENV) .pytest_cache .ruff_cache .mypy_cache
+	rm -f placement.sqlite placement.sqlite-*

@@ -1,4 +1,5 @@
-"""The ``placement`` command: ``db``, ``serve``, ``group-resources`` and ``sample-config``."""
+"""The ``placement`` command: ``db``, ``serve``, ``group-resources``, ``devices`` and
+``sample-config``."""
 
 import argparse
 import logging
@@ -26,12 +27,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"placement: configuration error: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(level=config.log_level.upper(), format="%(levelname)s %(name)s %(message)s")
+    # Alembic says which migrations run at INFO on every command; worth seeing only on request.
+    logging.getLogger("alembic").setLevel(logging.NOTSET if args.verbose else logging.WARNING)
     return args.run(config, args)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="placement", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="placement",
+        description="Run and administer the placement service: db, serve, group-resources, "
+        "devices, sample-config. COMMAND -h describes each.",
+    )
     parser.add_argument("--config-file", help="INI configuration file (see etc/)")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="also log the database migrations run"
+    )
     commands = parser.add_subparsers(title="commands")
 
     db = commands.add_parser("db", help="database schema").add_subparsers(title="db commands")

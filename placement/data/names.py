@@ -93,13 +93,6 @@ def ids_by_name(conn: Connection, table: Table, names) -> dict[str, int]:
     return {name: id_ for name, id_ in rows}
 
 
-def refuse_unknown(names, found: dict[str, int], unknown_label: str) -> None:
-    """400 naming every one of ``names`` missing from ``found``."""
-    unknown = sorted(set(names) - set(found))
-    if unknown:
-        raise errors.BadRequest(f"{unknown_label}: {', '.join(unknown)}.")
-
-
 class UnknownResourceClass(errors.BadRequest):
     """Classes named that do not exist. Each endpoint words this its own way in
     upstream; ``no_such`` is the sentence they share."""

@@ -3,19 +3,27 @@
 Like ``placement group-resources``, the commands talk to the configured
 database in one transaction each and print JSON. Requests are read from a
 YAML or JSON file: a Pod manifest as Kubernetes holds it (``kind: Pod``), or
-``resources`` with optional ``annotations``.
+``resources`` with optional ``annotations``; ``-`` reads it from standard input.
+
+``--gpu-memory`` takes binary units only (``80Gi``, ``81920Mi``): ``80GB`` or
+``80G`` is decimal (80 * 10**9 bytes, 76293 MiB), rarely what a GPU's
+datasheet means, so the command refuses it rather than guess.
 """
 
 import argparse
-from typing import Any
-
-import yaml
+import re
+from fractions import Fraction
 
 from placement import errors
 from placement.config import Config
 from placement.devices import bodies, service
 from placement.devices.request import DeviceRequest, parse_device_request, parse_pod
-from placement.group_resources.commands import checked_arguments, run_in_transaction
+from placement.group_resources.commands import (
+    checked_arguments,
+    read_document,
+    read_text,
+    run_in_transaction,
+)
 from placement.group_resources.scoring import SCORERS
 from placement.schemas import devices as schemas
 
@@ -32,9 +40,13 @@ def add_commands(commands) -> None:
     load.add_argument(
         "file",
         help="YAML or JSON import body (a device list, or 'matrix' with 'gpu'), or with "
-        "--gpu-memory the text of nvidia-smi topo -m",
+        "--gpu-memory the text of nvidia-smi topo -m; - for stdin",
     )
-    load.add_argument("--gpu-memory", help="each GPU's memory (e.g. 80Gi): FILE is a matrix")
+    load.add_argument(
+        "--gpu-memory",
+        help="each GPU's memory in binary units: 80Gi (80 GiB = 81920 MiB) or 81920Mi; decimal "
+        "units (80GB, 80G) are refused. FILE is then a matrix",
+    )
     load.add_argument("--rdma-vfs", type=int, help="SR-IOV VFs per NIC, with --gpu-memory")
     load.add_argument("--uuid", help="uuid for the node's root provider when it is created")
     load.set_defaults(run=_import)
@@ -52,7 +64,9 @@ def add_commands(commands) -> None:
         ("claim", _claim, "allocate the best devices to a new consumer"),
     ):
         command = sub.add_parser(name, help=text)
-        command.add_argument("file", help="YAML or JSON Pod manifest, or resources+annotations")
+        command.add_argument(
+            "file", help="YAML or JSON Pod manifest, or resources+annotations; - for stdin"
+        )
         command.add_argument(
             "--node", action="append", dest="nodes", help="only this node (repeatable)"
         )
@@ -67,31 +81,53 @@ def add_commands(commands) -> None:
         command.set_defaults(run=run)
 
 
-def _read_text(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as stream:
-            return stream.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise errors.BadRequest(f"Cannot read {path}: {exc}") from exc
+# A number and a decimal unit (k, M, G, T, P, E), with or without a trailing B.
+DECIMAL_MEMORY = re.compile(r"\s*(?P<number>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>[kKMGTPE])B?\s*")
+DECIMAL_POWERS = {"k": 1, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
+SAMPLE_MATRIX = "tests/data/topologies/dgx_a100.txt"
 
 
-def _read_document(path: str) -> Any:
-    try:
-        return yaml.safe_load(_read_text(path))
-    except yaml.YAMLError as exc:
-        raise errors.BadRequest(f"Cannot read {path}: {exc}") from exc
+def gpu_memory(value: str) -> str:
+    """``--gpu-memory`` as given, once it is sure to be in binary units (see the docstring)."""
+    decimal = DECIMAL_MEMORY.fullmatch(value)
+    if decimal is None:
+        return value
+    number, unit = decimal["number"], decimal["unit"]
+    binary = f"{unit.upper()}i"
+    power = DECIMAL_POWERS[unit]
+    as_decimal = Fraction(number) * 1000**power // service.MIB
+    as_binary = Fraction(number) * 1024**power // service.MIB
+    raise errors.BadRequest(
+        f"--gpu-memory {value.strip()} is in decimal units ({number}{unit}B = {number} x "
+        f"1000^{power} bytes, {as_decimal} MiB). Give GPU memory in binary units: "
+        f"{number}{binary} is {as_binary} MiB."
+    )
+
+
+def _matrix_text(path: str) -> str:
+    text = read_text(path)
+    if not text.strip():
+        source = "standard input" if path == "-" else path
+        raise errors.BadRequest(
+            f"{source} is empty: the matrix is what 'nvidia-smi topo -m' prints on the GPU node "
+            f"(a machine without a GPU prints nothing). {SAMPLE_MATRIX} is a sample."
+        )
+    return text
 
 
 def _import(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
         if args.gpu_memory is not None:
-            document: dict = {"matrix": _read_text(args.file), "gpu": {"memory": args.gpu_memory}}
+            document: dict = {
+                "matrix": _matrix_text(args.file),
+                "gpu": {"memory": gpu_memory(args.gpu_memory)},
+            }
             if args.rdma_vfs is not None:
                 document["rdma"] = {"vfs": args.rdma_vfs}
         elif args.rdma_vfs is not None:
             raise errors.BadRequest("--rdma-vfs goes with --gpu-memory (a matrix file).")
         else:
-            document = _read_document(args.file)
+            document = read_document(args.file)
         body = checked_arguments(schemas.ImportNode(), args, **document, uuid=args.uuid)
         topology = service.topology_from_body(body)
         result = service.import_node(conn, args.node, topology, naming, body.get("uuid"))
@@ -111,7 +147,7 @@ def _delete(config: Config, args: argparse.Namespace) -> int:
 
 
 def _request_fields(path: str) -> dict:
-    document = _read_document(path)
+    document = read_document(path)
     if isinstance(document, dict) and (document.get("kind") == "Pod" or "spec" in document):
         return {"pod": document}
     if not isinstance(document, dict):

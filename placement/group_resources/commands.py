@@ -2,7 +2,8 @@
 
 The commands talk to the configured database directly (the same one the
 service uses), each in one transaction, and print JSON. A FILE holds the key
-map in YAML or JSON, either bare or under a ``resources`` key.
+map in YAML or JSON, either bare or under a ``resources`` key; ``-`` reads it
+from standard input.
 """
 
 import argparse
@@ -32,7 +33,7 @@ def add_commands(commands) -> None:
 
     sync = sub.add_parser("sync", help="make a node's provider tree match a key map")
     sync.add_argument("node", help="the node's name (its root provider's name)")
-    sync.add_argument("file", help="YAML or JSON key map of the node's resources")
+    sync.add_argument("file", help="YAML or JSON key map of the node's resources (- for stdin)")
     sync.add_argument("--uuid", help="uuid for the node's root provider when it is created")
     sync.set_defaults(run=_sync)
 
@@ -50,7 +51,9 @@ def add_commands(commands) -> None:
         ("query", _query, "the GET /allocation_candidates query a request becomes"),
     ):
         command = sub.add_parser(name, help=text)
-        command.add_argument("file", help="YAML or JSON key map of the requested resources")
+        command.add_argument(
+            "file", help="YAML or JSON key map of the requested resources (- for stdin)"
+        )
         command.add_argument(
             "--node", action="append", dest="nodes", help="only this node (repeatable)"
         )
@@ -79,7 +82,7 @@ def run_in_transaction(config: Config, work) -> int:
                 sync_standard_names(conn)
                 result = work(conn, config.group_naming())
     except errors.PlacementError as exc:
-        print(f"placement: {exc.detail} ({exc.code})", file=sys.stderr)
+        print(f"placement: {describe_error(exc)}", file=sys.stderr)
         return 1
     except migrate.SchemaOutOfDate as exc:
         print(f"placement: {exc}", file=sys.stderr)
@@ -91,12 +94,36 @@ def run_in_transaction(config: Config, work) -> int:
     return 0
 
 
-def read_key_map(path: str) -> Any:
+def describe_error(exc: errors.PlacementError) -> str:
+    """The error's detail, and its code only when it names something more than 'undefined'."""
+    return exc.detail if exc.code == errors.DEFAULT else f"{exc.detail} ({exc.code})"
+
+
+def read_text(path: str) -> str:
+    """The text of the file at ``path``; ``-`` is standard input."""
     try:
+        if path == "-":
+            return sys.stdin.read()
         with open(path, encoding="utf-8") as stream:
-            data = yaml.safe_load(stream)
-    except (OSError, yaml.YAMLError) as exc:
-        raise errors.BadRequest(f"Cannot read {path}: {exc}") from exc
+            return stream.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise errors.BadRequest(f"Cannot read {_file_name(path)}: {exc}") from exc
+
+
+def read_document(path: str) -> Any:
+    """The YAML or JSON document in the file at ``path``; ``-`` is standard input."""
+    try:
+        return yaml.safe_load(read_text(path))
+    except yaml.YAMLError as exc:
+        raise errors.BadRequest(f"Cannot read {_file_name(path)}: {exc}") from exc
+
+
+def _file_name(path: str) -> str:
+    return "standard input" if path == "-" else path
+
+
+def read_key_map(path: str) -> Any:
+    data = read_document(path)
     if isinstance(data, dict) and set(data) == {"resources"}:
         return data["resources"]
     return data

@@ -21,6 +21,10 @@ REQUESTS_AS_COUNT = "RequestsAsCount"
 DEVICE_LEVEL = "DeviceLevel"
 PCIE_LEVEL = "PCIeLevel"
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+EMPTY_MATRIX = (
+    "the matrix is empty. Send what 'nvidia-smi topo -m' prints on the GPU node (on a "
+    "machine without a GPU it prints nothing)."
+)
 
 _labels = fields.Dict(
     keys=StrictString(max_length=253), values=StrictString(min_length=0, max_length=255)
@@ -44,7 +48,8 @@ class RdmaDetails(ExtensionSchema):
 class ImportNode(ExtensionSchema):
     """PUT /group_resources/device_nodes/{name}: a matrix, or a device list."""
 
-    matrix = StrictString(max_length=200_000)
+    # An empty matrix gets its own sentence: it is what a machine without a GPU prints.
+    matrix = StrictString(min_length=0, max_length=200_000)
     gpu = fields.Nested(GpuDetails)
     rdma = fields.Nested(RdmaDetails)
     devices = fields.Raw()
@@ -57,6 +62,8 @@ class ImportNode(ExtensionSchema):
         if ("matrix" in data) == ("devices" in data):
             raise ValidationError("give either 'matrix' (nvidia-smi topo -m) or 'devices'.")
         if "matrix" in data:
+            if not data["matrix"].strip():
+                raise ValidationError(EMPTY_MATRIX, field_name="matrix")
             if "gpu" not in data:
                 raise ValidationError(
                     "a matrix needs 'gpu' with the memory of each GPU (the matrix does not say)."

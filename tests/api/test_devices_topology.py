@@ -127,6 +127,17 @@ def test_a_malformed_matrix_is_a_400_naming_the_problem(api, sample, words):
     assert api.get("/group_resources/device_nodes/bad").status_code == 404
 
 
+@pytest.mark.parametrize("text", ["", " \n\t\n"])
+def test_an_empty_matrix_is_a_400_that_says_it_is_empty(api, text):
+    # What `nvidia-smi topo -m > topo.txt` leaves on a machine without a GPU.
+    response = api.put(
+        "/group_resources/device_nodes/empty", json={"matrix": text, "gpu": {"memory": "80Gi"}}
+    )
+    assert response.status_code == 400, response.json
+    detail = response.json["errors"][0]["detail"]
+    assert "the matrix is empty" in detail and "nvidia-smi topo -m" in detail
+
+
 @pytest.mark.parametrize(
     ("body", "words"),
     [

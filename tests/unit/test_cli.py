@@ -1,5 +1,6 @@
 """The ``placement`` command: serve's refusal to expose noauth2, and is_loopback."""
 
+import logging
 import pathlib
 
 import pytest
@@ -118,3 +119,39 @@ def test_sample_config_prints_the_sample_file(environment, capsys):
 )
 def test_is_loopback(host, expected):
     assert cli.is_loopback(host) is expected
+
+
+def test_help_lists_every_command(environment, capsys):
+    parser = cli._parser()
+    [commands] = [action.choices for action in parser._actions if action.dest == "==SUPPRESS=="]
+    assert set(commands) == {"db", "serve", "group-resources", "devices", "sample-config"}
+    with pytest.raises(SystemExit):
+        cli.main(["-h"])
+    help_text = capsys.readouterr().out
+    # The description names each command too, not only argparse's usage line.
+    description = help_text.split("options:")[0].split("\n\n", 1)[1]
+    for name in commands:
+        assert name in description, name
+
+
+@pytest.mark.parametrize(
+    ("flags", "logged"), [((), False), (("-v",), True), (("--verbose",), True)]
+)
+def test_migrations_are_logged_only_when_verbose(environment, caplog, capsys, flags, logged):
+    caplog.set_level(logging.INFO)
+    assert cli.main([*flags, "devices", "show", "nobody"]) == 1
+    migrations = [r for r in caplog.records if r.name.startswith("alembic")]
+    assert bool(migrations) is logged
+    assert "nobody" in capsys.readouterr().err
+
+
+def test_errors_print_their_detail_and_only_a_specific_code(environment, capsys, tmp_path):
+    assert cli.main(["devices", "show", "nobody"]) == 1
+    assert capsys.readouterr().err == "placement: No device node named nobody.\n"
+    request = tmp_path / "request.yaml"
+    request.write_text("gpu/A/gpu/a/cards: 1\n")
+    assert cli.main(["group-resources", "claim", str(request), "--consumer",
+                     "11111111-2222-3333-4444-555555555555", "--project", "p", "--user", "u"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("placement: ") and err.rstrip().endswith(")")
+    assert "(placement." in err and "undefined_code" not in err

@@ -1,8 +1,11 @@
 """``placement devices``: import a topology, ask for devices and claim them from files,
 with the seed's Pod manifests as they are written."""
 
+import io
 import uuid
 from pathlib import Path
+
+import pytest
 
 SAMPLES = Path(__file__).parent.parent / "data" / "topologies"
 
@@ -78,3 +81,56 @@ def test_a_malformed_matrix_is_refused_with_its_problem(run):
                          "--gpu-memory", "16Gi")
     assert status == 1
     assert "N0DE" in err
+
+
+@pytest.mark.parametrize("text", ["", "\n  \n"])
+def test_an_empty_matrix_file_says_it_is_empty_and_where_a_matrix_comes_from(run, tmp_path, text):
+    # What `nvidia-smi topo -m > topo.txt` leaves on a machine without a GPU.
+    topo = tmp_path / "topo.txt"
+    topo.write_text(text)
+    status, _, err = run("devices", "import", "n", str(topo), "--gpu-memory", "80Gi")
+    assert status == 1
+    assert f"{topo} is empty" in err
+    assert "nvidia-smi topo -m" in err and "tests/data/topologies/dgx_a100.txt" in err
+    assert "undefined_code" not in err
+
+
+def test_dash_reads_the_matrix_and_the_request_from_stdin(run, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO((SAMPLES / "pcie_4gpu.txt").read_text()))
+    status, body, err = run("devices", "import", "box", "-", "--gpu-memory", "24Gi")
+    assert (status, body["changed"]) == (0, True), err
+    monkeypatch.setattr("sys.stdin", io.StringIO(SAME_PCIE_POD))
+    status, body, err = run("devices", "candidates", "-")
+    assert status == 0, err
+    assert [g["minor"] for g in body["candidates"][0]["devices"]["gpu"]] == [0, 1]
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    status, _, err = run("devices", "import", "box", "-", "--gpu-memory", "24Gi")
+    assert status == 1 and "standard input is empty" in err
+
+
+@pytest.mark.parametrize(
+    ("memory", "words"),
+    [
+        ("80GB", "80GB = 80 x 1000^3 bytes, 76293 MiB). Give GPU memory in binary units: "
+                 "80Gi is 81920 MiB."),
+        ("80G", "80Gi is 81920 MiB"),
+        ("40000MB", "40000Mi is 40000 MiB"),
+        ("1.5T", "1.5Ti is 1572864 MiB"),
+    ],
+)
+def test_gpu_memory_in_decimal_units_is_refused_with_the_binary_spelling(run, memory, words):
+    status, _, err = run("devices", "import", "box", str(SAMPLES / "pcie_4gpu.txt"),
+                         "--gpu-memory", memory)
+    assert status == 1
+    assert "decimal units" in err and words in err
+    status, _, _ = run("devices", "show", "box")
+    assert status == 1
+
+
+def test_gpu_memory_help_names_the_unit_system(run, capsys):
+    with pytest.raises(SystemExit):
+        run("devices", "import", "-h")
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "binary units: 80Gi (80 GiB = 81920 MiB)" in help_text
+    assert "decimal units (80GB, 80G) are refused" in help_text
+    assert "- for stdin" in help_text

@@ -1,5 +1,6 @@
 """``placement group-resources``: sync, candidates, claim and query from files."""
 
+import io
 import json
 import uuid
 
@@ -84,3 +85,15 @@ def test_arguments_follow_the_api_rules(run, tmp_path):
     assert status == 1 and "consumer_type" in err
     status, _body, err = run(*claim[:-4], "--project", "p" * 300, "--user", "u")
     assert status == 1 and "project_id" in err
+
+
+def test_dash_reads_the_key_map_from_stdin(run, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO(yaml.safe_dump({"resources": NODE})))
+    status, body, err = run("group-resources", "sync", "n1", "-")
+    assert (status, body["changed"]) == (0, True), err
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps({"grp/R/gpu/a/cards": 1})))
+    status, body, err = run("group-resources", "query", "-")
+    assert status == 0, err
+    monkeypatch.setattr("sys.stdin", io.StringIO("{unclosed"))
+    status, _, err = run("group-resources", "candidates", "-")
+    assert status == 1 and "Cannot read standard input" in err
