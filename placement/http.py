@@ -172,7 +172,13 @@ def min_version(major: int, minor: int) -> Callable:
     def decorate(view: Callable) -> Callable:
         def guarded(ctx: RequestContext, **kwargs: Any) -> Any:
             if not ctx.at_least(major, minor):
-                raise errors.NotFound("The resource could not be found.")
+                # Upstream's sentence, then which version the route needs: a newcomer
+                # without the header otherwise sees a bare 404.
+                raise errors.NotFound(
+                    f"The resource could not be found. {ctx.request.method} "
+                    f"{ctx.request.path} needs microversion {major}.{minor} or later "
+                    f"(OpenStack-API-Version: placement {major}.{minor}, or latest)."
+                )
             return view(ctx, **kwargs)
 
         guarded.__name__ = view.__name__

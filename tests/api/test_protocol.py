@@ -410,3 +410,12 @@ def test_405_names_the_method_and_the_routes_methods_without_head(api):
     assert on_app.json["errors"][0]["detail"] == (
         "The method OPTIONS is not allowed for this resource."
     )
+
+
+def test_a_route_asked_below_its_microversion_says_which_it_needs(api):
+    response = api.get("/allocation_candidates?resources=VCPU:1", version="1.0")
+    assert response.status_code == 404
+    detail = response.json["errors"][0]["detail"]
+    assert detail.startswith("The resource could not be found.")  # upstream's sentence
+    assert "needs microversion 1.10 or later" in detail
+    assert "OpenStack-API-Version: placement 1.10" in detail
