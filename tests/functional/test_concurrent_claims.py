@@ -6,13 +6,12 @@ claim left nothing behind (not even its consumer), and consumer generations
 move by one per successful write.
 """
 
-import threading
 import uuid
 
 import pytest
 import requests
 
-from tests.functional.gunicorn import running_gunicorn
+from tests.functional.gunicorn import race, running_gunicorn
 
 CLAIMERS = 24
 CAPACITY = 10
@@ -23,23 +22,6 @@ HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
 def service(request, empty_database_url, tmp_path):
     with running_gunicorn(empty_database_url(request.param), tmp_path, workers=4) as base:
         yield base
-
-
-def _race(functions):
-    """Run the functions in threads released together; return their results in order."""
-    barrier = threading.Barrier(len(functions))
-    results = [None] * len(functions)
-
-    def run(index, function):
-        barrier.wait()
-        results[index] = function()
-
-    threads = [threading.Thread(target=run, args=(i, f)) for i, f in enumerate(functions)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    return results
 
 
 def _claim(base, provider, consumer, amount, generation):
@@ -68,7 +50,7 @@ def test_concurrent_claims_never_over_commit(service):
     assert inventory.status_code == 200
 
     consumers = [str(uuid.uuid4()) for _ in range(CLAIMERS)]
-    responses = _race(
+    responses = race(
         [lambda c=c: _claim(base, provider, c, 1, None) for c in consumers]
     )
     statuses = [r.status_code for r in responses]
@@ -93,7 +75,7 @@ def test_concurrent_claims_never_over_commit(service):
     # frees nothing (same amount), so the losers still cannot fit.
     rewrites = [lambda c=c: _claim(base, provider, c, 1, 1) for c in winners]
     retries = [lambda c=c: _claim(base, provider, c, 1, None) for c in losers]
-    second = _race(rewrites + retries)
+    second = race(rewrites + retries)
     assert [r.status_code for r in second[: len(winners)]] == [204] * len(winners)
     assert {r.status_code for r in second[len(winners):]} == {409}
     for consumer in winners:
@@ -103,7 +85,7 @@ def test_concurrent_claims_never_over_commit(service):
     # Round three: two writers race on the same consumer with the same generation:
     # exactly one wins, the other gets a generation conflict.
     target = winners[0]
-    duel = _race([lambda: _claim(base, provider, target, 1, 2)] * 2)
+    duel = race([lambda: _claim(base, provider, target, 1, 2)] * 2)
     assert sorted(r.status_code for r in duel) == [204, 409]
     loser = next(r for r in duel if r.status_code == 409)
     assert loser.json()["errors"][0]["code"] == "placement.concurrent_update"
@@ -138,7 +120,7 @@ def test_concurrent_group_resource_claims_never_share_a_device(service):
                              timeout=60)
 
     consumers = [str(uuid.uuid4()) for _ in range(12)]
-    responses = _race([lambda c=c: claim(c) for c in consumers])
+    responses = race([lambda c=c: claim(c) for c in consumers])
     statuses = [r.status_code for r in responses]
     assert sorted(statuses) == [200] * 8 + [409] * 4, [r.text for r in responses]
     devices = []
@@ -191,7 +173,7 @@ def test_concurrent_exclusive_device_claims_never_share_a_switch(service):
                              headers=HEADERS, timeout=60)
 
     consumers = [str(uuid.uuid4()) for _ in range(12)]
-    responses = _race([lambda c=c: claim(c) for c in consumers])
+    responses = race([lambda c=c: claim(c) for c in consumers])
     statuses = [r.status_code for r in responses]
     assert sorted(statuses) == [200] * 8 + [409] * 4, [r.text for r in responses]
     switches = [(r.json()["node"], r.json()["devices"]["rdma"][0]["pcie"])

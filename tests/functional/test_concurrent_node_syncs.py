@@ -7,12 +7,11 @@ removed, inventories changed, all racing. Every answer is a success or a 409
 and each node ends exactly as one of the requests asked: no half tree left.
 """
 
-import threading
 
 import pytest
 import requests
 
-from tests.functional.gunicorn import running_gunicorn
+from tests.functional.gunicorn import race, running_gunicorn
 
 CLIENTS = 4
 ROUNDS = 10  # per client and route: 2 x 4 x 10 = 80 syncs per test
@@ -48,23 +47,6 @@ def service(request, empty_database_url, tmp_path):
         yield base, tmp_path / "gunicorn.log"
 
 
-def _race(functions):
-    """Run the functions in threads released together; return their results in order."""
-    barrier = threading.Barrier(len(functions))
-    results: list = [None] * len(functions)
-
-    def run(index, function):
-        barrier.wait()
-        results[index] = function()
-
-    threads = [threading.Thread(target=run, args=(i, f)) for i, f in enumerate(functions)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    return results
-
-
 def _shape(view: dict) -> object:
     """What a node view says of the tree, without what differs between two writes of the
     same state (uuids, generations, the ``changed`` flag)."""
@@ -91,7 +73,7 @@ def _sync_many(base: str, route: str, bodies: tuple, log) -> list[requests.Respo
                                                headers=HEADERS, timeout=60))
         return answers
 
-    responses = [r for answers in _race([lambda i=i: client(i) for i in range(CLIENTS)])
+    responses = [r for answers in race([lambda i=i: client(i) for i in range(CLIENTS)])
                  for r in answers]
     failed = [(r.status_code, r.text) for r in responses
               if r.status_code not in ACCEPTED and not _concurrent_update(r)]
