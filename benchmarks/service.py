@@ -11,8 +11,9 @@ and what it runs on). Three ways, in order of preference of the options:
   from the repository root so that ``tests`` is importable), migrated, served
   by gunicorn, and removed afterwards.
 
-gunicorn runs as ``python -m gunicorn --workers N placement.wsgi:application``
-on a free loopback port, with ``PLACEMENT_DATABASE_URL`` in its environment and
+gunicorn runs as ``python -m gunicorn --workers N ... placement.wsgi:application``,
+with the worker settings of ``placement serve`` (``placement.server``), on a free
+loopback port, with ``PLACEMENT_DATABASE_URL`` in its environment and
 its output in a log file (kept when the start fails, and printed).
 
 ``python -m benchmarks.service`` starts one and waits for Ctrl-C or SIGTERM, which is
@@ -34,6 +35,8 @@ import requests
 from gunicorn.config import KNOWN_SETTINGS
 
 from benchmarks.client import require_loopback
+from placement import server
+from placement.config import Config
 from placement.db import migrate
 from placement.db.engine import is_sqlite, make_engine
 
@@ -152,7 +155,8 @@ def gunicorn(
     env.setdefault("PLACEMENT_LOG_LEVEL", "WARNING")
     command = [
         sys.executable, "-m", "gunicorn",
-        "--workers", str(workers),
+        # The workers of `placement serve` (threaded, with its client timeout).
+        *server.worker_arguments(Config(workers=workers)),
         "--bind", f"127.0.0.1:{port}",
         "--graceful-timeout", "10",
     ]

@@ -16,8 +16,9 @@ import html
 import ipaddress
 import json
 import logging
+import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import flask
 from sqlalchemy import Engine
@@ -42,11 +43,19 @@ DATABASE_RETRY_AFTER = "5"
 
 @dataclass(frozen=True)
 class Services:
-    """What the views need from the application, built once."""
+    """What the views need from the application, built once.
+
+    ``serving_lock``: the views of one application (one process) run one at a time,
+    each once its request's body is read in full (``routes``). Under a threaded
+    server, threads then only wait on slow clients, never on each other's work: the
+    per-process copies the searches keep see their requests' snapshots in order, as
+    under one-thread workers, and a client slow to send its body holds nothing but
+    its own thread."""
 
     config: Config
     engine: Engine
     authenticator: auth.NoAuth2 | auth.TokenAuth
+    serving_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def freeze_startup_objects() -> None:

@@ -5,6 +5,7 @@ import argparse
 import logging
 import sys
 
+from placement import server
 from placement.app import is_loopback
 from placement.config import Config, ConfigError, load_config, render_sample
 from placement.db import migrate
@@ -54,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="listen address (default from configuration)")
     serve.add_argument("--port", type=int, help="listen port (default from configuration)")
     serve.add_argument("--workers", type=int, help="worker processes")
+    serve.add_argument("--threads", type=int, help="threads of each worker process")
     serve.add_argument(
         "--force-noauth-on-public-address",
         action="store_true",
@@ -93,6 +95,7 @@ def _serve(config: Config, args) -> int:
         bind_host=args.host or config.bind_host,
         bind_port=args.port or config.bind_port,
         workers=args.workers or config.workers,
+        threads=args.threads or config.threads,
     )
     forced = args.force_noauth_on_public_address or config.allow_noauth_on_public_address
     # The application itself refuses remote clients under noauth2 unless forced too.
@@ -116,28 +119,8 @@ def _serve(config: Config, args) -> int:
             print(f"placement: {exc}", file=sys.stderr)
             return 2
     engine.dispose()
-    _run_gunicorn(config)
+    server.serve(config)
     return 0
-
-
-def _run_gunicorn(config: Config) -> None:
-    from gunicorn.app.base import BaseApplication
-
-    from placement.app import create_app, freeze_startup_objects
-
-    class PlacementServer(BaseApplication):
-        def load_config(self) -> None:
-            self.cfg.set("bind", f"{config.bind_host}:{config.bind_port}")
-            self.cfg.set("workers", config.workers)
-            self.cfg.set("accesslog", "-")
-            self.cfg.set("loglevel", config.log_level.lower())
-
-        def load(self):
-            application = create_app(config)
-            freeze_startup_objects()
-            return application
-
-    PlacementServer().run()
 
 
 if __name__ == "__main__":

@@ -113,6 +113,25 @@ OPTIONS: tuple[Option, ...] = (
         "Number of gunicorn worker processes started by 'placement serve'.",
     ),
     Option(
+        "threads",
+        "api",
+        "threads",
+        "PLACEMENT_THREADS",
+        int,
+        "Threads of each worker of 'placement serve' (1 or more): connections a worker "
+        "reads and answers at once. A client slow to send its request holds one thread, "
+        "never the worker; the application itself runs one request at a time per worker.",
+    ),
+    Option(
+        "client_timeout_seconds",
+        "api",
+        "client_timeout_seconds",
+        "PLACEMENT_CLIENT_TIMEOUT_SECONDS",
+        float,
+        "Seconds 'placement serve' waits on a silent client (sending its request or "
+        "reading the answer) before it closes the connection (more than 0).",
+    ),
+    Option(
         "allow_noauth_on_public_address",
         "api",
         "allow_noauth_on_public_address",
@@ -201,6 +220,8 @@ class Config:
     bind_host: str = "127.0.0.1"
     bind_port: int = 8780
     workers: int = 2
+    threads: int = 8
+    client_timeout_seconds: float = 10.0
     allow_noauth_on_public_address: bool = False
     max_request_body_mib: int = 10
     randomize_allocation_candidates: bool = False
@@ -222,6 +243,10 @@ class Config:
             )
         if self.auth_strategy == "token" and not self.tokens_file:
             raise ConfigError("auth_strategy = token needs tokens_file")
+        if self.threads < 1:
+            raise ConfigError("threads must be 1 or more")
+        if not self.client_timeout_seconds > 0:
+            raise ConfigError("client_timeout_seconds must be more than 0")
         if self.max_request_body_mib < 1:
             raise ConfigError("max_request_body_mib must be 1 or more")
         if self.allocation_candidates_cache_mib < 0:

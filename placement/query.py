@@ -27,7 +27,10 @@ import uuid as uuid_lib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from placement import errors
+import microversion_parse
+from microversion_parse import Version
+
+from placement import errors, microversion
 
 ANY_OF_PREFIX = "in:"
 FORBIDDEN_PREFIX = "!"
@@ -169,27 +172,34 @@ class QuerySchema:
     required: tuple[str, ...] = ()
     unknown_key_code: str = errors.DEFAULT
 
-    def validate(self, params: dict[str, list[str]]) -> None:
-        """400 for the first violation in ``params`` (each parameter's last value)."""
+    def validate(
+        self, params: dict[str, list[str]], newer: Callable[[str], str | None] | None = None
+    ) -> None:
+        """400 for the first violation in ``params`` (each parameter's last value).
+        ``newer`` names the microversion that takes a key this schema does not (see
+        ``validate_at``)."""
         for name in self.required:
             if name not in params:
                 raise _violation(
                     f"{name!r} is a required property", "required", None,
                     errors.QUERYPARAM_MISSING_VALUE,
                 )
-        self._refuse_unknown_keys(params)
+        self._refuse_unknown_keys(params, newer)
         for name in sorted(params, reverse=True):
             for check in self.checks.get(name, ()):
                 found = check(params[name][-1])
                 if found is not None:
                     raise _violation(*found, name, errors.QUERYPARAM_BAD_VALUE)
 
-    def _refuse_unknown_keys(self, params: dict[str, list[str]]) -> None:
-        compiled = [re.compile(p.removeprefix("^").removesuffix("$")) for p in self.patterns]
-        unknown = sorted(
-            key for key in params
-            if key not in self.checks and not any(p.fullmatch(key) for p in compiled)
+    def takes_key(self, key: str) -> bool:
+        return key in self.checks or any(
+            re.fullmatch(p.removeprefix("^").removesuffix("$"), key) for p in self.patterns
         )
+
+    def _refuse_unknown_keys(
+        self, params: dict[str, list[str]], newer: Callable[[str], str | None] | None
+    ) -> None:
+        unknown = sorted(key for key in params if not self.takes_key(key))
         if not unknown:
             return
         named = ", ".join(repr(key) for key in unknown)
@@ -200,7 +210,18 @@ class QuerySchema:
         else:
             verb = "was" if len(unknown) == 1 else "were"
             sentence = f"Additional properties are not allowed ({named} {verb} unexpected)"
-        raise _violation(sentence, "additionalProperties", None, self.unknown_key_code)
+        error = _violation(sentence, "additionalProperties", None, self.unknown_key_code)
+        # Upstream's sentence, then the microversion that takes each key: a client that
+        # forgot the version header otherwise learns only that the key was unexpected.
+        needed = [(key, newer(key)) for key in unknown] if newer is not None else []
+        hints = [
+            f"{key!r} needs microversion {version} or later "
+            f"(OpenStack-API-Version: placement {version}, or latest)."
+            for key, version in needed if version is not None
+        ]
+        if hints:
+            error.detail = "\n\n".join([error.detail, *hints])
+        raise error
 
 
 def _violation(sentence: str, keyword: str, name: str | None, code: str) -> errors.BadRequest:
@@ -209,6 +230,22 @@ def _violation(sentence: str, keyword: str, name: str | None, code: str) -> erro
         f"{INVALID_QUERY}{sentence}\n\nFailed validating {keyword!r} in schema{where}",
         code=code,
     )
+
+
+def validate_at(
+    schema_at: Callable[[Version], QuerySchema], version: Version, params: dict[str, list[str]]
+) -> None:
+    """``schema_at(version)`` validates ``params``; a key it refuses that a later
+    microversion's schema takes is named with the first such version."""
+
+    def first_version_taking(key: str) -> str | None:
+        for text in microversion.VERSIONS:
+            later = microversion_parse.parse_version_string(text)
+            if later > version and schema_at(later).takes_key(key):
+                return text
+        return None
+
+    schema_at(version).validate(params, newer=first_version_taking)
 
 
 def params_of(args: Iterable[tuple[str, list[str]]]) -> dict[str, list[str]]:

@@ -1,8 +1,9 @@
 """Every URL and method the service answers, in one table.
 
 Each view takes a RequestContext first. ``register_routes`` wraps each view in
-one database transaction: committed when the view returns, rolled back when it
-raises. Methods missing from a URL's entry get an automatic 405.
+one database transaction (committed when the view returns, rolled back when it
+raises), run in its process's turn (``app.Services.serving_lock``). Methods
+missing from a URL's entry get an automatic 405.
 """
 
 from collections.abc import Callable
@@ -162,7 +163,10 @@ def register_routes(app: flask.Flask) -> None:
 def _transactional(view, write: bool, snapshot: bool = False):
     def endpoint(**kwargs):
         services = flask.current_app.extensions["placement"]
-        with services.engine.connect() as conn:
+        # The whole body first (kept for the view), then this process's turn: see
+        # ``Services.serving_lock``.
+        flask.request.get_data(cache=True)
+        with services.serving_lock, services.engine.connect() as conn:
             if write:
                 conn = conn.execution_options(**{WRITE_TRANSACTION_OPTION: True})
             if snapshot and conn.dialect.name == "postgresql":

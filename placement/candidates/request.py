@@ -88,7 +88,7 @@ def parse_candidate_request(pairs: Iterable[tuple[str, str]], version) -> Candid
     params: dict[str, list[str]] = {}
     for key, value in pairs:
         params.setdefault(key, []).append(value)
-    _schema(version).validate(params)
+    query.validate_at(_schema, version, params)
     limit = _parse_limit(params.get("limit"))
     group_policy = _parse_group_policy(params.get("group_policy"))
     root_traits = _parse_root_required(params.get("root_required"))

@@ -95,9 +95,9 @@ def write_allocations(
 
     Returns the allocation rows written.
 
-    Raises BadRequest for unknown providers or classes, ConcurrentUpdate for
-    consumer generation conflicts, Conflict when capacity or inventory
-    constraints would be broken. ``check_capacity`` False lets the reshaper
+    Raises BadRequest for unknown providers (``ProviderNotFound``) or classes,
+    ConcurrentUpdate for consumer generation conflicts, Conflict when capacity or
+    inventory constraints would be broken. ``check_capacity`` False lets the reshaper
     check once at the end, after it also changed inventories.
     """
     provider_ids = _provider_ids(conn, {u for w in writes for u in w.allocations})
@@ -188,10 +188,15 @@ def _provider_ids(conn: Connection, uuids) -> dict[str, int]:
     )
     missing = [u for u in uuids if u not in found]
     if missing:
-        raise errors.BadRequest(
+        raise ProviderNotFound(
             f"Allocation for resource provider '{missing[0]}' that does not exist."
         )
     return found
+
+
+class ProviderNotFound(errors.BadRequest):
+    """An allocation names a provider that does not exist (upstream's 400): a client's
+    mistake, or for a claim that chose it, a provider deleted since."""
 
 
 def _providers_of_consumers(conn: Connection, consumer_ids) -> set[int]:

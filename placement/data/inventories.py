@@ -83,6 +83,7 @@ def replace_inventories(
     group-resource translator's node sync), not a warning (the Placement API)."""
     new_generation = bump_generation(conn, provider, generation)
     current = get_inventories(conn, provider)
+    names.resource_class_ids(conn, set(wanted))  # an unknown class first, as upstream
     _check_usage(conn, provider, current, wanted, refuse_below_usage)
     write_inventories(conn, provider, current, wanted)
     return new_generation

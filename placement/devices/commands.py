@@ -11,8 +11,6 @@ datasheet means, so the command refuses it rather than guess.
 """
 
 import argparse
-import re
-from fractions import Fraction
 
 from placement import errors
 from placement.config import Config
@@ -81,27 +79,13 @@ def add_commands(commands) -> None:
         command.set_defaults(run=run)
 
 
-# A number and a decimal unit (k, M, G, T, P, E), with or without a trailing B.
-DECIMAL_MEMORY = re.compile(r"\s*(?P<number>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>[kKMGTPE])B?\s*")
-DECIMAL_POWERS = {"k": 1, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
 SAMPLE_MATRIX = "tests/data/topologies/dgx_a100.txt"
 
 
 def gpu_memory(value: str) -> str:
     """``--gpu-memory`` as given, once it is sure to be in binary units (see the docstring)."""
-    decimal = DECIMAL_MEMORY.fullmatch(value)
-    if decimal is None:
-        return value
-    number, unit = decimal["number"], decimal["unit"]
-    binary = f"{unit.upper()}i"
-    power = DECIMAL_POWERS[unit]
-    as_decimal = Fraction(number) * 1000**power // service.MIB
-    as_binary = Fraction(number) * 1024**power // service.MIB
-    raise errors.BadRequest(
-        f"--gpu-memory {value.strip()} is in decimal units ({number}{unit}B = {number} x "
-        f"1000^{power} bytes, {as_decimal} MiB). Give GPU memory in binary units: "
-        f"{number}{binary} is {as_binary} MiB."
-    )
+    service.refuse_decimal_memory(value, "--gpu-memory")
+    return value
 
 
 def _matrix_text(path: str) -> str:

@@ -6,8 +6,10 @@ group-resource node: its tree is written by the translator's ``sync_node``
 from the map ``node_map`` makes, and its topology document is stored beside.
 """
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 
 from sqlalchemy import Connection
 
@@ -46,6 +48,8 @@ def topology_from_body(body: Mapping) -> Topology:
     if "matrix" in body:
         gpu = body["gpu"]
         rdma = body.get("rdma", {})
+        if isinstance(gpu["memory"], str):
+            refuse_decimal_memory(gpu["memory"], "gpu.memory")
         memory_mb = int(parse_quantity(gpu["memory"], "gpu.memory") // MIB)
         if memory_mb <= 0:
             raise errors.BadRequest(f"gpu.memory: {gpu['memory']!r} is less than 1 MiB.")
@@ -61,6 +65,29 @@ def topology_from_body(body: Mapping) -> Topology:
         return parse_matrix(body["matrix"], details)
     return parse_device_list(
         {key: body[key] for key in ("devices", "nvlinks", "resources") if key in body}
+    )
+
+
+# A number and a decimal unit (k, M, G, T, P, E), with or without a trailing B.
+DECIMAL_MEMORY = re.compile(r"\s*(?P<number>[0-9]+(?:\.[0-9]+)?)\s*(?P<unit>[kKMGTPE])B?\s*")
+DECIMAL_POWERS = {"k": 1, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
+
+
+def refuse_decimal_memory(value: str, where: str) -> None:
+    """400 for a GPU memory in decimal units (``80GB``, ``80G``: 80 * 10**9 bytes, 76293
+    MiB), rarely what a GPU's datasheet or ``nvidia-smi`` means by 80 GB: the matrix
+    import takes binary units (``80Gi``, ``81920Mi``) or bytes rather than guess."""
+    decimal = DECIMAL_MEMORY.fullmatch(value)
+    if decimal is None:
+        return
+    number, unit = decimal["number"], decimal["unit"]
+    power = DECIMAL_POWERS[unit]
+    as_decimal = Fraction(number) * 1000**power // MIB
+    as_binary = Fraction(number) * 1024**power // MIB
+    raise errors.BadRequest(
+        f"{where} {value.strip()} is in decimal units ({number}{unit}B = {number} x "
+        f"1000^{power} bytes, {as_decimal} MiB). Give GPU memory in binary units: "
+        f"{number}{unit.upper()}i is {as_binary} MiB."
     )
 
 

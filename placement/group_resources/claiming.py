@@ -3,7 +3,8 @@
 The translator's and the device claims differ in what they choose, not in how
 they claim: choose from fresh data, write the allocations in a savepoint, and
 when a concurrent claim committed first (the write fails placement's capacity
-check, or meets a provider deleted meanwhile) choose again, at random among
+check, or meets a provider deleted meanwhile) choose again (never after another
+refusal: a bad request is answered as such, not as contention), at random among
 the choices as good as the best, so that claimers racing for one node spread
 out. ``claim_best`` is that loop; the choosing is the caller's.
 """
@@ -70,9 +71,9 @@ def claim_best(
         try:
             with conn.begin_nested():
                 allocation_data.write_allocations(conn, [write])
-        except (errors.Conflict, errors.BadRequest) as exc:
-            # Taken, changed or deleted by a transaction that committed after our read
-            # (a 400 here is a provider that vanished): choose again from fresh data.
+        except (errors.Conflict, allocation_data.ProviderNotFound) as exc:
+            # Taken, changed or deleted by a transaction that committed after our read:
+            # choose again from fresh data. Any other refusal is the answer.
             last_conflict = exc
             continue
         return best

@@ -3,6 +3,7 @@
 import uuid as uuid_lib
 
 import flask
+from microversion_parse import Version
 
 from placement import errors, query
 from placement.context import RequestContext
@@ -63,16 +64,16 @@ def lookup_provider(ctx: RequestContext, uuid: str, action: str = "") -> provide
     return provider
 
 
-def _list_schema(ctx: RequestContext) -> query.QuerySchema:
+def _list_schema(version: Version) -> query.QuerySchema:
     """Upstream's JSON Schema of GET /resource_providers' query string."""
     checks: dict[str, tuple[query.Check, ...]] = {"name": (), "uuid": (query.uuid_format,)}
-    if ctx.at_least(1, 3):
+    if version >= (1, 3):
         checks["member_of"] = ()
-    if ctx.at_least(1, 4):
+    if version >= (1, 4):
         checks["resources"] = ()
-    if ctx.at_least(1, 14):
+    if version >= (1, 14):
         checks["in_tree"] = (query.uuid_format,)
-    if ctx.at_least(1, 18):
+    if version >= (1, 18):
         checks["required"] = ()
     return query.QuerySchema(checks=checks)
 
@@ -91,7 +92,7 @@ def list_providers(ctx: RequestContext) -> flask.Response:
     nothing."""
     query.require_utf8(ctx.request.query_string)
     params = query.params_of(ctx.request.args.lists())
-    _list_schema(ctx).validate(params)
+    query.validate_at(_list_schema, ctx.version, params)
     aggregates = (
         query.parse_member_of(
             params["member_of"],

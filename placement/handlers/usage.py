@@ -1,6 +1,7 @@
 """/resource_providers/{uuid}/usages and /usages (from 1.9)."""
 
 import flask
+from microversion_parse import Version
 
 from placement import query
 from placement.context import RequestContext
@@ -25,13 +26,13 @@ CONSUMER_TYPE_PATTERN = "^[A-Z0-9_]+$|^all|^unknown$"
 MAX_ID_LENGTH = 255
 
 
-def _usages_schema(ctx: RequestContext) -> query.QuerySchema:
+def _usages_schema(version: Version) -> query.QuerySchema:
     """Upstream's JSON Schema of GET /usages' query string."""
     checks: dict[str, tuple[query.Check, ...]] = {
         "project_id": (query.length(1, MAX_ID_LENGTH),),
         "user_id": (query.length(1, MAX_ID_LENGTH),),
     }
-    if ctx.at_least(1, 38):
+    if version >= (1, 38):
         checks["consumer_type"] = (
             query.pattern(CONSUMER_TYPE_PATTERN), query.length(1, MAX_ID_LENGTH)
         )
@@ -44,7 +45,7 @@ def project_usages(ctx: RequestContext) -> flask.Response:
     one validated."""
     query.require_utf8(ctx.request.query_string)
     params = query.params_of(ctx.request.args.lists())
-    _usages_schema(ctx).validate(params)
+    query.validate_at(_usages_schema, ctx.version, params)
     project = params["project_id"][-1]  # required by the schema
     user = query.last(params, "user_id")
     if ctx.at_least(1, 38):

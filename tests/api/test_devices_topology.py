@@ -127,6 +127,30 @@ def test_a_malformed_matrix_is_a_400_naming_the_problem(api, sample, words):
     assert api.get("/group_resources/device_nodes/bad").status_code == 404
 
 
+@pytest.mark.parametrize(
+    ("memory", "words"),
+    [
+        ("80GB", "gpu.memory 80GB is in decimal units (80GB = 80 x 1000^3 bytes, 76293 MiB). "
+                 "Give GPU memory in binary units: 80Gi is 81920 MiB."),
+        ("16G", "16Gi is 16384 MiB"),
+        ("1.5T", "1.5Ti is 1572864 MiB"),
+    ],
+)
+def test_a_matrix_gpu_memory_in_decimal_units_is_refused(api, memory, words):
+    response = api.put("/group_resources/device_nodes/box", json=matrix("pcie_4gpu.txt", memory))
+    assert response.status_code == 400, response.json
+    assert words in response.json["errors"][0]["detail"]
+    assert api.get("/group_resources/device_nodes/box").status_code == 404
+
+
+@pytest.mark.parametrize("memory", ["80Gi", "81920Mi", str(80 * 2**30)])
+def test_a_matrix_gpu_memory_in_binary_units_or_bytes_is_taken(api, memory):
+    response = api.put("/group_resources/device_nodes/box", json=matrix("pcie_4gpu.txt", memory))
+    assert response.status_code == 201, response.json
+    gpus = [d for d in response.json["devices"] if d["type"] == "gpu"]
+    assert gpus and all(gpu["memory"] == "81920Mi" for gpu in gpus)
+
+
 @pytest.mark.parametrize("text", ["", " \n\t\n"])
 def test_an_empty_matrix_is_a_400_that_says_it_is_empty(api, text):
     # What `nvidia-smi topo -m > topo.txt` leaves on a machine without a GPU.

@@ -419,3 +419,40 @@ def test_a_route_asked_below_its_microversion_says_which_it_needs(api):
     assert detail.startswith("The resource could not be found.")  # upstream's sentence
     assert "needs microversion 1.10 or later" in detail
     assert "OpenStack-API-Version: placement 1.10" in detail
+
+
+@pytest.mark.parametrize(
+    ("url", "version", "named", "needed"),
+    [
+        ("/resource_providers?resources=VCPU:1", "1.0", "'resources'", "1.4"),
+        ("/resource_providers?in_tree=" + str(uuid.UUID(int=1)), "1.13", "'in_tree'", "1.14"),
+        ("/resource_providers?required=HW_CPU_X86_AVX", "1.17", "'required'", "1.18"),
+        ("/allocation_candidates?resources=VCPU:1&limit=1", "1.10", "'limit'", "1.16"),
+        ("/allocation_candidates?resources=VCPU:1&resources1=VCPU:1", "1.24",
+         "'resources1'", "1.25"),
+        ("/allocation_candidates?resources_NUMA=VCPU:1", "1.32", "'resources_NUMA'", "1.33"),
+        ("/allocation_candidates?resources=VCPU:1&root_required=X", "1.34",
+         "'root_required'", "1.35"),
+        ("/usages?project_id=p&consumer_type=INSTANCE", "1.37", "'consumer_type'", "1.38"),
+    ],
+)
+def test_a_query_parameter_asked_below_its_microversion_says_which_it_needs(
+    api, url, version, named, needed
+):
+    response = api.get(url, version=version)
+    assert response.status_code == 400
+    detail = response.json["errors"][0]["detail"]
+    assert detail.startswith("Invalid query string parameters: ")  # upstream's sentence
+    assert named in detail.split("\n\n")[0]
+    assert detail.endswith(
+        f"{named} needs microversion {needed} or later "
+        f"(OpenStack-API-Version: placement {needed}, or latest)."
+    )
+
+
+def test_a_query_parameter_no_microversion_takes_names_no_version(api):
+    response = api.get("/resource_providers?colour=blue", version="1.0")
+    assert response.status_code == 400
+    detail = response.json["errors"][0]["detail"]
+    assert "'colour' was unexpected" in detail
+    assert "needs microversion" not in detail

@@ -12,13 +12,15 @@ from benchmarks.service import gunicorn, migrate_database
 
 @contextlib.contextmanager
 def running_gunicorn(
-    database_url: str, folder: Path, workers: int, extra_args: tuple[str, ...] = ()
+    database_url: str, folder: Path, workers: int, extra_args: tuple[str, ...] = (),
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[str]:
     """Migrate ``database_url``, serve it with gunicorn (its log in ``folder``) and yield
     the base URL; stopped on exit."""
     migrate_database(database_url)
     with gunicorn(
-        database_url, workers, str(folder / "gunicorn.log"), extra_args=extra_args
+        database_url, workers, str(folder / "gunicorn.log"), extra_env=extra_env,
+        extra_args=extra_args,
     ) as base:
         yield base
 

@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-from placement import cli
+from placement import cli, server
 from placement.config import OPTIONS
 
 SAMPLE = pathlib.Path(__file__).resolve().parents[2] / "etc" / "placement.conf.sample"
@@ -20,7 +20,7 @@ def environment(tmp_path, monkeypatch):
     database = tmp_path / "placement.sqlite"
     monkeypatch.setenv("PLACEMENT_DATABASE_URL", f"sqlite:///{database}")
     started = []
-    monkeypatch.setattr(cli, "_run_gunicorn", started.append)
+    monkeypatch.setattr(cli.server, "serve", started.append)
     return {"database": database, "started": started, "tmp_path": tmp_path}
 
 
@@ -46,6 +46,17 @@ def test_serve_allows_noauth2_on_loopback(environment, host):
     assert config.bind_port == 9999
     # The embedded SQLite database is created and migrated on first run.
     assert environment["database"].exists()
+
+
+def test_serve_takes_workers_and_threads(environment):
+    assert cli.main(["serve", "--workers", "3", "--threads", "5"]) == 0
+    [config] = environment["started"]
+    assert server.worker_settings(config) == {
+        "workers": 3, "worker_class": "placement.server.ThreadWorker", "threads": 5
+    }
+    assert server.worker_arguments(config) == [
+        "--workers", "3", "--worker-class", "placement.server.ThreadWorker", "--threads", "5"
+    ]
 
 
 def test_serve_on_a_public_address_when_forced(environment):

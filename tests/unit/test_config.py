@@ -89,6 +89,8 @@ def test_every_option_has_an_environment_variable(tmp_path):
         "bind_host": "::1",
         "bind_port": "1234",
         "workers": "5",
+        "threads": "3",
+        "client_timeout_seconds": "1.5",
         "allow_noauth_on_public_address": "on",
         "max_request_body_mib": "2",
         "randomize_allocation_candidates": "1",
@@ -108,6 +110,8 @@ def test_every_option_has_an_environment_variable(tmp_path):
         bind_host="::1",
         bind_port=1234,
         workers=5,
+        threads=3,
+        client_timeout_seconds=1.5,
         allow_noauth_on_public_address=True,
         max_request_body_mib=2,
         randomize_allocation_candidates=True,
@@ -171,6 +175,23 @@ def test_a_request_body_limit_below_1_mib_is_refused(tmp_path, limit):
     path = _write(tmp_path, f"[api]\nmax_request_body_mib = {limit}\n")
     with pytest.raises(ConfigError, match="max_request_body_mib"):
         load_config(path, environ={})
+
+
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [("threads = 0", "threads"), ("client_timeout_seconds = 0", "client_timeout_seconds"),
+     ("client_timeout_seconds = -2.5", "client_timeout_seconds")],
+)
+def test_serving_threads_and_client_timeout_must_be_positive(tmp_path, line, key):
+    path = _write(tmp_path, f"[api]\n{line}\n")
+    with pytest.raises(ConfigError, match=key):
+        load_config(path, environ={})
+
+
+def test_serving_threads_and_client_timeout_come_from_file_and_environment(tmp_path):
+    path = _write(tmp_path, "[api]\nthreads = 3\nclient_timeout_seconds = 2.5\n")
+    config = load_config(path, environ={"PLACEMENT_THREADS": "5"})
+    assert (config.threads, config.client_timeout_seconds) == (5, 2.5)
 
 
 def test_token_strategy_without_a_tokens_file_is_refused(tmp_path):

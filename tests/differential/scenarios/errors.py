@@ -485,6 +485,8 @@ def _below_usage(version: str) -> list[Scenario]:
         scenario(
             f"in-use-inventory-removed-{version}",
             *world,
+            # A misspelt class in place of one in use: upstream names the unknown class.
+            inventory(CN1, version, VCPUS=8, MEMORY_MB=4096, DISK_GB=100).labelled("misspelt"),
             inventory(CN1, version, MEMORY_MB=4096, DISK_GB=100).labelled("replace-without"),
             delete(f"{INVENTORIES}/VCPU", version, label="delete-one"),
             delete(INVENTORIES, version, label="delete-all"),
