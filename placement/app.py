@@ -16,9 +16,7 @@ import html
 import ipaddress
 import json
 import logging
-import threading
 import uuid
-from dataclasses import dataclass, field
 
 import flask
 from sqlalchemy import Engine
@@ -31,6 +29,7 @@ from placement.data.names import sync_standard_names
 from placement.db import migrate
 from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine
 from placement.routes import register_routes
+from placement.services import Services
 
 LOG = logging.getLogger(__name__)
 REQUEST_ID_HEADER = "X-Openstack-Request-Id"
@@ -39,23 +38,6 @@ NOT_FOUND = "The resource could not be found."
 MIB = 1024 * 1024
 # Seconds a client is asked to wait when the database cannot be reached.
 DATABASE_RETRY_AFTER = "5"
-
-
-@dataclass(frozen=True)
-class Services:
-    """What the views need from the application, built once.
-
-    ``serving_lock``: the views of one application (one process) run one at a time,
-    each once its request's body is read in full (``routes``). Under a threaded
-    server, threads then only wait on slow clients, never on each other's work: the
-    per-process copies the searches keep see their requests' snapshots in order, as
-    under one-thread workers, and a client slow to send its body holds nothing but
-    its own thread."""
-
-    config: Config
-    engine: Engine
-    authenticator: auth.NoAuth2 | auth.TokenAuth
-    serving_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def freeze_startup_objects() -> None:
@@ -84,19 +66,12 @@ def create_app(config: Config | None = None, engine: Engine | None = None) -> fl
     app = flask.Flask("placement")
     # Werkzeug refuses a longer body (declared, or streamed in chunks) with a 413.
     app.config["MAX_CONTENT_LENGTH"] = config.max_request_body_mib * MIB
-    app.extensions["placement"] = Services(config, engine, _authenticator(config))
+    app.extensions["placement"] = Services.build(config, engine)
     register_routes(app)
     app.before_request(_before_request)
     app.after_request(_after_request)
     app.register_error_handler(Exception, _handle_error)
     return app
-
-
-def _authenticator(config: Config) -> auth.NoAuth2 | auth.TokenAuth:
-    if config.auth_strategy == "token":
-        assert config.tokens_file is not None  # enforced by Config
-        return auth.TokenAuth.from_file(config.tokens_file)
-    return auth.NoAuth2()
 
 
 def _before_request() -> None:

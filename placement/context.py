@@ -1,4 +1,5 @@
-"""The request context handed to every view: connection, version, config."""
+"""The request context handed to every view: connection, version, config, and the
+application's services (its searches' front doors)."""
 
 from dataclasses import dataclass
 
@@ -7,6 +8,7 @@ from microversion_parse import Version
 from sqlalchemy import Connection
 
 from placement.config import Config
+from placement.services import Services
 
 
 @dataclass
@@ -16,6 +18,7 @@ class RequestContext:
     config: Config
     request: flask.Request
     request_id: str
+    services: Services
 
     def at_least(self, major: int, minor: int) -> bool:
         """Whether the request's microversion is ``major.minor`` or later."""

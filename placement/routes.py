@@ -178,6 +178,7 @@ def _transactional(view, write: bool, snapshot: bool = False):
                     config=services.config,
                     request=flask.request,
                     request_id=flask.g.request_id,
+                    services=services,
                 )
                 return view(ctx, **kwargs)
 

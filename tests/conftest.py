@@ -13,11 +13,11 @@ import pytest
 import sqlalchemy as sa
 
 from placement.app import create_app
-from placement.candidates.world import forget_worlds
 from placement.config import Config
 from placement.db import migrate
 from placement.db.engine import make_engine
 from placement.db.tables import metadata
+from placement.services import Services
 from tests import pgserver
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -90,7 +90,6 @@ def engine(backend, empty_database_url, migrated_engines):
     engine = migrated_engines[backend]
     yield engine
     _empty(engine)
-    forget_worlds()
 
 
 def _empty(engine: sa.Engine) -> None:
@@ -116,6 +115,11 @@ def app(config, engine):
 
 class Api:
     """The Flask test client with the admin token and a microversion by default."""
+
+    @property
+    def services(self) -> Services:
+        """The application's services: its searches' front doors and what they keep."""
+        return self.client.application.extensions["placement"]
 
     def __init__(self, client, version: str = LATEST) -> None:
         self.client = client

@@ -3,7 +3,8 @@
 A candidate search looks at every provider's place in its tree, inventories
 and usage, traits and aggregates. Reading all of that for every request is
 most of what a large answer costs, and it hardly changes between two
-requests. So each worker keeps a ``ProviderWorld`` and, on every request,
+requests. So each worker keeps a ``ProviderWorld`` (its application's
+``CandidateSearch`` owns it) and, on every request,
 reads the **versions** (``placement.data.provider_world``: id, generation,
 parent, root) of the providers logged as changed since its last request, and
 reads again the details of those whose version changed, and only those. (The
@@ -29,7 +30,8 @@ the database (the request runs at REPEATABLE READ on PostgreSQL; a SQLite
 transaction is one snapshot), so they always agree. So with any number of
 workers on any number of hosts, each answer reflects the database as of its
 request, as if nothing were kept. (A log that starts over, or a position that
-goes back, drops the copy: see ``refresh``. What it cannot see is a database
+goes back, drops the copy: see ``refresh``; entries deleted before every reader
+read them start the log over, migration 0005. What it cannot see is a database
 put in place of the one it follows under the same URL whose log has already
 moved past the copy's position: restart the service after such a swap.)
 
@@ -330,21 +332,3 @@ def _leave(members_of: dict, id_of_name: dict, name: str, id_: int, provider_id:
         del members_of[id_]
         if id_of_name.get(name) == id_:
             del id_of_name[name]
-
-
-_WORLDS: dict[str, ProviderWorld] = {}
-_WORLDS_LOCK = threading.Lock()
-
-
-def world_of(conn: Connection) -> ProviderWorld:
-    """This worker's copy of the providers of ``conn``'s database (not yet refreshed)."""
-    key = str(conn.engine.url)
-    with _WORLDS_LOCK:
-        return _WORLDS.setdefault(key, ProviderWorld())
-
-
-def forget_worlds() -> None:
-    """Drop every kept copy (the test suite does, between tests that empty the database:
-    SQLite then hands out the same trait and aggregate ids again)."""
-    with _WORLDS_LOCK:
-        _WORLDS.clear()

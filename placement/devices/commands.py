@@ -5,6 +5,9 @@ database in one transaction each and print JSON. Requests are read from a
 YAML or JSON file: a Pod manifest as Kubernetes holds it (``kind: Pod``), or
 ``resources`` with optional ``annotations``; ``-`` reads it from standard input.
 
+Each command is a process of its own, so each builds its own ``DeviceSearch``
+(nothing kept is worth keeping for one request).
+
 ``--gpu-memory`` takes binary units only (``80Gi``, ``81920Mi``): ``80GB`` or
 ``80G`` is decimal (80 * 10**9 bytes, 76293 MiB), rarely what a GPU's
 datasheet means, so the command refuses it rather than guess.
@@ -115,14 +118,15 @@ def _import(config: Config, args: argparse.Namespace) -> int:
         body = checked_arguments(schemas.ImportNode(), args, **document, uuid=args.uuid)
         topology = service.topology_from_body(body)
         result = service.import_node(conn, args.node, topology, naming, body.get("uuid"))
-        return {**service.node_view(conn, naming, args.node), "changed": result.changed}
+        view = service.DeviceSearch().node_view(conn, naming, args.node)
+        return {**view, "changed": result.changed}
 
     return run_in_transaction(config, work)
 
 
 def _show(config: Config, args: argparse.Namespace) -> int:
     return run_in_transaction(
-        config, lambda conn, naming: service.node_view(conn, naming, args.node)
+        config, lambda conn, naming: service.DeviceSearch().node_view(conn, naming, args.node)
     )
 
 
@@ -150,7 +154,7 @@ def _candidates(config: Config, args: argparse.Namespace) -> int:
         body = checked_arguments(schemas.DeviceQuery(), args, **_request_fields(args.file),
                         scorer=args.scorer, limit=args.limit, nodes=args.nodes)
         request = _request(body, naming)
-        answer = service.find_candidates(
+        answer = service.DeviceSearch().find_candidates(
             conn, request, naming, scorer=body["scorer"], limit=body.get("limit"),
             node_names=body.get("nodes"),
         )
@@ -167,7 +171,7 @@ def _claim(config: Config, args: argparse.Namespace) -> int:
             consumer_type=args.consumer_type, scorer=args.scorer, nodes=args.nodes,
         )
         request = _request(body, naming)
-        candidate = service.claim(
+        candidate = service.DeviceSearch().claim(
             conn, request, naming,
             consumer_uuid=body["consumer_uuid"],
             project_id=body["project_id"],

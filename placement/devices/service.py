@@ -24,7 +24,7 @@ from placement.devices.node_map import LABEL_TRAIT_PREFIX, NUMA_TRAIT, Layout, d
 from placement.devices.request import DeviceRequest
 from placement.devices.search import DeviceAnswer, DeviceCandidate, rank
 from placement.devices.snapshot import DeviceNode
-from placement.devices.stored import read_stored
+from placement.devices.stored import StoredTopologies
 from placement.devices.topology import Topology
 from placement.devices.topology_matrix import MatrixDetails, parse_matrix
 from placement.group_resources import service as group_service
@@ -33,7 +33,6 @@ from placement.group_resources.claiming import Claimant, claim_best
 from placement.group_resources.naming import Naming, provider_name
 from placement.group_resources.quantities import parse_quantity
 
-_NODES = DeviceNodeCache(read_stored)  # this worker's device nodes, checked every request
 MIB = 2**20
 
 
@@ -146,65 +145,73 @@ def delete_node(conn: Connection, node: str) -> None:
     group_service.delete_node(conn, node)
 
 
-def node_view(conn: Connection, naming: Naming, node: str) -> dict:
-    """The node's topology, and each device's provider and inventories with usage."""
-    documents = device_topologies.read_documents(conn, [node])
-    if node not in documents:
-        raise errors.NotFound(f"No device node named {node}.")
-    root = group_sync.require_node(conn, node)
-    topology = read_stored(documents[node]).topology
-    nodes, _out_of_sync = read_device_nodes(conn, naming, [node])
-    return bodies.node_body(node, root.uuid, topology, nodes[0] if nodes else None)
+class DeviceSearch:
+    """The front door of device searches and claims, one per application (process):
+    it owns the stored topologies read so far and the device nodes kept between
+    requests (``node_cache``: checked against the database on every request)."""
 
+    def __init__(self) -> None:
+        self._stored = StoredTopologies()
+        self._nodes = DeviceNodeCache(self._stored.read)
 
-def read_device_nodes(
-    conn: Connection, naming: Naming, node_names: list[str] | None = None
-) -> tuple[list[DeviceNode], list[str]]:
-    """The device nodes as they are now, and the names of those whose trees no longer
-    match their topologies (left out until imported again)."""
-    return _NODES.read(conn, naming, node_names)
+    def node_view(self, conn: Connection, naming: Naming, node: str) -> dict:
+        """The node's topology, and each device's provider and inventories with usage."""
+        documents = device_topologies.read_documents(conn, [node])
+        if node not in documents:
+            raise errors.NotFound(f"No device node named {node}.")
+        root = group_sync.require_node(conn, node)
+        topology = self._stored.read(documents[node]).topology
+        nodes, _out_of_sync = self.read_device_nodes(conn, naming, [node])
+        return bodies.node_body(node, root.uuid, topology, nodes[0] if nodes else None)
 
+    def read_device_nodes(
+        self, conn: Connection, naming: Naming, node_names: list[str] | None = None
+    ) -> tuple[list[DeviceNode], list[str]]:
+        """The device nodes as they are now, and the names of those whose trees no longer
+        match their topologies (left out until imported again)."""
+        return self._nodes.read(conn, naming, node_names)
 
-def find_candidates(
-    conn: Connection,
-    request: DeviceRequest,
-    naming: Naming,
-    scorer: str = "pack",
-    limit: int | None = None,
-    node_names: list[str] | None = None,
-) -> DeviceAnswer:
-    nodes, out_of_sync = read_device_nodes(conn, naming, node_names)
-    return rank(nodes, request, scorer, limit, out_of_sync)
+    def find_candidates(
+        self,
+        conn: Connection,
+        request: DeviceRequest,
+        naming: Naming,
+        scorer: str = "pack",
+        limit: int | None = None,
+        node_names: list[str] | None = None,
+    ) -> DeviceAnswer:
+        nodes, out_of_sync = self.read_device_nodes(conn, naming, node_names)
+        return rank(nodes, request, scorer, limit, out_of_sync)
 
+    def claim(
+        self,
+        conn: Connection,
+        request: DeviceRequest,
+        naming: Naming,
+        consumer_uuid: str,
+        project_id: str,
+        user_id: str,
+        consumer_type: str | None = None,
+        scorer: str = "pack",
+        node_names: list[str] | None = None,
+    ) -> DeviceCandidate:
+        """Choose the best devices and allocate them to a new consumer.
 
-def claim(
-    conn: Connection,
-    request: DeviceRequest,
-    naming: Naming,
-    consumer_uuid: str,
-    project_id: str,
-    user_id: str,
-    consumer_type: str | None = None,
-    scorer: str = "pack",
-    node_names: list[str] | None = None,
-) -> DeviceCandidate:
-    """Choose the best devices and allocate them to a new consumer.
+        A concurrent claim committing first may take what was chosen: the write
+        then fails placement's capacity check and the choice is made again from
+        fresh data, at random among the nodes ranked as well as the best.
+        """
 
-    A concurrent claim committing first may take what was chosen: the write
-    then fails placement's capacity check and the choice is made again from
-    fresh data, at random among the nodes ranked as well as the best.
-    """
+        def choose(limit: int) -> list[DeviceCandidate] | errors.PlacementError:
+            answer = self.find_candidates(conn, request, naming, scorer, limit, node_names)
+            return answer.candidates or unplaceable(answer)
 
-    def choose(limit: int) -> list[DeviceCandidate] | errors.PlacementError:
-        answer = find_candidates(conn, request, naming, scorer, limit, node_names)
-        return answer.candidates or unplaceable(answer)
-
-    claimant = Claimant(
-        choose=choose,
-        standing=_standing,
-        allocations=lambda candidate: candidate.allocations(request),
-    )
-    return claim_best(conn, claimant, consumer_uuid, project_id, user_id, consumer_type)
+        claimant = Claimant(
+            choose=choose,
+            standing=_standing,
+            allocations=lambda candidate: candidate.allocations(request),
+        )
+        return claim_best(conn, claimant, consumer_uuid, project_id, user_id, consumer_type)
 
 
 def _standing(candidate: DeviceCandidate) -> tuple:

@@ -1,4 +1,4 @@
-"""A stored topology document as the search uses it: read once per worker.
+"""Stored topology documents as the search uses them, each read once per process.
 
 ``shape`` numbers what the search's choice depends on (positions, memory,
 VFs, labels, NVLinks) without the devices' identities: real nodes of one
@@ -6,15 +6,16 @@ model differ only by their GPUs' UUIDs, and the chooser then searches one
 of them for all (``Chooser`` remembers by shape and state).
 """
 
-import functools
 import itertools
 import json
 import threading
+from collections import OrderedDict
 from typing import NamedTuple
 
 from placement.devices.node_map import Layout, device_layout
 from placement.devices.topology import Topology
 
+MAX_DOCUMENTS = 1024  # documents kept read; beyond, the least recently read goes
 MAX_SHAPES = 100_000  # beyond, numbering starts afresh (only memo hits are lost)
 
 
@@ -24,31 +25,43 @@ class StoredTopology(NamedTuple):
     shape: int
 
 
-@functools.lru_cache(maxsize=1024)
-def read_stored(document: str) -> StoredTopology:
-    """Remembered by the document's own text, so it can never be stale: a changed
-    topology is another text."""
-    topology = Topology.from_document(json.loads(document))
-    return StoredTopology(topology, device_layout(topology), _shape_number(topology))
+class StoredTopologies:
+    """The documents read lately, remembered by their own text (so never stale: a
+    changed topology is another text), and the shape numbers given so far."""
 
+    def __init__(self, max_documents: int = MAX_DOCUMENTS) -> None:
+        self._max_documents = max_documents
+        self._read: OrderedDict[str, StoredTopology] = OrderedDict()
+        self._shapes: dict[tuple, int] = {}
+        self._numbers = itertools.count()
+        self._lock = threading.Lock()
 
-_shapes: dict[tuple, int] = {}
-_numbers = itertools.count()
-_lock = threading.Lock()
+    def read(self, document: str) -> StoredTopology:
+        with self._lock:
+            stored = self._read.get(document)
+            if stored is not None:
+                self._read.move_to_end(document)
+                return stored
+        topology = Topology.from_document(json.loads(document))
+        stored = StoredTopology(topology, device_layout(topology), self._shape_number(topology))
+        with self._lock:
+            self._read[document] = stored
+            while len(self._read) > self._max_documents:
+                self._read.popitem(last=False)
+        return stored
 
-
-def _shape_number(topology: Topology) -> int:
-    shape = (
-        tuple(
-            (d.type, d.minor, d.numa, d.bridge, d.switch, d.memory_mb, d.vfs,
-             tuple(sorted(d.labels.items())), tuple(sorted(d.vf_labels.items())))
-            for d in topology.devices
-        ),
-        tuple(sorted(topology.nvlinks.items())),
-    )
-    with _lock:
-        if len(_shapes) >= MAX_SHAPES:
-            _shapes.clear()
-        if shape not in _shapes:
-            _shapes[shape] = next(_numbers)
-        return _shapes[shape]
+    def _shape_number(self, topology: Topology) -> int:
+        shape = (
+            tuple(
+                (d.type, d.minor, d.numa, d.bridge, d.switch, d.memory_mb, d.vfs,
+                 tuple(sorted(d.labels.items())), tuple(sorted(d.vf_labels.items())))
+                for d in topology.devices
+            ),
+            tuple(sorted(topology.nvlinks.items())),
+        )
+        with self._lock:
+            if len(self._shapes) >= MAX_SHAPES:
+                self._shapes.clear()
+            if shape not in self._shapes:
+                self._shapes[shape] = next(self._numbers)
+            return self._shapes[shape]

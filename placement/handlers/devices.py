@@ -46,7 +46,7 @@ def find_candidates(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.DeviceQuery())
     request = _device_request(ctx, data)
     with collector_paused():
-        answer = service.find_candidates(
+        answer = ctx.services.devices.find_candidates(
             ctx.conn,
             request,
             ctx.config.group_naming(),
@@ -61,7 +61,7 @@ def claim(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.DeviceClaim())
     request = _device_request(ctx, data)
     with collector_paused():
-        candidate = service.claim(
+        candidate = ctx.services.devices.claim(
             ctx.conn,
             request,
             ctx.config.group_naming(),
@@ -84,4 +84,4 @@ def _device_request(ctx: RequestContext, data: dict) -> DeviceRequest:
 
 
 def _node_view(ctx: RequestContext, name: str) -> dict:
-    return service.node_view(ctx.conn, ctx.config.group_naming(), name)
+    return ctx.services.devices.node_view(ctx.conn, ctx.config.group_naming(), name)

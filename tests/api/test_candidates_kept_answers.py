@@ -17,7 +17,6 @@ import pytest
 from placement.app import create_app
 from placement.candidates import answers as answers_module
 from placement.candidates import search
-from placement.candidates import world as world_module
 from placement.candidates.answers import (
     ANSWER_BYTES,
     KEY_BYTES,
@@ -34,9 +33,8 @@ TWO_NUMA = "resources_A=VCPU:1&resources_B=VCPU:1&group_policy=isolate"
 
 
 @pytest.fixture
-def tree(api, monkeypatch) -> Providers:
-    monkeypatch.setattr(world_module, "_WORLDS", {})  # this test's worlds only
-    return Providers(api)
+def tree(api) -> Providers:
+    return Providers(api)  # (each test has its own application, so its own world)
 
 
 @pytest.fixture
@@ -53,9 +51,8 @@ def walks(monkeypatch) -> list[int]:
     return walked
 
 
-def the_world():
-    (world,) = world_module._WORLDS.values()
-    return world
+def the_world(api: Api):
+    return api.services.candidates.world
 
 
 def body_of(api: Api, tree: Providers, query: str, version: str = "1.39") -> bytes:
@@ -65,23 +62,24 @@ def body_of(api: Api, tree: Providers, query: str, version: str = "1.39") -> byt
 
 
 @contextlib.contextmanager
-def as_a_new_worker():
+def as_a_new_worker(api: Api):
     """Requests answered by a worker that keeps nothing yet (the kept world is put back)."""
-    kept = world_module._WORLDS
-    world_module._WORLDS = {}
+    search = api.services.candidates
+    kept = search.world
+    search.forget()
     try:
         yield
     finally:
-        world_module._WORLDS = kept
+        search.world = kept
 
 
 def cold_body(api: Api, tree: Providers, query: str, version: str = "1.39") -> bytes:
-    with as_a_new_worker():
+    with as_a_new_worker(api):
         return body_of(api, tree, query, version)
 
 
 def cold_candidates(tree: Providers, query: str) -> list[frozenset]:
-    with as_a_new_worker():
+    with as_a_new_worker(tree.api):
         return tree.candidates(query)
 
 
@@ -91,7 +89,7 @@ def claim(api: Api, allocations: dict) -> None:
 
 
 def root_id(tree: Providers, name: str) -> int:
-    return the_world().id_of_uuid[tree.uuid[name]]
+    return the_world(tree.api).id_of_uuid[tree.uuid[name]]
 
 
 # One per host: hosts with different traits are different kinds of tree, each walked.
@@ -142,8 +140,8 @@ def test_a_new_tree_is_walked_and_a_deleted_one_dropped(tree, api, walks):
     assert walks == [root_id(tree, "H3")]
     assert tree.uuid["H3"] in after.decode() and tree.uuid["H1"] not in after.decode()
     assert after == cold_body(api, tree, QUERY)
-    for kept in the_world().answers:
-        assert set(kept.trees) <= set(the_world().trees)
+    for kept in the_world(tree.api).answers:
+        assert set(kept.trees) <= set(the_world(tree.api).trees)
 
 
 @pytest.fixture
@@ -229,7 +227,7 @@ def test_an_answer_asked_again_with_nothing_written_is_the_body_kept(tree, api, 
 
     assert looked_at == []  # not even collected
     assert again == first == cold_body(api, tree, QUERY)
-    (kept,) = the_world().answers
+    (kept,) = the_world(tree.api).answers
     assert kept.body == first
 
 
@@ -275,7 +273,7 @@ def test_randomized_answers_keep_no_body(tree, config, engine):
     hosts(tree, ("H1", 4), ("H2", 8))
     body_of(api, tree, QUERY)
     answer = tree.candidates(QUERY)
-    (kept,) = the_world().answers
+    (kept,) = the_world(tree.api).answers
     assert kept.body is None and len(kept.trees) == 2
     assert sorted(answer, key=sorted) == sorted(cold_candidates(tree, QUERY), key=sorted)
 
@@ -339,7 +337,7 @@ def test_a_request_asked_first_after_a_tree_went_looks_at_the_trees_left(tree, a
 
     other = "resources=VCPU:1"  # never asked: looks at every tree
     assert body_of(api, tree, other) == cold_body(api, tree, other)
-    assert the_world().roots_in_order() == roots_of(tree, "H2")
+    assert the_world(tree.api).roots_in_order() == roots_of(tree, "H2")
 
 
 def test_more_trees_changed_than_kept_are_looked_at_again_all():
@@ -383,7 +381,7 @@ def test_a_limited_answer_is_kept_as_far_as_asked_and_a_longer_one_goes_on(tree,
     two_numa_hosts(tree, "H1", "H2", "H3")
     limited = body_of(api, tree, f"{TWO_NUMA}&limit=2")
     assert limited == cold_body(api, tree, f"{TWO_NUMA}&limit=2")
-    kept = [answers for kept in the_world().answers for answers in kept.trees.values()]
+    kept = [answers for kept in the_world(tree.api).answers for answers in kept.trees.values()]
     assert sorted(len(answers.candidates) for answers in kept) == [1, 1]
     assert not any(answers.complete for answers in kept)
 
@@ -412,7 +410,7 @@ def test_microversions_that_write_requests_differently_are_kept_apart(
         assert body == cold_body(api, tree, query, version)
         bodies.add(body)
     assert len(bodies) == 2
-    assert len(the_world().answers) == 2
+    assert len(the_world(tree.api).answers) == 2
 
 
 def host_and_shared_disk(tree: Providers) -> None:
@@ -427,7 +425,7 @@ def test_answers_through_sharing_providers_are_not_kept(tree, api):
     query = "resources=VCPU:1,DISK_GB:10"
     assert body_of(api, tree, query) == cold_body(api, tree, query)
     assert b"DISK_GB" in body_of(api, tree, query)
-    assert len(the_world().answers) == 0
+    assert len(the_world(tree.api).answers) == 0
 
 
 def test_an_answer_through_a_sharing_provider_follows_its_usage(tree, api):
@@ -451,7 +449,7 @@ def test_a_cache_of_zero_keeps_nothing(tree, config, engine):
     hosts(tree, ("H1", 4))
     assert tree.uuid["H1"] in body_of(api, tree, QUERY).decode()
     assert tree.uuid["H1"] in body_of(api, tree, QUERY).decode()
-    assert len(the_world().answers) == 0
+    assert len(the_world(tree.api).answers) == 0
 
 
 def test_the_size_kept_is_accounted_as_trees_come_and_go(tree, api):
@@ -461,7 +459,7 @@ def test_the_size_kept_is_accounted_as_trees_come_and_go(tree, api):
     body_of(api, tree, TWO_NUMA)
     claim(api, {tree.uuid["H1N0"]: {"VCPU": 1}})
     body_of(api, tree, TWO_NUMA)
-    (kept,) = the_world().answers
+    (kept,) = the_world(tree.api).answers
     assert kept.size == KEY_BYTES + len(kept.body) + sum(
         TREE_ENTRY_BYTES + sum(ANSWER_BYTES + len(c.request) for c in answers.candidates)
         for answers in kept.trees.values()
@@ -473,13 +471,13 @@ def test_a_request_whose_trees_all_changed_is_dropped(tree, api):
     hosts(tree, ("H1", 4))
     body_of(api, tree, QUERY)
     body_of(api, tree, "resources=VCPU:1")
-    assert len(the_world().answers) == 2
+    assert len(the_world(tree.api).answers) == 2
 
     claim(api, {tree.uuid["H1"]: {"VCPU": 1}})
     hosts(tree, ("H2", 4))  # (read in the same refresh as the claim)
 
     body_of(api, tree, QUERY)
-    (kept,) = the_world().answers  # the other request kept nothing any more
+    (kept,) = the_world(tree.api).answers  # the other request kept nothing any more
     assert set(kept.trees) == {root_id(tree, "H1"), root_id(tree, "H2")}
 
 
@@ -487,7 +485,7 @@ def test_requests_with_in_tree_are_not_kept(tree, api):
     hosts(tree, ("H1", 4), ("H2", 8))
     query = "resources=VCPU:1&in_tree=<H2>"
     assert body_of(api, tree, query) == cold_body(api, tree, query)
-    assert len(the_world().answers) == 0
+    assert len(the_world(tree.api).answers) == 0
 
 
 def test_a_tree_kept_from_one_kind_is_extended_from_another_tree_of_it(tree, api, walks):

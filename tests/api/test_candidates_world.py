@@ -8,8 +8,9 @@ the copy is exact, so every test here
 
 1. warms the world with a query,
 2. makes one kind of write through the HTTP API,
-3. asks again with the warm world, then with a cold one (a fresh ``_WORLDS``
-   for one request, the warm one put back afterwards so that it keeps
+3. asks again with the warm world, then with a cold one (the application's
+   ``CandidateSearch`` forgets its world for one request, the warm one put back
+   afterwards so that it keeps
    refreshing incrementally for the rest of the test), and asserts both
    bodies are the same, byte for byte, and
 4. asserts that the answer changed the way the write says it must, so that
@@ -26,7 +27,6 @@ from collections import defaultdict
 import pytest
 from sqlalchemy import text
 
-from placement.candidates import world as world_module
 from placement.candidates.world import ProviderWorld
 from placement.data import provider_world
 from tests.api.candidate_helpers import Providers, alloc
@@ -40,25 +40,26 @@ class WarmCold:
         self.tree = tree
         self.api = tree.api
         self.engine = engine
-        self.key = str(engine.url)
+        self.search = tree.api.services.candidates
 
-    def world(self) -> ProviderWorld | None:
-        return world_module._WORLDS.get(self.key)
+    def world(self) -> ProviderWorld:
+        return self.search.world
 
     def answer(self, query: str, version: str = LATEST, status: int = 200) -> dict:
         """The body of the query, the same from the warm world and from a cold one."""
         path = f"/allocation_candidates?{self.tree.query(query)}"
         warm_world = self.world()
-        assert warm_world is not None, "the fixture loads a world before anything else"
+        assert warm_world.providers or warm_world.class_names, (
+            "the fixture loads a world before anything else"
+        )
         warm = self.api.get(path, version=version)
         assert self.world() is warm_world, "the warm request must use the kept world"
-        kept = world_module._WORLDS
-        world_module._WORLDS = {}
+        self.search.forget()
         try:
             cold = self.api.get(path, version=version)
             assert self.world() is not warm_world
         finally:
-            world_module._WORLDS = kept
+            self.search.world = warm_world
         assert warm.status_code == cold.status_code == status, (warm.json, cold.json)
         if status != 200:  # errors differ by their request ids only
             assert _without_request_ids(warm.json) == _without_request_ids(cold.json)
@@ -82,7 +83,6 @@ class WarmCold:
     def assert_world_exact(self) -> None:
         """The warm world holds what a world loaded from scratch holds."""
         warm = self.world()
-        assert warm is not None
         cold = ProviderWorld()
         with self.engine.connect() as conn:
             cold.refresh(conn)
@@ -151,11 +151,9 @@ def _forms(world: ProviderWorld) -> dict:
 
 
 @pytest.fixture
-def tree(api, monkeypatch) -> Providers:
-    # Worlds of this test only: the database is emptied between tests under the same
-    # URL, which a kept world is not meant to follow (its docstring: restart after
-    # such a swap), and another test's leftovers must not decide this one's outcome.
-    monkeypatch.setattr(world_module, "_WORLDS", {})
+def tree(api) -> Providers:
+    # (Each test has its own application, so its own world: the database is emptied
+    # between tests under the same URL, which a kept world is not meant to follow.)
     # Load the world before the test's providers exist, so that every answer of
     # the test comes from a world kept from an earlier request.
     assert api.get("/allocation_candidates?resources=VCPU:1").status_code == 200

@@ -175,10 +175,11 @@ def test_a_copy_behind_the_pruned_log_reads_every_version(engine, warm, state_ro
     world, provider_id, reads = warm
     with engine.begin() as conn:
         set_vcpu(conn, provider_id, 8)
-        # As if the log had been pruned past the copy: its entries are gone.
-        conn.execute(text("DELETE FROM provider_changes"))
+        # As if the log had been pruned past the copy: its entries are gone (declared
+        # pruned first, as the pruning does, so the log does not start over).
         conn.execute(text("UPDATE provider_changes_state SET pruned_below = :far"),
                      {"far": 2 ** 62})
+        conn.execute(text("DELETE FROM provider_changes"))
     refresh(world, engine)
     assert reads.full_reads == 1
     assert vcpu_total(world, provider_id) == 8
@@ -209,11 +210,100 @@ def test_without_the_state_row_the_log_is_not_trusted(engine, warm, state_row):
     assert vcpu_total(world, provider_id) == 4
 
 
+def incarnation(engine) -> str:
+    with engine.connect() as conn:
+        return conn.execute(text("SELECT incarnation FROM provider_changes_state")).scalar_one()
+
+
 def unlogged_vcpu_change(engine, provider_id: int, total: int) -> None:
-    """A change the log does not show (made while it was away, or before a restore)."""
+    """A change the log does not show (made while it was away, or before a restore),
+    under the log's own incarnation (which deleting its entries changes: migration 0005)."""
+    name = incarnation(engine)
     with engine.begin() as conn:
         set_vcpu(conn, provider_id, total)
         conn.execute(text("DELETE FROM provider_changes"))
+        conn.execute(text("UPDATE provider_changes_state SET incarnation = :name"),
+                     {"name": name})
+
+
+# Entries lost (migration 0005): a change the copy has not read yet, then its entry
+# deleted in each way a client can (each takes the newest entry the copy read); the
+# next refresh reads everything and sees it.
+
+
+def _truncate(conn, newest_read: int) -> None:
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("TRUNCATE provider_changes"))
+    else:  # SQLite's TRUNCATE
+        conn.execute(text("DELETE FROM provider_changes"))
+
+
+def _delete_newest(conn, newest_read: int) -> None:
+    conn.execute(text("DELETE FROM provider_changes WHERE id > :id"), {"id": newest_read})
+
+
+def _truncate_restarting_ids(conn, newest_read: int) -> None:
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("TRUNCATE provider_changes RESTART IDENTITY"))
+    else:
+        conn.execute(text("DELETE FROM provider_changes"))
+        conn.execute(text("DELETE FROM sqlite_sequence WHERE name = 'provider_changes'"))
+
+
+@pytest.mark.parametrize(
+    "lose", [_truncate, _delete_newest, _truncate_restarting_ids],
+    ids=["truncate", "delete-newest", "truncate-restart-identity"],
+)
+@pytest.mark.parametrize("when", ["same-transaction", "later-transaction"])
+def test_entries_lost_before_they_are_read_start_the_log_over(
+    engine, warm, state_row, lose, when
+):
+    world, provider_id, reads = warm
+    with engine.connect() as conn:
+        newest_read = conn.execute(text("SELECT max(id) FROM provider_changes")).scalar_one()
+    name = incarnation(engine)
+    with engine.begin() as conn:
+        set_vcpu(conn, provider_id, 8)
+        if when == "same-transaction":
+            lose(conn, newest_read)
+    if when == "later-transaction":
+        with engine.begin() as conn:
+            lose(conn, newest_read)
+    with engine.begin() as conn:  # and a write after it, logged anew
+        other = add_provider(conn, "cn2", 2)
+    assert incarnation(engine) != name
+    refresh(world, engine)
+    assert reads.full_reads == 1 and reads.details == [None]
+    assert vcpu_total(world, provider_id) == 8
+    assert vcpu_total(world, other) == 2
+    refresh(world, engine)  # the new log is followed from there on
+    assert reads.full_reads == 1
+
+
+def test_deleting_entries_below_the_pruned_position_keeps_the_log(engine, warm, state_row):
+    world, provider_id, reads = warm
+    with engine.begin() as conn:
+        set_vcpu(conn, provider_id, 8)
+    refresh(world, engine)
+    name = incarnation(engine)
+    with engine.begin() as conn:
+        # Everything logged so far declared pruned (the copy already read it), then
+        # deleted: nothing any reader needs is lost.
+        if conn.dialect.name == "postgresql":
+            below = conn.execute(text(
+                "SELECT max(transaction_id) + 1 FROM provider_changes"
+            )).scalar_one()
+        else:
+            below = conn.execute(text("SELECT max(id) + 1 FROM provider_changes")).scalar_one()
+        conn.execute(text("UPDATE provider_changes_state SET pruned_below = :below"),
+                     {"below": below})
+        conn.execute(text("DELETE FROM provider_changes"))
+    assert incarnation(engine) == name
+    with engine.begin() as conn:
+        set_vcpu(conn, provider_id, 6)
+    refresh(world, engine)
+    assert reads.full_reads == 0
+    assert vcpu_total(world, provider_id) == 6
 
 
 def test_a_log_that_started_over_is_read_from_scratch(engine, warm, state_row):

@@ -4,7 +4,6 @@ import pytest
 import sqlalchemy as sa
 
 from placement.app import create_app
-from placement.candidates.world import forget_worlds
 from placement.config import Config
 from placement.db import migrate
 from placement.db.engine import make_engine
@@ -14,20 +13,18 @@ from placement.db.engine import make_engine
 def fresh_service(request, empty_database_url):
     """This service (a Flask app) on a new, migrated database of the backend in ``request.param``.
 
-    A gabbi file expects an empty service, so each file gets its own database;
-    the per-process provider "world" cache is forgotten on both sides of it.
+    A gabbi file expects an empty service, so each file gets its own database (and
+    its own application, so nothing kept by an earlier file's is seen).
     """
     backend = request.param
     url = empty_database_url(backend)
     server_url = request.getfixturevalue("postgres_server_url") if backend == "postgresql" else None
     engine = make_engine(url)
     migrate.upgrade(engine)
-    forget_worlds()
     try:
         yield create_app(Config(database_url=url), engine=engine)
     finally:
         engine.dispose()
-        forget_worlds()
         if server_url is not None:
             _drop_postgres_database(server_url, url)
 

@@ -1,0 +1,80 @@
+"""The front door of allocation candidates: one object per application (process).
+
+``CandidateSearch`` owns this process's copy of the providers (``world``) and
+the answers kept in it, and the lock under which a request brings the copy up
+to date and reads it. ``find`` takes a parsed request and gives the body to
+answer with; the view only parses and renders.
+"""
+
+from microversion_parse import Version
+from sqlalchemy import Connection
+
+from placement.candidates import response, search
+from placement.candidates.answers import KeptAnswers
+from placement.candidates.plan import SearchPlan, build_plan
+from placement.candidates.request import CandidateRequest
+from placement.candidates.unknown_names import refuse_unknown_names
+from placement.candidates.world import ProviderWorld
+from placement.collector import collector_paused
+from placement.config import Config
+
+MIB = 1024 * 1024
+
+
+class CandidateSearch:
+    def __init__(self, config: Config) -> None:
+        self._randomize = config.randomize_allocation_candidates
+        self._cache_budget = config.allocation_candidates_cache_mib * MIB
+        self._max_candidates = config.max_allocation_candidates
+        self.world = ProviderWorld()
+
+    def forget(self) -> None:
+        """Drop the copy and everything kept in it: the next request reads every
+        provider, as a new worker's first request does."""
+        self.world = ProviderWorld()
+
+    def find(self, conn: Connection, request: CandidateRequest, version: Version) -> bytes | None:
+        """The JSON body of the candidates of ``request`` as ``conn`` sees the database
+        (None: no candidate). 400 for an unknown class or trait where upstream refuses it."""
+        world = self.world
+        with collector_paused(), world.lock:  # brought up to date, then read
+            world.refresh(conn)
+            plan = build_plan(conn, world, request, nested_aware=version >= (1, 29))
+            if plan is None:
+                refuse_unknown_names(conn, world, request)
+                return None
+            cap = self._cap(request.limit)
+            kept = self._kept_answers(plan, version)
+            # Asked again with nothing written since: the same body (see answers.py).
+            body_kept_in = None if self._randomize else kept
+            body_key = (cap, plan.root_filter)
+            body = body_kept_in.body_for(body_key) if body_kept_in is not None else None
+            if body is None:
+                body = self._search(plan, cap, kept, version)
+                if body_kept_in is not None and body is not None:
+                    body_kept_in.keep_body(body_key, body, self._cache_budget)
+            world.answers.keep_within(self._cache_budget)
+        return body
+
+    def _search(
+        self, plan: SearchPlan, cap: int | None, kept: KeptAnswers | None, version: Version
+    ) -> bytes | None:
+        renderer = response.AllocationRequests(plan, version)
+        candidates = search.collect(plan, cap, renderer.render, kept, shuffle=self._randomize)
+        if not candidates:
+            return None
+        return response.body(plan, candidates, version)  # (text only: no more reads)
+
+    def _kept_answers(self, plan: SearchPlan, version: Version) -> KeptAnswers | None:
+        """The answers kept for requests like this one (None: not kept, when the answers
+        depend on sharing providers, the request looks at one tree only, or the cache is
+        off)."""
+        if plan.sharing or plan.in_tree_roots is not None or self._cache_budget == 0:
+            return None
+        return plan.world.answers.kept_for((plan.signature(), version.major, version.minor))
+
+    def _cap(self, limit: int | None) -> int | None:
+        """How many candidates to return: ``limit``, bounded by max_allocation_candidates."""
+        if self._max_candidates < 0:
+            return limit
+        return self._max_candidates if limit is None else min(limit, self._max_candidates)

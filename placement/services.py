@@ -1,0 +1,46 @@
+"""What the views need from the application: built once by ``create_app``, owned by it.
+
+The state a process keeps between requests hangs off this object, never off a
+module: the copy of the providers the candidate searches read
+(``candidates``), the device nodes the device searches keep (``devices``).
+A test that wants a fresh process's behaviour builds a new application or asks
+the object to forget (``CandidateSearch.forget``).
+"""
+
+import threading
+from dataclasses import dataclass, field
+
+from sqlalchemy import Engine
+
+from placement import auth
+from placement.candidates.service import CandidateSearch
+from placement.config import Config
+from placement.devices.service import DeviceSearch
+
+
+@dataclass(frozen=True)
+class Services:
+    """``serving_lock``: the views of one application (one process) run one at a time,
+    each once its request's body is read in full (``routes``). Under a threaded
+    server, threads then only wait on slow clients, never on each other's work: the
+    per-process copies the searches keep see their requests' snapshots in order, as
+    under one-thread workers, and a client slow to send its body holds nothing but
+    its own thread."""
+
+    config: Config
+    engine: Engine
+    authenticator: auth.NoAuth2 | auth.TokenAuth
+    candidates: CandidateSearch
+    devices: DeviceSearch
+    serving_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def build(cls, config: Config, engine: Engine) -> "Services":
+        return cls(config, engine, _authenticator(config), CandidateSearch(config), DeviceSearch())
+
+
+def _authenticator(config: Config) -> auth.NoAuth2 | auth.TokenAuth:
+    if config.auth_strategy == "token":
+        assert config.tokens_file is not None  # enforced by Config
+        return auth.TokenAuth.from_file(config.tokens_file)
+    return auth.NoAuth2()
