@@ -13,6 +13,9 @@ Layout (each layer only calls the one below it):
   there. ``db`` holds the schema (``db.tables``), engines and migrations.
 * ``candidates`` is the allocation-candidate search; ``group_resources`` the
   group-resource key translator (an extension under /group_resources).
+* ``capacity``, at the bottom (it imports nothing of placement), is the one
+  definition of an inventory's capacity, free amount and unit rule, which
+  every layer above calls.
 
 One request is one transaction (see ``routes``). Provider generations guard
 every read-modify-write: the UPDATE that bumps a generation checks the value

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 import orjson
 from sqlalchemy import Connection
 
+from placement import capacity
 from placement.candidates.answers import AnswerMemo
 from placement.data import provider_world as data
 
@@ -63,9 +64,9 @@ from placement.data import provider_world as data
 class Inventory:
     """One class of one provider: what the search and the summaries look at."""
 
-    capacity: int  # (total - reserved) * allocation_ratio, rounded down
+    capacity: int  # placement.capacity.capacity
     used: int
-    free: int  # capacity - used
+    free: int  # placement.capacity.free
     min_unit: int
     max_unit: int
     step_size: int
@@ -76,10 +77,8 @@ class Inventory:
 
     def takes_exactly(self, amount: int) -> bool:
         """``amount`` is an allocation this inventory accepts."""
-        return (
-            amount <= self.free
-            and self.min_unit <= amount <= self.max_unit
-            and amount % self.step_size == 0
+        return amount <= self.free and capacity.units_allow(
+            amount, self.min_unit, self.max_unit, self.step_size
         )
 
 
@@ -261,9 +260,10 @@ class ProviderWorld:
         inventories = {}
         for class_id, row in sorted(details.inventories.items()):
             total, reserved, ratio, min_unit, max_unit, step_size, used = row
-            capacity = int((total - reserved) * ratio)
+            used = int(used)
             inventories[class_id] = Inventory(
-                capacity, int(used), capacity - int(used), min_unit, max_unit, step_size
+                capacity.capacity(total, reserved, ratio), used,
+                capacity.free(total, reserved, ratio, used), min_unit, max_unit, step_size,
             )
         self.providers[provider_id] = Provider(
             id=provider_id,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, delete, func, insert, select, update
 
-from placement import errors
+from placement import capacity, errors
 from placement.clock import utcnow
 from placement.data import consumers as consumer_data
 from placement.data import names
@@ -289,7 +289,7 @@ def check_allocations_fit(
         key = (row["resource_provider_id"], row["resource_class_id"])
         record = inventory[key]
         used = row["used"]
-        if used < record.min_unit or used > record.max_unit or used % record.step_size:
+        if not capacity.units_allow(used, record.min_unit, record.max_unit, record.step_size):
             class_name, provider_uuid = _label(conn, key)
             raise errors.Conflict(
                 f"Unable to allocate inventory: Unable to create allocation for "
@@ -300,14 +300,15 @@ def check_allocations_fit(
             )
     for key in pairs:
         record = inventory[key]
-        capacity = (record.total - record.reserved) * record.allocation_ratio
-        if usage.get(key, 0) > capacity:
+        numbers = (record.total, record.reserved, record.allocation_ratio)
+        if capacity.free(*numbers, usage.get(key, 0)) < 0:
             class_name, provider_uuid = _label(conn, key)
+            # The text has always shown the unrounded product (4.5, not 4): kept as is.
             raise errors.Conflict(
                 f"Unable to allocate inventory: Unable to create allocation for "
                 f"'{class_name}' on resource provider '{provider_uuid}'. The requested "
                 f"amount would exceed the capacity. Usage would be {usage[key]}, the "
-                f"capacity is {capacity:g}."
+                f"capacity is {capacity.unrounded(*numbers):g}."
             )
 
 

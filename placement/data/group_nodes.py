@@ -12,11 +12,11 @@ from typing import NamedTuple
 
 from sqlalchemy import Connection, case, exists, func, insert, select
 
-from placement import errors
+from placement import capacity, errors
 from placement.clock import utcnow
 from placement.data import names
 from placement.data.inventories import Inventory
-from placement.data.sql import id_conditions, insert_ignoring_conflicts
+from placement.data.sql import capacity_column, id_conditions, insert_ignoring_conflicts
 from placement.db.aliases import root_provider
 from placement.db.tables import (
     allocations,
@@ -195,9 +195,10 @@ def node_summaries(conn: Connection, node_names: list[str] | None = None) -> lis
     #   LEFT JOIN inventories inv ON inv.resource_provider_id = rp.id
     #   GROUP BY root.id, root.name, inv.resource_class_id
     roots = _roots(node_names, without_device_nodes=True)
-    capacity = (inventories.c.total - inventories.c.reserved) * inventories.c.allocation_ratio
-    # Inventories without capacity can hold nothing, so they bound nothing.
-    positive = case((capacity > 0, capacity))
+    product = capacity_column(inventories)
+    # Inventories without capacity can hold nothing, so they bound nothing. The bounds
+    # are of the unrounded product: it is what the scorer divides by.
+    positive = case((product > 0, product))
     rows = conn.execute(
         select(
             root_provider.c.id,
@@ -270,9 +271,10 @@ def _used_shares(conn: Connection, root_ids: list[int]) -> dict[int, float]:
                 inventories.c.allocation_ratio,
             )
         ):
-            capacity = (total - reserved) * ratio
-            if capacity > 0:
-                shares[root_id] = shares.get(root_id, 0.0) + int(used) / capacity
+            # The scorer's divisor, so that these shares are snapshot.Node.utilisation's.
+            divisor = capacity.unrounded(total, reserved, ratio)
+            if divisor > 0:
+                shares[root_id] = shares.get(root_id, 0.0) + int(used) / divisor
     return shares
 
 

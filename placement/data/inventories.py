@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, delete, func, insert, select, update
 
-from placement import errors
+from placement import capacity, errors
 from placement.clock import utcnow
 from placement.data import names
 from placement.data.providers import Provider, bump_generation
@@ -38,8 +38,13 @@ class Inventory:
     updated_at: datetime.datetime | None = None
 
     @property
-    def capacity(self) -> float:
-        return (self.total - self.reserved) * self.allocation_ratio
+    def capacity(self) -> int:
+        return capacity.capacity(self.total, self.reserved, self.allocation_ratio)
+
+    @property
+    def unrounded_capacity(self) -> float:
+        """For messages only, which have always printed it (``capacity.unrounded``)."""
+        return capacity.unrounded(self.total, self.reserved, self.allocation_ratio)
 
     def fields(self) -> dict:
         return {name: getattr(self, name) for name in FIELDS}
@@ -193,7 +198,7 @@ def _check_usage(
     )
     if over_capacity and refuse_below_usage:
         details = ", ".join(
-            f"{c} (used {usage[c]}, new capacity {wanted[c].capacity:g})"
+            f"{c} (used {usage[c]}, new capacity {wanted[c].unrounded_capacity:g})"
             for c in over_capacity
         )
         raise errors.Conflict(
@@ -205,7 +210,7 @@ def _check_usage(
         LOG.warning(
             "Resource provider %s: %s usage %d now exceeds its capacity %g; "
             "no more can be allocated until usage falls below it.",
-            provider.uuid, class_name, usage[class_name], wanted[class_name].capacity,
+            provider.uuid, class_name, usage[class_name], wanted[class_name].unrounded_capacity,
         )
 
 

@@ -14,7 +14,7 @@ from sqlalchemy import Connection, and_, delete, exists, func, select, update
 from placement import errors
 from placement.clock import utcnow
 from placement.data import names
-from placement.data.sql import insert_ignoring_conflicts
+from placement.data.sql import capacity_column, insert_ignoring_conflicts
 from placement.db.aliases import parent_provider, root_provider
 from placement.db.tables import (
     allocations,
@@ -161,8 +161,7 @@ def has_capacity(provider_id_column, class_id: int, amount: int):
         inventories.c.min_unit <= amount,
         inventories.c.max_unit >= amount,
         amount % inventories.c.step_size == 0,
-        (inventories.c.total - inventories.c.reserved) * inventories.c.allocation_ratio
-        >= used + amount,
+        capacity_column(inventories) >= used + amount,
     )
 
 

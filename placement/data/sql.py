@@ -45,3 +45,17 @@ def id_conditions(conn: Connection, column, ids: Iterable[int]) -> list:
         column.in_(ordered[start:start + SQLITE_IN_CHUNK])
         for start in range(0, len(ordered), SQLITE_IN_CHUNK)
     ]
+
+
+def capacity_column(inventory_table):
+    """SQL ``(total - reserved) * allocation_ratio`` of an inventories table (or alias).
+
+    The SQL form of ``placement.capacity.capacity``, left unrounded: compared
+    with an integer amount of at least 1 it answers as the rounded capacity does
+    (see that module), and rounding in SQL is not portable (CAST to an integer
+    rounds to nearest on PostgreSQL, toward zero on SQLite). The translator's
+    score bounds want it unrounded anyway: the scorer divides by the product.
+    """
+    return (
+        inventory_table.c.total - inventory_table.c.reserved
+    ) * inventory_table.c.allocation_ratio

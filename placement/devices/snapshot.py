@@ -8,7 +8,9 @@ generic API) is left out, not guessed at.
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
+from placement import capacity
 from placement.data.group_nodes import InventoryRow, ProviderRow
 from placement.devices.stored import StoredTopology
 from placement.devices.topology import Device, Topology
@@ -72,8 +74,16 @@ class DeviceNode:
 
 
 def _fits(units: tuple[int, int, int], free: int, amount: int) -> bool:
-    low, high, step = units
-    return low <= amount <= high and amount % step == 0 and amount <= free
+    return capacity.units_allow(amount, *units) and amount <= free
+
+
+class _Room(NamedTuple):
+    """One inventory as read, before it is sorted into devices, switches and the node."""
+
+    capacity: int  # placement.capacity.capacity
+    used: int
+    free: int  # placement.capacity.free
+    units: tuple[int, int, int]  # (min_unit, max_unit, step_size)
 
 
 def build_device_nodes(
@@ -86,11 +96,14 @@ def build_device_nodes(
     and the names of those whose trees do not. A topology whose root provider was deleted
     is neither: the node is gone."""
     class_of = _ClassNames(naming)
-    rooms: dict[int, dict[str, tuple[int, int, tuple[int, int, int]]]] = {}
+    rooms: dict[int, dict[str, _Room]] = {}
     for row in inventories:
-        capacity = int((row.total - row.reserved) * row.allocation_ratio)
-        rooms.setdefault(row.provider_id, {})[row.resource_class] = (
-            capacity, row.used, (row.min_unit, row.max_unit, row.step_size)
+        numbers = (row.total, row.reserved, row.allocation_ratio)
+        rooms.setdefault(row.provider_id, {})[row.resource_class] = _Room(
+            capacity=capacity.capacity(*numbers),
+            used=row.used,
+            free=capacity.free(*numbers, row.used),
+            units=(row.min_unit, row.max_unit, row.step_size),
         )
     by_root: dict[int, list[ProviderRow]] = {}
     for provider in providers:
@@ -163,13 +176,13 @@ def _device_node(
             if room is None:
                 return None
             switch.classes[device_type] = resource_class
-            switch.total[device_type] = room[0]
-            switch.free[device_type] = room[0] - room[1]
-            switch.units[device_type] = room[2]
+            switch.total[device_type] = room.capacity
+            switch.free[device_type] = room.free
+            switch.units[device_type] = room.units
         switches[index] = switch
     node_classes = {
-        resource_class: (capacity, capacity - used)
-        for resource_class, (capacity, used, _units) in rooms.get(root.id, {}).items()
+        resource_class: (room.capacity, room.free)
+        for resource_class, room in rooms.get(root.id, {}).items()
     }
     return DeviceNode(
         name=root.name,
@@ -196,10 +209,10 @@ def _device_state(
         if room is None:
             return None
         classes[base_name] = resource_class
-        total[base_name] = room[0]
-        free[base_name] = room[0] - room[1]
-        units[base_name] = room[2]
-        in_use |= room[1] > 0
+        total[base_name] = room.capacity
+        free[base_name] = room.free
+        units[base_name] = room.units
+        in_use |= room.used > 0
     return DeviceState(
         device=device, uuid=provider.uuid, path=path, classes=classes, total=total, free=free,
         in_use=in_use, units=units,

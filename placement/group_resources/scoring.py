@@ -59,7 +59,8 @@ class Scorer:
 
     def gain(self, amount: int, room: Room) -> float:
         """What placing ``amount`` on ``room`` adds to the quantity the allocator maximises."""
-        return self.direction * amount / room.capacity if room.capacity > 0 else 0.0
+        divisor = room.unrounded_capacity
+        return self.direction * amount / divisor if divisor > 0 else 0.0
 
     def node_score(self, node: Node, gain: float) -> float:
         return self._score(node.utilisation, node.inventory_count, self.direction * gain)

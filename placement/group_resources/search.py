@@ -148,10 +148,10 @@ def _explain_group(allocator, node, group: RequestGroup, location: Location, fla
         if room is None:
             return Unplaced(demand.key, f"{where} has no {demand.resource_class}")
         if not room.fits(demand.amount):
-            free = room.capacity - room.used
             return Unplaced(
                 demand.key,
-                f"{where} has {free:g} {demand.resource_class} free, {demand.amount} requested",
+                f"{where} has {room.free:g} {demand.resource_class} free, "
+                f"{demand.amount} requested",
             )
     for child in group.children:
         assert child.level is not None

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from placement import capacity
 from placement.data.group_nodes import InventoryRow, ProviderRow
 from placement.group_resources.levels import LevelConflict, Levels
 from placement.group_resources.naming import normalized, path_of
@@ -19,17 +20,19 @@ from placement.group_resources.naming import normalized, path_of
 class Room(NamedTuple):
     """One inventory of a group and how much of it is used."""
 
-    capacity: float
+    # (total - reserved) * allocation_ratio unrounded: what the scorer divides by, as
+    # api-ref/group_resources.md documents. What fits is decided by ``free``.
+    unrounded_capacity: float
     used: int
+    free: int  # placement.capacity.free
     min_unit: int
     max_unit: int
     step_size: int
 
     def fits(self, amount: int) -> bool:
         return (
-            self.min_unit <= amount <= self.max_unit
-            and amount % self.step_size == 0
-            and self.used + amount <= self.capacity
+            capacity.units_allow(amount, self.min_unit, self.max_unit, self.step_size)
+            and amount <= self.free
         )
 
 
@@ -71,9 +74,11 @@ def build_nodes(
     """
     rooms: dict[int, dict[str, Room]] = {}
     for row in inventories:
+        numbers = (row.total, row.reserved, row.allocation_ratio)
         rooms.setdefault(row.provider_id, {})[row.resource_class] = Room(
-            capacity=(row.total - row.reserved) * row.allocation_ratio,
+            unrounded_capacity=capacity.unrounded(*numbers),
             used=row.used,
+            free=capacity.free(*numbers, row.used),
             min_unit=row.min_unit,
             max_unit=row.max_unit,
             step_size=row.step_size,
@@ -138,7 +143,9 @@ def _build_node(root_id, rows, rooms, signatures) -> Node | None:
         root=root,
         levels=levels,
         by_level=by_level,
-        utilisation=sum(r.used / r.capacity for r in all_rooms if r.capacity > 0),
+        utilisation=sum(
+            r.used / r.unrounded_capacity for r in all_rooms if r.unrounded_capacity > 0
+        ),
         inventory_count=len(all_rooms),
     )
 

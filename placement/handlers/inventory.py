@@ -35,14 +35,14 @@ def build_inventory(
 ):
     """An Inventory from validated fields, defaults filled, its capacity checked.
 
-    As upstream: the capacity ``int((total - reserved) * allocation_ratio)`` must be
-    positive before 1.26 and may be zero from 1.26 on (everything reserved);
-    ``min_unit`` above ``max_unit`` is stored as given. The refusal says ``action``
-    ("create" or "update") as upstream's does.
+    As upstream: the capacity (``placement.capacity``, upstream's
+    ``int((total - reserved) * allocation_ratio)``) must be positive before 1.26 and
+    may be zero from 1.26 on (everything reserved); ``min_unit`` above ``max_unit``
+    is stored as given. The refusal says ``action`` ("create" or "update") as
+    upstream's does.
     """
     inventory = inventory_from_fields(class_name, data)
-    capacity = int((inventory.total - inventory.reserved) * inventory.allocation_ratio)
-    if capacity < 0 or (capacity == 0 and not ctx.at_least(1, 26)):
+    if inventory.capacity < 0 or (inventory.capacity == 0 and not ctx.at_least(1, 26)):
         relation, bound = ("", "negative") if ctx.at_least(1, 26) else (" or equal to", "zero")
         raise errors.BadRequest(
             f"Unable to {action} inventory for resource provider {provider.uuid}: "
