@@ -1,21 +1,29 @@
 """A resource placement service, API-compatible with OpenStack Placement 1.0-1.39.
 
-Layout (each layer only calls the one below it):
+Layout, from the top down (a module imports only from the layers below it):
 
+* Entry points: ``cli`` (the ``placement`` command: ``main``, and the admin
+  commands of the node features), ``server`` (how ``placement serve`` runs
+  gunicorn) and ``wsgi`` (the WSGI application).
 * ``app`` builds the Flask application; ``routes`` is the one table of URLs
-  and methods; ``handlers`` hold one thin view module per noun.
-* ``microversion``, ``auth``, ``errors`` and ``http`` are the request
-  plumbing: version negotiation, authentication and policy, error codes and
-  the single error format, JSON in and out.
-* ``query`` is the only parser of the query-string grammar (``resources``,
-  ``required``, ``member_of``); ``schemas`` validate JSON bodies (marshmallow).
-* ``data`` is the data layer: functions taking a connection first; all SQL is
-  there. ``db`` holds the schema (``db.tables``), engines and migrations.
-* ``candidates`` is the allocation-candidate search; ``group_resources`` the
-  group-resource key translator (an extension under /group_resources).
-* ``capacity``, at the bottom (it imports nothing of placement), is the one
-  definition of an inventory's capacity, free amount and unit rule, which
-  every layer above calls.
+  and methods; ``handlers`` hold one thin view module per noun: parse, call
+  one front door, render.
+* ``http`` (JSON in and out), ``context`` (what a view is handed) and
+  ``services`` (what the application owns: its engine, authenticator and the
+  front doors of its searches, with the state they keep between requests).
+* The features: ``devices`` (device topologies: GPUs and NICs as wired), built
+  on ``group_resources`` (the group-resource key translator), and
+  ``candidates`` (GET /allocation_candidates). ``claiming`` is the claim loop
+  the two node features share.
+* ``schemas`` validate JSON bodies (marshmallow); ``data`` is the data layer:
+  functions taking a connection first, all the SQL.
+* ``query`` is the only parser of the query-string grammar; ``config`` every
+  option; ``microversion`` and ``auth`` negotiate versions and check who asks.
+* ``nodes``: what the node features share with the layers below them (names,
+  quantities, scorer names, device types).
+* At the bottom: ``capacity`` (the one definition of an inventory's capacity,
+  free amount and unit rule), ``errors`` (codes and the error classes),
+  ``db`` (the schema, engines, migrations), ``clock`` and ``collector``.
 
 One request is one transaction (see ``routes``). Provider generations guard
 every read-modify-write: the UPDATE that bumps a generation checks the value

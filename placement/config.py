@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from placement.group_resources.naming import (
+from placement.nodes.naming import (
     DEFAULT_BYTE_UNITS,
     DEFAULT_STANDARD_CLASSES,
     Naming,

@@ -27,7 +27,7 @@ from placement.db.tables import (
     resource_providers,
     traits,
 )
-from placement.group_resources.naming import NODE_TRAIT
+from placement.nodes.naming import NODE_TRAIT
 
 rp = resource_providers
 

@@ -33,6 +33,8 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
+MAX_INT = 2147483647  # the largest value of an Integer column (amounts are stored in them)
+
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 # SQLite only auto-increments INTEGER PRIMARY KEY; PostgreSQL gets a bigint.

@@ -1,6 +1,7 @@
-"""Device topologies and device allocation: seeds 001 (joint GPU+NIC allocation
-and hints), 002 (GPU topology, tightest-linked GPUs first) and 003 (fine-grained
-GPU resources, per-device results), on the translator's provider trees.
+"""Device topologies and device allocation on the translator's provider trees: GPUs
+and RDMA NICs allocated jointly (Koordinator's device hints), the tightest-linked
+GPUs first (as ``nvidia-smi topo -m`` shows the links), fractional GPU resources
+and per-device results (Koordinator's fine-grained device scheduling).
 
 One module per step:
 
@@ -14,12 +15,13 @@ One module per step:
 - ``request``: Kubernetes resources (``nvidia.com/gpu``, ``kubernetes.io/gpu-core``,
   ``koordinator.sh/rdma``, ...) and Koordinator's two annotations -> what to find.
 - ``snapshot``: each device node as read at one moment: devices with what is free;
-  ``stored`` reads a stored topology once per worker; ``node_cache`` keeps the
+  ``stored`` reads a stored topology once per process; ``node_cache`` keeps the
   snapshots between requests, checked against provider versions every time.
 - ``chooser``: the best devices of one node (joint scope, link strength, scorer,
   lowest minors), remembered for nodes alike; ``search`` ranks the nodes.
-- ``service``: the Python API (import, candidates, claims, views); ``bodies`` the
-  JSON answers; ``commands`` the ``placement devices`` CLI.
+- ``service``: the Python API (import, delete; ``DeviceSearch``, the front door
+  of candidates, claims and views, owned by the application); ``bodies`` the
+  JSON answers. The ``placement devices`` CLI is ``placement.cli.devices``.
 
 SQL lives in ``placement.data.device_topologies`` (the stored topology
 documents) and the translator's ``placement.data.group_nodes``; HTTP in

@@ -1,4 +1,4 @@
-"""JSON answers of the device endpoints: per-device results as seed 003's
+"""JSON answers of the device endpoints: per-device results as Koordinator's
 DeviceAllocation (minor, identity, resources taken), plus placement's own
 allocations, so a client can also write them itself."""
 

@@ -2,13 +2,14 @@
 
 A node's choice, in order of what matters:
 
-1. Joint allocation (seed 001): the primary type's devices (``deviceTypes[0]``)
+1. Joint allocation (Koordinator's device hints): the primary type's devices (``deviceTypes[0]``)
    are chosen so that every other type's request can be made beside them:
    once per PCIe switch the primary devices touch, on that switch (scope
    ``SamePCIe``); else with all of them on one NUMA node, once on that NUMA
    node (``SameNUMA``); else once anywhere on the node (``Node``).
    ``requiredScope: SamePCIe`` allows the switch only.
-2. Link strength (seed 002): among the sets of devices that fit, the one whose
+2. Link strength (what ``nvidia-smi topo -m`` shows): among the sets of devices
+   that fit, the one whose
    pairs are linked most tightly, as the sum over its pairs of each pair's
    strength: 100 per NVLink, plus 50 on one PCIe switch, 30 on one host
    bridge, 20 on one NUMA node, 10 across sockets. NVLinks outweigh any PCIe

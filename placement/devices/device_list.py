@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from marshmallow import ValidationError
 
 from placement import errors
+from placement.db.tables import MAX_INT
 from placement.devices.topology import MAX_DEVICES, Device, Topology
-from placement.group_resources.quantities import parse_quantity
+from placement.nodes.quantities import parse_quantity
 from placement.schemas import describe_errors_by_path
 from placement.schemas.device_topology import MAX_NVLINK_PAIRS, DeviceTopology
-from placement.schemas.fields import MAX_INT
 
 MIB = 2**20
 

@@ -25,7 +25,7 @@ from sqlalchemy import Connection
 
 from placement.data import device_topologies, group_nodes
 from placement.devices.snapshot import DeviceNode, build_device_nodes
-from placement.group_resources.naming import Naming
+from placement.nodes.naming import Naming
 
 MAX_TREES = 20_000  # snapshots kept per worker; beyond, the oldest are dropped
 

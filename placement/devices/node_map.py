@@ -33,7 +33,7 @@ run out of tenancy before they run out themselves.
 from dataclasses import dataclass
 
 from placement.devices.topology import Device, Topology
-from placement.group_resources.naming import normalized
+from placement.nodes.naming import normalized
 
 TENANCY = 1000  # consumers that may share one device (or one switch, per type), VFs aside
 WHOLE = 100  # core, memory-ratio and share of one device

@@ -1,6 +1,7 @@
 """A device request: Kubernetes resources and Koordinator annotations -> what to find.
 
-Resource names (seed 003), with ``kubernetes.io/`` or ``koordinator.sh/``:
+Resource names (Koordinator's fine-grained device resources), with
+``kubernetes.io/`` or ``koordinator.sh/``:
 
 - ``nvidia.com/gpu: N``: N whole GPUs.
 - ``gpu: P``: P percent of one GPU's core and memory; 100 or more, a
@@ -38,13 +39,13 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from placement import errors
+from placement.db.tables import MAX_INT
 from placement.devices.topology import DEVICE_TYPES
 from placement.group_resources.keys import SEGMENT
-from placement.group_resources.naming import Naming
-from placement.group_resources.quantities import UNIT_SIZES, parse_quantity
+from placement.nodes.naming import Naming
+from placement.nodes.quantities import UNIT_SIZES, parse_quantity
 from placement.schemas import devices as schemas
 from placement.schemas import validate
-from placement.schemas.fields import MAX_INT
 
 WHOLE_GPUS = "nvidia.com/gpu"
 PREFIXES = ("kubernetes.io/", "koordinator.sh/")

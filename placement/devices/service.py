@@ -14,6 +14,7 @@ from fractions import Fraction
 from sqlalchemy import Connection
 
 from placement import errors
+from placement.claiming import Claimant, claim_best
 from placement.data import device_topologies, group_nodes
 from placement.data import provider_traits as trait_data
 from placement.data import providers as provider_data
@@ -29,9 +30,8 @@ from placement.devices.topology import Topology
 from placement.devices.topology_matrix import MatrixDetails, parse_matrix
 from placement.group_resources import service as group_service
 from placement.group_resources import sync as group_sync
-from placement.group_resources.claiming import Claimant, claim_best
-from placement.group_resources.naming import Naming, provider_name
-from placement.group_resources.quantities import parse_quantity
+from placement.nodes.naming import Naming, provider_name
+from placement.nodes.quantities import parse_quantity
 
 MIB = 2**20
 

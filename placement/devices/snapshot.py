@@ -14,7 +14,7 @@ from placement import capacity
 from placement.data.group_nodes import InventoryRow, ProviderRow
 from placement.devices.stored import StoredTopology
 from placement.devices.topology import Device, Topology
-from placement.group_resources.naming import Naming, path_of
+from placement.nodes.naming import Naming, path_of
 
 Path = tuple[str, ...]
 

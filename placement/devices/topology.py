@@ -22,10 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from placement import errors
-
-DEVICE_TYPES = ("gpu", "rdma", "fpga")
-MAX_DEVICES = 256  # devices of one node
-MAX_NVLINKS = 18  # links between two GPUs (NV18)
+from placement.nodes.device_types import DEVICE_TYPES, MAX_DEVICES, MAX_NVLINKS
 
 
 @dataclass(frozen=True)

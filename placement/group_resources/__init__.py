@@ -1,14 +1,15 @@
-"""The group-resource key translator: seed 000's group allocator over provider trees.
+"""The group-resource key translator: hierarchical resource keys over provider trees.
 
 Nodes and requests are flat maps of hierarchical keys
 (``Gpugrp1/0/Gpugrp0/1/gpu/dev2/cards: 1``). One module per step:
 
-- ``keys``, ``quantities``, ``naming``, ``levels``: reading keys and amounts,
-  the classes, traits and provider names they become, a node's group levels.
+- ``keys`` and ``levels``: reading keys, a node's group levels (amounts are
+  ``placement.nodes.quantities``; the classes, traits and provider names keys
+  become, ``placement.nodes.naming``).
 - ``node_tree`` and ``sync``: a node's map -> the provider tree it should
   have -> that tree written (idempotent, refusing to drop what is allocated).
 - ``request_tree``: a request map -> request groups, fitted to a node's
-  levels (seed section V fills skipped levels in, one per request group).
+  levels (levels the request skips are filled in, one per request group).
 - ``snapshot``: the managed trees as read in one moment, each group with a
   signature so that equal groups are searched once.
 - ``allocator`` and ``scoring``: the exact best placement per node (a
@@ -18,10 +19,10 @@ Nodes and requests are flat maps of hierarchical keys
   bound first, with the requested key that kept the others out.
 - ``service``: the Python API (candidates, claims, dry-run, sync, views);
   ``query_text`` gives the equivalent GET /allocation_candidates query;
-  ``bodies`` the JSON answers; ``commands`` the ``placement group-resources``
-  CLI. SQL lives in ``placement.data.group_nodes``; HTTP in
-  ``placement.handlers.group_resources``.
+  ``bodies`` the JSON answers. SQL lives in ``placement.data.group_nodes``;
+  HTTP in ``placement.handlers.group_resources``; the ``placement
+  group-resources`` CLI in ``placement.cli.group_resources``.
 
-Nothing is cached between requests; a claim re-checks capacity as it writes
-and chooses again when a concurrent claim took its choice.
+Nothing is cached between requests; a claim (``placement.claiming``) re-checks
+capacity as it writes and chooses again when a concurrent claim took its choice.
 """

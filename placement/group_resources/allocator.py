@@ -1,6 +1,6 @@
 """The group allocator: the best placement of a request on each node, exactly.
 
-Seed 000, section II-B: a request group fits a group of the node when the
+A request group fits a group of the node when the
 base resources fit there and its subgroups can be given *distinct* subgroups
 of the same level, each fitting recursively. Because distinct subgroups of a
 node never share resources, the best placement of a group only depends on

@@ -1,7 +1,7 @@
 """Group-resource keys: a flat map of hierarchical keys -> a tree of groups.
 
 A key is ``name/index/name/index/.../basename``: every ``name/index`` pair is
-one group level (seed 000, eq. 4 and 8), the last segment is the base
+one group level, the last segment is the base
 resource held at the deepest of them. A key without a group path (``cpu``)
 is a base resource of the node itself. A key whose first segment holds a dot
 and that has exactly two segments (``nvidia.com/gpu``) is a Kubernetes-style

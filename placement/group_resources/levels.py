@@ -3,7 +3,7 @@
 A node advertises ``Gpugrp1/0/Gpugrp0/1/gpu/dev2/cards``: level ``gpu`` sits
 under ``Gpugrp0``, under ``Gpugrp1``, under the node. The translator needs
 one place per level name on a node, so that a request naming only a lower
-level can be completed with the levels above it (seed 000, section V).
+level can be completed with the levels above it (``request_tree``).
 
 Levels are known by their normalized name (``naming.normalized``: ``gpu``,
 ``GPU`` and ``Gpu`` are one level), as their traits and classes are.
@@ -12,7 +12,7 @@ Levels are known by their normalized name (``naming.normalized``: ``gpu``,
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from placement.group_resources.naming import normalized
+from placement.nodes.naming import normalized
 
 
 class LevelConflict(ValueError):

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from placement import errors
 from placement.group_resources.keys import KeyGroup, parse_key_map
 from placement.group_resources.levels import LevelConflict, Levels
-from placement.group_resources.naming import Naming, normalized
-from placement.group_resources.quantities import amount_in_unit
+from placement.nodes.naming import Naming, normalized
+from placement.nodes.quantities import amount_in_unit
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ to check that the translator and that search agree:
 
 from dataclasses import dataclass
 
-from placement.group_resources.naming import NODE_TRAIT, level_trait
 from placement.group_resources.request_tree import RequestGroup
+from placement.nodes.naming import NODE_TRAIT, level_trait
 
 MICROVERSION = "1.36"
 

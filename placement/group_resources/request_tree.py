@@ -9,11 +9,11 @@ kept). ``fit_to_levels`` then completes it for the levels of one node:
   per request group, with the group's own index: ``Gpugrp0/RA`` and
   ``Gpugrp0/RB`` on a node that also has ``Gpugrp1`` become
   ``Gpugrp1/RA/Gpugrp0/RA`` and ``Gpugrp1/RB/Gpugrp0/RB``, so each lower group
-  gets a unique higher group, a different one per lower group (seed 000,
-  section V).
+  gets a higher group of its own, a different one per lower group: two
+  groups the request keeps apart stay apart at every level above.
 - A *flat* request (every group holds only base resources, e.g.
-  ``gpu/0/cards``, seed 000 section II) expresses no affinity: each group
-  lands on any group of that level anywhere on the node.
+  ``gpu/0/cards``) expresses no affinity: each group lands on any group of
+  that level anywhere on the node.
 
 Distinct request groups always land on distinct groups of the node.
 """
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from placement import errors
 from placement.group_resources.keys import KeyGroup, parse_key_map
 from placement.group_resources.levels import Levels
-from placement.group_resources.naming import Naming, normalized
-from placement.group_resources.quantities import amount_in_unit
+from placement.nodes.naming import Naming, normalized
+from placement.nodes.quantities import amount_in_unit
 
 
 @dataclass(frozen=True)

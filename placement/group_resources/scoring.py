@@ -1,11 +1,10 @@
 """Scorers: how good a node is for a request, after the request is placed on it.
 
-Seed 000, section II-C: a location's score sums, over every allocatable
-resource, a function of what is allocatable, what is used and what the
-request puts there. Its linear "most allocated" scorer (eq. 21) is
-(used + requested) / allocatable.
-We average instead of summing (documented in api-ref), so that a node does
-not win merely for having more devices:
+A node's score is a function, over every inventory the node offers, of its
+capacity, what is used of it and what the request puts there; the linear
+"most allocated" form is (used + requested) / capacity. We average it over the
+node's inventories instead of summing it (api-ref/group_resources.md, Scoring),
+so that a node does not win merely for having more devices:
 
     pack   = mean over the node's inventories of (used + placed) / capacity
     spread = 1 - pack
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 
 from placement.group_resources.request_tree import GroupRequest
 from placement.group_resources.snapshot import Node, Room
+from placement.nodes.scorers import PACK, SPREAD
 
 SCORE_SCALE = 10**9  # scores are compared, and tie, at nine decimals
 
@@ -98,4 +98,4 @@ class Scorer:
         return packed if self.direction > 0 else 1.0 - packed
 
 
-SCORERS = {"pack": Scorer("pack", 1), "spread": Scorer("spread", -1)}
+SCORERS = {PACK: Scorer(PACK, 1), SPREAD: Scorer(SPREAD, -1)}

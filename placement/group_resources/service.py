@@ -9,17 +9,17 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 
 from placement import errors
+from placement.claiming import Claimant, claim_best
 from placement.data import device_topologies, group_nodes
 from placement.group_resources import sync
 from placement.group_resources.allocator import Placement
-from placement.group_resources.claiming import Claimant, claim_best
-from placement.group_resources.naming import Naming, path_of
 from placement.group_resources.query_text import CandidateQuery, candidate_query
 from placement.group_resources.request_tree import Unplaced, fit_to_levels, parse_request
 from placement.group_resources.scoring import SCORERS, score_key
 from placement.group_resources.search import CandidateAnswer, Ranking, bounded_ranking
 from placement.group_resources.snapshot import Node, build_nodes
 from placement.group_resources.sync import SyncResult, require_node
+from placement.nodes.naming import Naming, path_of
 
 __all__ = [
     "CandidateAnswer",

@@ -14,7 +14,7 @@ from typing import NamedTuple
 from placement import capacity
 from placement.data.group_nodes import InventoryRow, ProviderRow
 from placement.group_resources.levels import LevelConflict, Levels
-from placement.group_resources.naming import normalized, path_of
+from placement.nodes.naming import normalized, path_of
 
 
 class Room(NamedTuple):

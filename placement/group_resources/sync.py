@@ -26,14 +26,14 @@ from placement.data import group_nodes, provider_traits
 from placement.data import inventories as inventory_data
 from placement.data import providers as provider_data
 from placement.data.inventories import Inventory
-from placement.group_resources.naming import (
+from placement.group_resources.node_tree import DesiredProvider, desired_tree
+from placement.nodes.naming import (
     NODE_TRAIT,
     Naming,
     level_trait,
     path_of,
     provider_name,
 )
-from placement.group_resources.node_tree import DesiredProvider, desired_tree
 
 MAX_NAME = 200  # resource provider names
 

@@ -6,7 +6,7 @@ amounts (a GPU's ``memory``, the ``resources``) are read there, as quantities.
 
 from marshmallow import ValidationError, fields, validate, validates_schema
 
-from placement.devices.topology import DEVICE_TYPES, MAX_DEVICES, MAX_NVLINKS
+from placement.nodes.device_types import DEVICE_TYPES, MAX_DEVICES, MAX_NVLINKS
 from placement.schemas import ExtensionSchema
 from placement.schemas.fields import StrictInteger, StrictString
 

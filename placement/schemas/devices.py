@@ -7,7 +7,7 @@ The device list itself (``devices``, ``nvlinks``) is checked by
 
 from marshmallow import ValidationError, fields, validate, validates_schema
 
-from placement.group_resources.scoring import SCORERS
+from placement.nodes.scorers import SCORER_NAMES
 from placement.schemas import ExtensionSchema
 from placement.schemas.fields import StrictInteger, StrictString, UuidString
 from placement.schemas.group_resources import CONSUMER_TYPE_PATTERN
@@ -115,7 +115,7 @@ class DeviceHint(ExtensionSchema):
     )
 
 
-_scorer = StrictString(validate=validate.OneOf(sorted(SCORERS)))
+_scorer = StrictString(validate=validate.OneOf(sorted(SCORER_NAMES)))
 _node_names = fields.List(StrictString(max_length=200), validate=validate.Length(min=1))
 
 

@@ -11,9 +11,9 @@ import re
 
 from marshmallow import ValidationError, fields
 
+from placement.db.tables import MAX_INT
 from placement.query import normalize_uuid
 
-MAX_INT = 2147483647
 MAX_FLOAT = 3.40282e38
 CLASS_NAME_PATTERN = re.compile(r"^[A-Z0-9_]+$")
 CUSTOM_NAME_PATTERN = re.compile(r"^CUSTOM_[A-Z0-9_]+$")

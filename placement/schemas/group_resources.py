@@ -8,13 +8,13 @@ import re
 
 from marshmallow import fields, validate
 
-from placement.group_resources.scoring import SCORERS
+from placement.nodes.scorers import SCORER_NAMES
 from placement.schemas import ExtensionSchema
 from placement.schemas.fields import StrictInteger, StrictString, UuidString
 
 CONSUMER_TYPE_PATTERN = re.compile(r"^[A-Z0-9_]+$")
 
-_scorer = StrictString(validate=validate.OneOf(sorted(SCORERS)))
+_scorer = StrictString(validate=validate.OneOf(sorted(SCORER_NAMES)))
 _node_names = fields.List(StrictString(max_length=200), validate=validate.Length(min=1))
 
 

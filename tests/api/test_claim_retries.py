@@ -8,8 +8,8 @@ import uuid
 import pytest
 
 from placement import errors
+from placement.claiming import CLAIM_ATTEMPTS, Claimant, claim_best
 from placement.data import names
-from placement.group_resources.claiming import CLAIM_ATTEMPTS, Claimant, claim_best
 
 
 @pytest.fixture

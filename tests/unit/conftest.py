@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from placement import cli
+from placement.cli import main as cli
 from placement.config import OPTIONS
 
 

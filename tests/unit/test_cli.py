@@ -5,7 +5,8 @@ import pathlib
 
 import pytest
 
-from placement import cli, server
+from placement import server
+from placement.cli import main as cli
 from placement.config import OPTIONS
 
 SAMPLE = pathlib.Path(__file__).resolve().parents[2] / "etc" / "placement.conf.sample"

@@ -9,7 +9,7 @@ from placement.devices.node_map import TENANCY, device_inventories
 from placement.devices.request import parse_device_request
 from placement.devices.snapshot import DeviceNode, DeviceState, SwitchState
 from placement.devices.topology import Device, Topology
-from placement.group_resources.naming import Naming
+from placement.nodes.naming import Naming
 
 
 def _node(topology: Topology) -> DeviceNode:

@@ -7,10 +7,10 @@ import pytest
 from placement import errors
 from placement.group_resources.keys import parse_key_map
 from placement.group_resources.levels import LevelConflict, Levels
-from placement.group_resources.naming import Naming, level_trait, path_of
 from placement.group_resources.node_tree import desired_tree
-from placement.group_resources.quantities import amount_in_unit, parse_quantity
 from placement.group_resources.request_tree import Unplaced, fit_to_levels, parse_request
+from placement.nodes.naming import Naming, level_trait, path_of
+from placement.nodes.quantities import amount_in_unit, parse_quantity
 
 
 def test_keys_split_into_groups_with_their_base_resources():

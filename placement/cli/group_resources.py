@@ -7,21 +7,17 @@ from standard input.
 """
 
 import argparse
-import json
-import sys
 from typing import Any
 
-import yaml
-
-from placement import errors
+from placement.cli.common import (
+    add_request_command,
+    checked_arguments,
+    read_document,
+    run_in_transaction,
+)
 from placement.config import Config
-from placement.data.names import sync_standard_names
-from placement.db import migrate
-from placement.db.engine import WRITE_TRANSACTION_OPTION, is_sqlite, make_engine
 from placement.group_resources import bodies, service
-from placement.group_resources.scoring import SCORERS
 from placement.schemas import group_resources as schemas
-from placement.schemas import validate
 
 
 def add_commands(commands) -> None:
@@ -50,76 +46,9 @@ def add_commands(commands) -> None:
         ("claim", _claim, "allocate the best placement to a new consumer"),
         ("query", _query, "the GET /allocation_candidates query a request becomes"),
     ):
-        command = sub.add_parser(name, help=text)
-        command.add_argument(
-            "file", help="YAML or JSON key map of the requested resources (- for stdin)"
+        add_request_command(
+            sub, name, run, text, "YAML or JSON key map of the requested resources (- for stdin)"
         )
-        command.add_argument(
-            "--node", action="append", dest="nodes", help="only this node (repeatable)"
-        )
-        if name != "query":
-            command.add_argument("--scorer", choices=sorted(SCORERS), default="pack")
-        if name == "candidates":
-            command.add_argument("--limit", type=int, help="at most this many nodes")
-        if name == "claim":
-            command.add_argument("--consumer", required=True, help="the new consumer's uuid")
-            command.add_argument("--project", required=True)
-            command.add_argument("--user", required=True)
-            command.add_argument("--consumer-type", help="e.g. INSTANCE")
-        command.set_defaults(run=run)
-
-
-def run_in_transaction(config: Config, work) -> int:
-    """Run ``work(conn, naming)`` in one transaction; print its result as JSON."""
-    engine = make_engine(config.database_url)
-    try:
-        if is_sqlite(config.database_url):
-            migrate.upgrade(engine)
-        else:
-            migrate.require_current(engine)
-        with engine.connect().execution_options(**{WRITE_TRANSACTION_OPTION: True}) as conn:
-            with conn.begin():
-                sync_standard_names(conn)
-                result = work(conn, config.group_naming())
-    except errors.PlacementError as exc:
-        print(f"placement: {describe_error(exc)}", file=sys.stderr)
-        return 1
-    except migrate.SchemaOutOfDate as exc:
-        print(f"placement: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        engine.dispose()
-    if result is not None:
-        print(json.dumps(result, indent=2))
-    return 0
-
-
-def describe_error(exc: errors.PlacementError) -> str:
-    """The error's detail, and its code only when it names something more than 'undefined'."""
-    return exc.detail if exc.code == errors.DEFAULT else f"{exc.detail} ({exc.code})"
-
-
-def read_text(path: str) -> str:
-    """The text of the file at ``path``; ``-`` is standard input."""
-    try:
-        if path == "-":
-            return sys.stdin.read()
-        with open(path, encoding="utf-8") as stream:
-            return stream.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise errors.BadRequest(f"Cannot read {_file_name(path)}: {exc}") from exc
-
-
-def read_document(path: str) -> Any:
-    """The YAML or JSON document in the file at ``path``; ``-`` is standard input."""
-    try:
-        return yaml.safe_load(read_text(path))
-    except yaml.YAMLError as exc:
-        raise errors.BadRequest(f"Cannot read {_file_name(path)}: {exc}") from exc
-
-
-def _file_name(path: str) -> str:
-    return "standard input" if path == "-" else path
 
 
 def read_key_map(path: str) -> Any:
@@ -192,8 +121,3 @@ def _query(config: Config, args: argparse.Namespace) -> int:
         return bodies.translations_body(translations)
 
     return run_in_transaction(config, work)
-
-
-def checked_arguments(schema, args: argparse.Namespace, **fields) -> dict:
-    """The command's arguments checked by the HTTP body's schema: one set of rules."""
-    return validate(schema, {name: value for name, value in fields.items() if value is not None})

@@ -11,7 +11,7 @@ import re
 from fractions import Fraction
 
 from placement import errors
-from placement.schemas.fields import MAX_INT
+from placement.db.tables import MAX_INT
 
 BINARY_SUFFIXES: dict[str, int] = {
     "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
@@ -55,7 +55,7 @@ def parse_quantity(value: object, key: str) -> Fraction:
     number = Fraction(match["number"])
     suffix = match["suffix"]
     if suffix.endswith("B") and suffix[:-1] in BINARY_SUFFIXES:
-        suffix = suffix[:-1]  # 1GiB, as the seed writes it, is 1Gi
+        suffix = suffix[:-1]  # 1GiB, as the group allocator's examples write it, is 1Gi
     elif suffix in ("KB", "MB", "GB", "TB", "PB", "EB"):
         suffix = suffix[0]
     if suffix in BINARY_SUFFIXES:

@@ -16,16 +16,16 @@ datasheet means, so the command refuses it rather than guess.
 import argparse
 
 from placement import errors
-from placement.config import Config
-from placement.devices import bodies, service
-from placement.devices.request import DeviceRequest, parse_device_request, parse_pod
-from placement.group_resources.commands import (
+from placement.cli.common import (
+    add_request_command,
     checked_arguments,
     read_document,
     read_text,
     run_in_transaction,
 )
-from placement.group_resources.scoring import SCORERS
+from placement.config import Config
+from placement.devices import bodies, service
+from placement.devices.request import DeviceRequest, parse_device_request, parse_pod
 from placement.schemas import devices as schemas
 
 
@@ -64,22 +64,10 @@ def add_commands(commands) -> None:
         ("candidates", _candidates, "the best devices per node, best node first"),
         ("claim", _claim, "allocate the best devices to a new consumer"),
     ):
-        command = sub.add_parser(name, help=text)
-        command.add_argument(
-            "file", help="YAML or JSON Pod manifest, or resources+annotations; - for stdin"
+        add_request_command(
+            sub, name, run, text,
+            "YAML or JSON Pod manifest, or resources+annotations; - for stdin",
         )
-        command.add_argument(
-            "--node", action="append", dest="nodes", help="only this node (repeatable)"
-        )
-        command.add_argument("--scorer", choices=sorted(SCORERS), default="pack")
-        if name == "candidates":
-            command.add_argument("--limit", type=int, help="at most this many nodes")
-        else:
-            command.add_argument("--consumer", required=True, help="the new consumer's uuid")
-            command.add_argument("--project", required=True)
-            command.add_argument("--user", required=True)
-            command.add_argument("--consumer-type", help="e.g. INSTANCE")
-        command.set_defaults(run=run)
 
 
 SAMPLE_MATRIX = "tests/data/topologies/dgx_a100.txt"

@@ -7,11 +7,11 @@ import sys
 
 from placement import server
 from placement.app import is_loopback
+from placement.cli import devices as device_commands
+from placement.cli import group_resources as group_commands
 from placement.config import Config, ConfigError, load_config, render_sample
 from placement.db import migrate
 from placement.db.engine import is_sqlite, make_engine
-from placement.devices import commands as device_commands
-from placement.group_resources import commands as group_commands
 
 LOG = logging.getLogger("placement")
 

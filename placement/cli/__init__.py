@@ -1,0 +1,3 @@
+"""The ``placement`` command (``main``): ``db``, ``serve``, ``sample-config``, and the
+admin commands of the two node features, ``group-resources`` and ``devices``, which
+share ``common``."""

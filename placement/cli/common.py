@@ -1,0 +1,96 @@
+"""What every ``placement`` command shares: one transaction on the configured database,
+its result printed as JSON, files read (``-``: standard input), and arguments checked
+by the HTTP body's schema."""
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import yaml
+
+from placement import errors
+from placement.config import Config
+from placement.data.names import sync_standard_names
+from placement.db import migrate
+from placement.db.engine import WRITE_TRANSACTION_OPTION, is_sqlite, make_engine
+from placement.nodes.scorers import PACK, SCORER_NAMES
+from placement.schemas import validate
+
+
+def add_request_command(sub, name: str, run, help_text: str, file_help: str) -> None:
+    """A command reading a request from FILE: ``candidates`` (with ``--limit``),
+    ``claim`` (with the new consumer) or ``query`` (neither, and no scorer)."""
+    command = sub.add_parser(name, help=help_text)
+    command.add_argument("file", help=file_help)
+    command.add_argument(
+        "--node", action="append", dest="nodes", help="only this node (repeatable)"
+    )
+    if name != "query":
+        command.add_argument("--scorer", choices=sorted(SCORER_NAMES), default=PACK)
+    if name == "candidates":
+        command.add_argument("--limit", type=int, help="at most this many nodes")
+    if name == "claim":
+        command.add_argument("--consumer", required=True, help="the new consumer's uuid")
+        command.add_argument("--project", required=True)
+        command.add_argument("--user", required=True)
+        command.add_argument("--consumer-type", help="e.g. INSTANCE")
+    command.set_defaults(run=run)
+
+
+def run_in_transaction(config: Config, work) -> int:
+    """Run ``work(conn, naming)`` in one transaction; print its result as JSON."""
+    engine = make_engine(config.database_url)
+    try:
+        if is_sqlite(config.database_url):
+            migrate.upgrade(engine)
+        else:
+            migrate.require_current(engine)
+        with engine.connect().execution_options(**{WRITE_TRANSACTION_OPTION: True}) as conn:
+            with conn.begin():
+                sync_standard_names(conn)
+                result = work(conn, config.group_naming())
+    except errors.PlacementError as exc:
+        print(f"placement: {describe_error(exc)}", file=sys.stderr)
+        return 1
+    except migrate.SchemaOutOfDate as exc:
+        print(f"placement: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        engine.dispose()
+    if result is not None:
+        print(json.dumps(result, indent=2))
+    return 0
+
+
+def describe_error(exc: errors.PlacementError) -> str:
+    """The error's detail, and its code only when it names something more than 'undefined'."""
+    return exc.detail if exc.code == errors.DEFAULT else f"{exc.detail} ({exc.code})"
+
+
+def read_text(path: str) -> str:
+    """The text of the file at ``path``; ``-`` is standard input."""
+    try:
+        if path == "-":
+            return sys.stdin.read()
+        with open(path, encoding="utf-8") as stream:
+            return stream.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise errors.BadRequest(f"Cannot read {_file_name(path)}: {exc}") from exc
+
+
+def read_document(path: str) -> Any:
+    """The YAML or JSON document in the file at ``path``; ``-`` is standard input."""
+    try:
+        return yaml.safe_load(read_text(path))
+    except yaml.YAMLError as exc:
+        raise errors.BadRequest(f"Cannot read {_file_name(path)}: {exc}") from exc
+
+
+def _file_name(path: str) -> str:
+    return "standard input" if path == "-" else path
+
+
+def checked_arguments(schema, args: argparse.Namespace, **fields) -> dict:
+    """The command's arguments checked by the HTTP body's schema: one set of rules."""
+    return validate(schema, {name: value for name, value in fields.items() if value is not None})
