@@ -1,10 +1,10 @@
 """What the views need from the application: built once by ``create_app``, owned by it.
 
 The state a process keeps between requests hangs off this object, never off a
-module: the copy of the providers the candidate searches read
-(``candidates``), the device nodes the device searches keep (``devices``).
-A test that wants a fresh process's behaviour builds a new application or asks
-the object to forget (``CandidateSearch.forget``).
+module: the copy of the providers the candidate and translator searches read
+(``replica``), the device nodes the device searches keep (``devices``). A test that wants a fresh
+process's behaviour builds a new application or asks the copy to forget
+(``Replica.forget``).
 """
 
 import threading
@@ -14,8 +14,10 @@ from sqlalchemy import Engine
 
 from placement import auth
 from placement.candidates.service import CandidateSearch
+from placement.candidates.world import Replica
 from placement.config import Config
 from placement.devices.service import DeviceSearch
+from placement.group_resources.service import GroupResourceSearch
 
 
 @dataclass(frozen=True)
@@ -30,13 +32,19 @@ class Services:
     config: Config
     engine: Engine
     authenticator: auth.NoAuth2 | auth.TokenAuth
+    replica: Replica
     candidates: CandidateSearch
+    group_resources: GroupResourceSearch
     devices: DeviceSearch
     serving_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def build(cls, config: Config, engine: Engine) -> "Services":
-        return cls(config, engine, _authenticator(config), CandidateSearch(config), DeviceSearch())
+        replica = Replica()
+        return cls(
+            config, engine, _authenticator(config), replica,
+            CandidateSearch(config, replica), GroupResourceSearch(replica), DeviceSearch(),
+        )
 
 
 def _authenticator(config: Config) -> auth.NoAuth2 | auth.TokenAuth:

@@ -1,8 +1,8 @@
 """The front door of allocation candidates: one object per application (process).
 
-``CandidateSearch`` owns this process's copy of the providers (``world``) and
-the answers kept in it, and the lock under which a request brings the copy up
-to date and reads it. ``find`` takes a parsed request and gives the body to
+``CandidateSearch`` searches this process's copy of the providers (the
+application's ``Replica``, shared with the translator) and keeps its answers in
+it. ``find`` takes a parsed request and gives the body to
 answer with; the view only parses and renders.
 """
 
@@ -14,7 +14,7 @@ from placement.candidates.answers import KeptAnswers
 from placement.candidates.plan import SearchPlan, build_plan
 from placement.candidates.request import CandidateRequest
 from placement.candidates.unknown_names import refuse_unknown_names
-from placement.candidates.world import ProviderWorld
+from placement.candidates.world import Replica
 from placement.collector import collector_paused
 from placement.config import Config
 
@@ -22,23 +22,16 @@ MIB = 1024 * 1024
 
 
 class CandidateSearch:
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, replica: Replica) -> None:
         self._randomize = config.randomize_allocation_candidates
         self._cache_budget = config.allocation_candidates_cache_mib * MIB
         self._max_candidates = config.max_allocation_candidates
-        self.world = ProviderWorld()
-
-    def forget(self) -> None:
-        """Drop the copy and everything kept in it: the next request reads every
-        provider, as a new worker's first request does."""
-        self.world = ProviderWorld()
+        self._replica = replica
 
     def find(self, conn: Connection, request: CandidateRequest, version: Version) -> bytes | None:
         """The JSON body of the candidates of ``request`` as ``conn`` sees the database
         (None: no candidate). 400 for an unknown class or trait where upstream refuses it."""
-        world = self.world
-        with collector_paused(), world.lock:  # brought up to date, then read
-            world.refresh(conn)
+        with collector_paused(), self._replica.current(conn) as world:
             plan = build_plan(conn, world, request, nested_aware=version >= (1, 29))
             if plan is None:
                 refuse_unknown_names(conn, world, request)

@@ -50,6 +50,8 @@ And it keeps, for the requests asked lately, each tree's candidates
 
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import orjson
@@ -70,6 +72,7 @@ class Inventory:
     min_unit: int
     max_unit: int
     step_size: int
+    unrounded: float  # placement.capacity.unrounded: what the node features' scorers divide by
 
     def takes(self, amount: int) -> bool:
         """``amount`` fits, leaving aside min_unit and step_size."""
@@ -107,6 +110,7 @@ class TreeForm:
 class Provider:
     id: int
     uuid: str
+    name: str
     parent_id: int | None
     root_id: int
     inventories: dict[int, Inventory]
@@ -264,10 +268,12 @@ class ProviderWorld:
             inventories[class_id] = Inventory(
                 capacity.capacity(total, reserved, ratio), used,
                 capacity.free(total, reserved, ratio, used), min_unit, max_unit, step_size,
+                capacity.unrounded(total, reserved, ratio),
             )
         self.providers[provider_id] = Provider(
             id=provider_id,
             uuid=details.uuid,
+            name=sys.intern(details.name),
             parent_id=parent_id,
             root_id=root_id,
             inventories=inventories,
@@ -332,3 +338,25 @@ def _leave(members_of: dict, id_of_name: dict, name: str, id_: int, provider_id:
         del members_of[id_]
         if id_of_name.get(name) == id_:
             del id_of_name[name]
+
+
+class Replica:
+    """This process's one copy of the providers, shared by every search of its
+    application (candidates, the translator's nodes): ``current`` holds the copy's
+    lock and brings it up to date for one search. Use it before the transaction
+    writes anything: the copy must never hold what may still roll back."""
+
+    def __init__(self) -> None:
+        self.world = ProviderWorld()
+
+    @contextmanager
+    def current(self, conn: Connection) -> Iterator[ProviderWorld]:
+        world = self.world
+        with world.lock:
+            world.refresh(conn)
+            yield world
+
+    def forget(self) -> None:
+        """Drop the copy and everything kept in it: the next search reads every
+        provider, as a new worker's first request does."""
+        self.world = ProviderWorld()

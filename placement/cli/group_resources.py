@@ -9,6 +9,7 @@ from standard input.
 import argparse
 from typing import Any
 
+from placement.candidates.world import Replica
 from placement.cli.common import (
     add_request_command,
     checked_arguments,
@@ -78,7 +79,7 @@ def _candidates(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
         body = checked_arguments(schemas.FindCandidates(), args, resources=read_key_map(args.file),
                         scorer=args.scorer, limit=args.limit, nodes=args.nodes)
-        answer = service.find_candidates(
+        answer = service.GroupResourceSearch(Replica()).find_candidates(
             conn, body["resources"], naming, scorer=body["scorer"], limit=body.get("limit"),
             node_names=body.get("nodes"),
         )
@@ -94,7 +95,7 @@ def _claim(config: Config, args: argparse.Namespace) -> int:
             project_id=args.project, user_id=args.user, consumer_type=args.consumer_type,
             scorer=args.scorer, nodes=args.nodes,
         )
-        placement = service.claim(
+        placement = service.GroupResourceSearch(Replica()).claim(
             conn,
             body["resources"],
             naming,

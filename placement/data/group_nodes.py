@@ -10,13 +10,13 @@ import uuid as uuid_lib
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from sqlalchemy import Connection, case, exists, func, insert, select
+from sqlalchemy import Connection, exists, func, insert, select
 
-from placement import capacity, errors
+from placement import errors
 from placement.clock import utcnow
 from placement.data import names
 from placement.data.inventories import Inventory
-from placement.data.sql import capacity_column, id_conditions, insert_ignoring_conflicts
+from placement.data.sql import id_conditions, insert_ignoring_conflicts
 from placement.db.aliases import root_provider
 from placement.db.tables import (
     allocations,
@@ -173,109 +173,6 @@ def _usage(conn: Connection, root_ids: list[int]) -> dict[tuple[int, int], int]:
         ):
             usage[(provider_id, class_id)] = int(used)
     return usage
-
-
-@dataclass(frozen=True)
-class NodeSummary:
-    root_id: int
-    name: str
-    inventory_count: int
-    utilisation: float  # sum of used/capacity over the tree's inventories
-    # class -> (smallest, largest) capacity above 0 of the tree's inventories of it
-    capacities: dict[str, tuple[float, float]]
-
-
-def node_summaries(conn: Connection, node_names: list[str] | None = None) -> list[NodeSummary]:
-    """Per managed node but the device nodes: its inventories, how used they are, each
-    class's capacity range (for the translator's search)."""
-    # SELECT root.id, root.name, inv.resource_class_id, COUNT(inv.resource_provider_id),
-    #        MIN(CASE WHEN capacity > 0 THEN capacity END), MAX(...)
-    #   FROM (<managed roots>) roots JOIN resource_providers root ON root.id = roots.id
-    #   JOIN resource_providers rp ON rp.root_provider_id = roots.id
-    #   LEFT JOIN inventories inv ON inv.resource_provider_id = rp.id
-    #   GROUP BY root.id, root.name, inv.resource_class_id
-    roots = _roots(node_names, without_device_nodes=True)
-    product = capacity_column(inventories)
-    # Inventories without capacity can hold nothing, so they bound nothing. The bounds
-    # are of the unrounded product: it is what the scorer divides by.
-    positive = case((product > 0, product))
-    rows = conn.execute(
-        select(
-            root_provider.c.id,
-            root_provider.c.name,
-            inventories.c.resource_class_id,
-            func.count(inventories.c.resource_provider_id),
-            func.min(positive),
-            func.max(positive),
-        )
-        .select_from(roots)
-        .join(root_provider, root_provider.c.id == roots.c.id)
-        .join(rp, rp.c.root_provider_id == roots.c.id)
-        .outerjoin(inventories, inventories.c.resource_provider_id == rp.c.id)
-        .group_by(root_provider.c.id, root_provider.c.name, inventories.c.resource_class_id)
-    ).all()
-    class_names = dict(conn.execute(select(resource_classes.c.id, resource_classes.c.name)).all())
-    summaries: dict[int, dict] = {}
-    for root_id, name, class_id, count, smallest, largest in rows:
-        summary = summaries.setdefault(
-            root_id, {"name": name, "count": 0, "share": 0.0, "capacities": {}}
-        )
-        summary["count"] += count
-        if smallest is not None:
-            summary["capacities"][class_names[class_id]] = (float(smallest), float(largest))
-    for root_id, share in _used_shares(conn, list(summaries)).items():
-        summaries[root_id]["share"] += share
-    return [
-        NodeSummary(
-            root_id=root_id,
-            name=summary["name"],
-            inventory_count=summary["count"],
-            utilisation=summary["share"],
-            capacities=summary["capacities"],
-        )
-        for root_id, summary in summaries.items()
-    ]
-
-
-def _used_shares(conn: Connection, root_ids: list[int]) -> dict[int, float]:
-    """Per root: the sum of used/capacity over its inventories that have allocations."""
-    # SELECT rp.root_provider_id, a.resource_provider_id, a.resource_class_id, SUM(a.used),
-    #        inv.total, inv.reserved, inv.allocation_ratio
-    #   FROM allocations a JOIN resource_providers rp ON rp.id = a.resource_provider_id
-    #   JOIN inventories inv ON inv.resource_provider_id = a.resource_provider_id
-    #                       AND inv.resource_class_id = a.resource_class_id
-    #   WHERE rp.root_provider_id = ANY(:root_ids) GROUP BY rp.root_provider_id, 2, 3, 5, 6, 7
-    shares: dict[int, float] = {}
-    for condition in id_conditions(conn, rp.c.root_provider_id, root_ids):
-        for root_id, used, total, reserved, ratio in conn.execute(
-            select(
-                rp.c.root_provider_id,
-                func.sum(allocations.c.used),
-                inventories.c.total,
-                inventories.c.reserved,
-                inventories.c.allocation_ratio,
-            )
-            .join(rp, rp.c.id == allocations.c.resource_provider_id)
-            .join(
-                inventories,
-                (inventories.c.resource_provider_id == allocations.c.resource_provider_id)
-                & (inventories.c.resource_class_id == allocations.c.resource_class_id),
-            )
-            .where(condition)
-            .group_by(
-                rp.c.root_provider_id,
-                allocations.c.resource_provider_id,
-                allocations.c.resource_class_id,
-                inventories.c.total,
-                inventories.c.reserved,
-                inventories.c.allocation_ratio,
-            )
-        ):
-            # The scorer's divisor, so that these shares are snapshot.Node.utilisation's.
-            divisor = capacity.unrounded(total, reserved, ratio)
-            if divisor > 0:
-                shares[root_id] = shares.get(root_id, 0.0) + int(used) / divisor
-    return shares
 
 
 def node_names(conn: Connection) -> list[tuple[str, str]]:

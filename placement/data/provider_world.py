@@ -157,6 +157,7 @@ class ProviderDetails:
     """What a candidate search needs of one provider besides its version."""
 
     uuid: str
+    name: str
     # class id -> (total, reserved, allocation_ratio, min_unit, max_unit, step_size, used)
     inventories: dict[int, tuple]
     traits: dict[int, str]  # trait id -> name
@@ -184,9 +185,11 @@ def _read_batch(conn: Connection, found: dict[int, ProviderDetails], ids) -> Non
             *id_conditions(conn, provider_column, ids)
         )
 
-    # SELECT id, uuid FROM resource_providers [WHERE id IN (:ids)]
-    for provider_id, uuid in conn.execute(only_batch(select(rp.c.id, rp.c.uuid), rp.c.id)):
-        found[provider_id] = ProviderDetails(uuid, {}, {}, {})
+    # SELECT id, uuid, name FROM resource_providers [WHERE id IN (:ids)]
+    for provider_id, uuid, name in conn.execute(
+        only_batch(select(rp.c.id, rp.c.uuid, rp.c.name), rp.c.id)
+    ):
+        found[provider_id] = ProviderDetails(uuid, name, {}, {}, {})
     # SELECT i.resource_provider_id, i.resource_class_id, i.total, i.reserved,
     #        i.allocation_ratio, i.min_unit, i.max_unit, i.step_size,
     #        (SELECT COALESCE(SUM(a.used), 0) FROM allocations a

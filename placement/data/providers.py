@@ -249,7 +249,10 @@ def rename_provider(conn: Connection, provider: Provider, name: str) -> None:
     if name == provider.name:
         return
     _refuse_duplicate(conn, uuid=None, name=name, except_id=provider.id)
-    conn.execute(update(rp).where(rp.c.id == provider.id).values(name=name))
+    # The generation stays, as upstream's; the revision tells the searches' copies.
+    conn.execute(
+        update(rp).where(rp.c.id == provider.id).values(name=name, revision=rp.c.revision + 1)
+    )
 
 
 def set_parent(

@@ -30,7 +30,7 @@ from placement.devices.topology import Topology
 from placement.devices.topology_matrix import MatrixDetails, parse_matrix
 from placement.group_resources import service as group_service
 from placement.group_resources import sync as group_sync
-from placement.nodes.naming import Naming, provider_name
+from placement.nodes.naming import DEVICE_NODE_TRAIT, Naming, provider_name
 from placement.nodes.quantities import parse_quantity
 
 MIB = 2**20
@@ -114,12 +114,14 @@ def import_node(
 
 
 def _sync_traits(conn: Connection, node: str, layout: Layout) -> bool:
-    """NUMA nodes get HW_NUMA_ROOT, devices a trait per label; other traits are left alone,
-    label traits no longer wanted are taken off."""
-    wanted_custom = {t for traits in layout.traits.values() for t in traits}
+    """The root gets DEVICE_NODE_TRAIT, NUMA nodes HW_NUMA_ROOT, devices a trait per
+    label; other traits are left alone, label traits no longer wanted are taken off."""
+    wanted = dict(layout.traits)
+    wanted[()] = set(wanted.get((), set())) | {DEVICE_NODE_TRAIT}
+    wanted_custom = {t for traits in wanted.values() for t in traits}
     group_nodes.ensure_custom_names(conn, set(), wanted_custom)
     changed = False
-    for path, extra in sorted(layout.traits.items()):
+    for path, extra in sorted(wanted.items()):
         provider = provider_data.get_provider_by_name(conn, provider_name(node, path))
         if provider is None:
             continue

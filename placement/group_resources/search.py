@@ -1,19 +1,17 @@
 """The search for the best nodes of one request: every node, or best bound first.
 
-``Ranking`` places a request on nodes as they are read (through the
+``Ranking`` places a request on nodes as they are built (through the
 ``Allocator``) and keeps why the others could not take it, naming the key.
-``bounded_ranking`` reads nodes in order of their score bound and stops when
+``bounded_ranking`` builds nodes in order of their score bound and stops when
 no node left can enter the answer; its answer is the one a full search gives.
+The nodes come from the searches' copy of the providers (``replica_nodes``).
 """
 
 from collections import Counter
 from dataclasses import dataclass
 
-from sqlalchemy import Connection
-
-from placement.data import group_nodes
-from placement.data.group_nodes import InventoryRow, ProviderRow
 from placement.group_resources.allocator import Allocator, Placement
+from placement.group_resources.replica_nodes import ReplicaNodes
 from placement.group_resources.request_tree import (
     GroupRequest,
     RequestGroup,
@@ -21,7 +19,7 @@ from placement.group_resources.request_tree import (
     fit_to_levels,
 )
 from placement.group_resources.scoring import Scorer, bound_key, score_key
-from placement.group_resources.snapshot import Location, Node, build_nodes
+from placement.group_resources.snapshot import Location, Node
 
 
 @dataclass(frozen=True)
@@ -40,13 +38,11 @@ class CandidateAnswer:
     blocking: list[BlockingKey]  # when nothing fits: the keys that blocked, most first
 
 
-FIRST_BATCH = 32  # nodes read at once by the bounded search; doubles each time
+FIRST_BATCH = 32  # nodes built at once by the bounded search; doubles each time
 
 
-def bounded_ranking(
-    conn: Connection, ranking: "Ranking", limit: int, node_names: list[str] | None
-) -> CandidateAnswer:
-    """The ``limit`` best nodes, reading nodes in batches in order of their bound.
+def bounded_ranking(source: ReplicaNodes, ranking: "Ranking", limit: int) -> CandidateAnswer:
+    """The ``limit`` best nodes, building nodes in batches in order of their bound.
 
     A node's bound is the best score it could reach (``Scorer.bound``): its
     current use plus the request placed on the smallest (pack) or largest
@@ -56,7 +52,7 @@ def bounded_ranking(
     """
     bounded = [
         (ranking.scorer.bound(s.utilisation, s.inventory_count, ranking.request, s.capacities), s)
-        for s in group_nodes.node_summaries(conn, node_names)
+        for s in source.summaries()
     ]
     bounded.sort(key=lambda pair: (-bound_key(pair[0]), pair[1].name))
     position, batch = 0, FIRST_BATCH
@@ -66,8 +62,7 @@ def bounded_ranking(
             return ranking.answer(limit, complete=False)
         chunk = bounded[position : position + batch]
         position, batch = position + batch, batch * 2
-        root_ids = [s.root_id for _bound, s in chunk]
-        ranking.consider_all(group_nodes.read_nodes(conn, root_ids=root_ids))
+        ranking.consider_all(source, [s.root_id for _bound, s in chunk])
     return ranking.answer(limit, complete=True)
 
 
@@ -86,9 +81,9 @@ class Ranking:
         # allocator remembers fits by these numbers.
         self._signatures: dict[tuple, int] = {}
 
-    def consider_all(self, rows: tuple[list[ProviderRow], list[InventoryRow]]) -> None:
-        """Place the request on every node of ``rows`` (from ``group_nodes.read_nodes``)."""
-        for node in build_nodes(*rows, signatures=self._signatures):
+    def consider_all(self, source: ReplicaNodes, root_ids: list[int] | None = None) -> None:
+        """Place the request on the nodes of these roots (None: every node of ``source``)."""
+        for node in source.nodes(root_ids, signatures=self._signatures):
             self.consider(node)
 
     def consider(self, node: Node) -> None:

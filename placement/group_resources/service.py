@@ -9,24 +9,26 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 
 from placement import errors
+from placement.candidates.world import Replica
 from placement.claiming import Claimant, claim_best
+from placement.collector import collector_paused
 from placement.data import device_topologies, group_nodes
 from placement.group_resources import sync
 from placement.group_resources.allocator import Placement
 from placement.group_resources.query_text import CandidateQuery, candidate_query
+from placement.group_resources.replica_nodes import ReplicaNodes, SummariesKept
 from placement.group_resources.request_tree import Unplaced, fit_to_levels, parse_request
 from placement.group_resources.scoring import SCORERS, score_key
 from placement.group_resources.search import CandidateAnswer, Ranking, bounded_ranking
-from placement.group_resources.snapshot import Node, build_nodes
+from placement.group_resources.snapshot import Node, build_nodes, rooms_of
 from placement.group_resources.sync import SyncResult, require_node
 from placement.nodes.naming import Naming, path_of
 
 __all__ = [
     "CandidateAnswer",
     "SyncResult",
-    "claim",
+    "GroupResourceSearch",
     "delete_node",
-    "find_candidates",
     "node_view",
     "sync_node",
     "translate",
@@ -55,61 +57,76 @@ def delete_node(conn: Connection, node: str) -> None:
     device_topologies.delete_document(conn, node)
 
 
-def find_candidates(
-    conn: Connection,
-    resources: object,
-    naming: Naming,
-    scorer: str = "pack",
-    limit: int | None = None,
-    node_names: list[str] | None = None,
-) -> CandidateAnswer:
-    """Every node's best placement of ``resources``, best node first.
+class GroupResourceSearch:
+    """The front door of the translator's searches and claims, one per application:
+    they read the nodes from its copy of the providers (``Replica``), brought up to
+    date at the start of each search, and keep each tree's score bounds in it."""
 
-    Without ``limit`` every node is read and placed. With ``limit`` the nodes
-    are visited best bound first (``search.bounded_ranking``) and the search stops
-    as soon as no node left can beat the ``limit`` found.
-    """
-    request = parse_request(resources, naming)
-    ranking = Ranking(request, SCORERS[scorer])
-    if limit is None:
-        ranking.consider_all(
-            group_nodes.read_nodes(conn, node_names, without_device_nodes=True)
+    def __init__(self, replica: Replica) -> None:
+        self._replica = replica
+        self._summaries = SummariesKept()
+
+    def find_candidates(
+        self,
+        conn: Connection,
+        resources: object,
+        naming: Naming,
+        scorer: str = "pack",
+        limit: int | None = None,
+        node_names: list[str] | None = None,
+    ) -> CandidateAnswer:
+        """Every node's best placement of ``resources``, best node first.
+
+        Without ``limit`` every node is placed. With ``limit`` the nodes are visited
+        best bound first (``search.bounded_ranking``) and the search stops as soon as
+        no node left can beat the ``limit`` found.
+        """
+        request = parse_request(resources, naming)
+        return self._rank(conn, Ranking(request, SCORERS[scorer]), limit, node_names)
+
+    def _rank(
+        self, conn: Connection, ranking: Ranking, limit: int | None,
+        node_names: list[str] | None,
+    ) -> CandidateAnswer:
+        with collector_paused(), self._replica.current(conn) as world:
+            source = ReplicaNodes(world, node_names, self._summaries)
+            if limit is None:
+                ranking.consider_all(source)
+                return ranking.answer(None, complete=True)
+            return bounded_ranking(source, ranking, limit)
+
+    def claim(
+        self,
+        conn: Connection,
+        resources: object,
+        naming: Naming,
+        consumer_uuid: str,
+        project_id: str,
+        user_id: str,
+        consumer_type: str | None = None,
+        scorer: str = "pack",
+        node_names: list[str] | None = None,
+    ) -> Placement:
+        """Place ``resources`` on the best node and allocate them to a new consumer.
+
+        Another claim committing first may take what was chosen: the write then
+        fails its capacity check (PostgreSQL: after waiting for the other's
+        provider locks), and the choice is made again from fresh data, at random
+        among the nodes that score as well as the best, so that claimers racing
+        for one node spread out.
+        """
+        request = parse_request(resources, naming)
+
+        def choose(limit: int) -> list[Placement] | errors.PlacementError:
+            answer = self._rank(conn, Ranking(request, SCORERS[scorer]), limit, node_names)
+            return answer.placements or unplaceable(answer)
+
+        claimant = Claimant(
+            choose=choose,
+            standing=lambda placement: score_key(placement.score),
+            allocations=lambda placement: placement.allocations,
         )
-        return ranking.answer(None, complete=True)
-    return bounded_ranking(conn, ranking, limit, node_names)
-
-
-def claim(
-    conn: Connection,
-    resources: object,
-    naming: Naming,
-    consumer_uuid: str,
-    project_id: str,
-    user_id: str,
-    consumer_type: str | None = None,
-    scorer: str = "pack",
-    node_names: list[str] | None = None,
-) -> Placement:
-    """Place ``resources`` on the best node and allocate them to a new consumer.
-
-    Another claim committing first may take what was chosen: the write then
-    fails its capacity check (PostgreSQL: after waiting for the other's
-    provider locks), and the choice is made again from fresh data, at random
-    among the nodes that score as well as the best, so that claimers racing
-    for one node spread out.
-    """
-    request = parse_request(resources, naming)
-
-    def choose(limit: int) -> list[Placement] | errors.PlacementError:
-        answer = bounded_ranking(conn, Ranking(request, SCORERS[scorer]), limit, node_names)
-        return answer.placements or unplaceable(answer)
-
-    claimant = Claimant(
-        choose=choose,
-        standing=lambda placement: score_key(placement.score),
-        allocations=lambda placement: placement.allocations,
-    )
-    return claim_best(conn, claimant, consumer_uuid, project_id, user_id, consumer_type)
+        return claim_best(conn, claimant, consumer_uuid, project_id, user_id, consumer_type)
 
 
 def unplaceable(answer: CandidateAnswer) -> errors.Conflict:
@@ -138,7 +155,8 @@ def translate(
 ) -> list[Translation]:
     """The candidate query per kind of node (nodes with the same levels ask the same)."""
     request = parse_request(resources, naming)
-    nodes = build_nodes(*group_nodes.read_nodes(conn, node_names, without_device_nodes=True))
+    providers, inventories = group_nodes.read_nodes(conn, node_names, without_device_nodes=True)
+    nodes = build_nodes(providers, rooms_of(inventories))
     by_shape: dict[tuple, list[Node]] = {}
     for node in nodes:
         by_shape.setdefault(node.levels.shape(), []).append(node)

@@ -1,6 +1,7 @@
 """What the allocator sees of the nodes: their groups, with room, read at one moment.
 
-Built from the rows ``placement.data.group_nodes.read_nodes`` returns. Every
+Built from the rows ``placement.data.group_nodes.read_nodes`` returns, or from
+the searches' copy of the providers (``replica_nodes``). Every
 group (a *location*) gets a signature: equal signatures mean equal groups
 (same level, same rooms, same subgroups, recursively), so the allocator can
 reuse what it found for one group on every other group like it: on a
@@ -62,16 +63,8 @@ class Node:
     inventory_count: int
 
 
-def build_nodes(
-    providers: Iterable[ProviderRow],
-    inventories: Iterable[InventoryRow],
-    signatures: dict[tuple, int] | None = None,
-) -> list[Node]:
-    """The nodes of ``providers`` (whole trees), ordered by name.
-
-    ``signatures`` numbers the distinct groups; nodes built in several calls
-    for one search must share it, so that equal numbers mean equal groups.
-    """
+def rooms_of(inventories: Iterable[InventoryRow]) -> dict[int, dict[str, Room]]:
+    """Provider id -> class -> its room, from inventory rows with their usage."""
     rooms: dict[int, dict[str, Room]] = {}
     for row in inventories:
         numbers = (row.total, row.reserved, row.allocation_ratio)
@@ -83,6 +76,20 @@ def build_nodes(
             max_unit=row.max_unit,
             step_size=row.step_size,
         )
+    return rooms
+
+
+def build_nodes(
+    providers: Iterable[ProviderRow],
+    rooms: dict[int, dict[str, Room]],
+    signatures: dict[tuple, int] | None = None,
+) -> list[Node]:
+    """The nodes of ``providers`` (whole trees) with the rooms of each provider
+    (``rooms_of``, or the searches' copy: ``replica_nodes``), ordered by name.
+
+    ``signatures`` numbers the distinct groups; nodes built in several calls
+    for one search must share it, so that equal numbers mean equal groups.
+    """
     trees: dict[int, list[ProviderRow]] = {}
     for provider in providers:
         trees.setdefault(provider.root_provider_id, []).append(provider)

@@ -6,7 +6,6 @@ client's keys (``gpu/0/cards``), answers map them back to the node's keys.
 
 import flask
 
-from placement.collector import collector_paused
 from placement.context import RequestContext
 from placement.data import group_nodes
 from placement.group_resources import bodies, service
@@ -48,32 +47,30 @@ def translate(ctx: RequestContext) -> flask.Response:
 
 def find_candidates(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.FindCandidates())
-    with collector_paused():
-        answer = service.find_candidates(
-            ctx.conn,
-            data["resources"],
-            ctx.config.group_naming(),
-            scorer=data.get("scorer", "pack"),
-            limit=data.get("limit"),
-            node_names=data.get("nodes"),
-        )
+    answer = ctx.services.group_resources.find_candidates(
+        ctx.conn,
+        data["resources"],
+        ctx.config.group_naming(),
+        scorer=data.get("scorer", "pack"),
+        limit=data.get("limit"),
+        node_names=data.get("nodes"),
+    )
     return json_response(ctx, bodies.candidates_body(answer, data["resources"]))
 
 
 def claim(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.Claim())
-    with collector_paused():
-        placement = service.claim(
-            ctx.conn,
-            data["resources"],
-            ctx.config.group_naming(),
-            consumer_uuid=data["consumer_uuid"],
-            project_id=data["project_id"],
-            user_id=data["user_id"],
-            consumer_type=data.get("consumer_type"),
-            scorer=data.get("scorer", "pack"),
-            node_names=data.get("nodes"),
-        )
+    placement = ctx.services.group_resources.claim(
+        ctx.conn,
+        data["resources"],
+        ctx.config.group_naming(),
+        consumer_uuid=data["consumer_uuid"],
+        project_id=data["project_id"],
+        user_id=data["user_id"],
+        consumer_type=data.get("consumer_type"),
+        scorer=data.get("scorer", "pack"),
+        node_names=data.get("nodes"),
+    )
     body = {
         "consumer_uuid": data["consumer_uuid"],
         **bodies.placement_body(placement, data["resources"]),

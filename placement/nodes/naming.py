@@ -17,7 +17,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-NODE_TRAIT = "CUSTOM_GROUP_RESOURCES_NODE"
+NODE_TRAIT = "CUSTOM_GROUP_RESOURCES_NODE"  # the root of every node's tree
+# Also on the root of a device node: the device routes own its tree (its devices are
+# allocated with their tenancy), so the translator's searches leave it out.
+DEVICE_NODE_TRAIT = "CUSTOM_GROUP_RESOURCES_DEVICE_NODE"
 LEVEL_TRAIT_PREFIX = "CUSTOM_GROUP_LEVEL_"
 
 DEFAULT_STANDARD_CLASSES = {

@@ -52,7 +52,7 @@ def walks(monkeypatch) -> list[int]:
 
 
 def the_world(api: Api):
-    return api.services.candidates.world
+    return api.services.replica.world
 
 
 def body_of(api: Api, tree: Providers, query: str, version: str = "1.39") -> bytes:
@@ -64,13 +64,13 @@ def body_of(api: Api, tree: Providers, query: str, version: str = "1.39") -> byt
 @contextlib.contextmanager
 def as_a_new_worker(api: Api):
     """Requests answered by a worker that keeps nothing yet (the kept world is put back)."""
-    search = api.services.candidates
-    kept = search.world
-    search.forget()
+    replica = api.services.replica
+    kept = replica.world
+    replica.forget()
     try:
         yield
     finally:
-        search.world = kept
+        replica.world = kept
 
 
 def cold_body(api: Api, tree: Providers, query: str, version: str = "1.39") -> bytes:

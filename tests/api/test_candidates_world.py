@@ -9,7 +9,7 @@ the copy is exact, so every test here
 1. warms the world with a query,
 2. makes one kind of write through the HTTP API,
 3. asks again with the warm world, then with a cold one (the application's
-   ``CandidateSearch`` forgets its world for one request, the warm one put back
+   ``Replica`` forgets its world for one request, the warm one put back
    afterwards so that it keeps
    refreshing incrementally for the rest of the test), and asserts both
    bodies are the same, byte for byte, and
@@ -40,10 +40,10 @@ class WarmCold:
         self.tree = tree
         self.api = tree.api
         self.engine = engine
-        self.search = tree.api.services.candidates
+        self.replica = tree.api.services.replica
 
     def world(self) -> ProviderWorld:
-        return self.search.world
+        return self.replica.world
 
     def answer(self, query: str, version: str = LATEST, status: int = 200) -> dict:
         """The body of the query, the same from the warm world and from a cold one."""
@@ -54,12 +54,12 @@ class WarmCold:
         )
         warm = self.api.get(path, version=version)
         assert self.world() is warm_world, "the warm request must use the kept world"
-        self.search.forget()
+        self.replica.forget()
         try:
             cold = self.api.get(path, version=version)
             assert self.world() is not warm_world
         finally:
-            self.search.world = warm_world
+            self.replica.world = warm_world
         assert warm.status_code == cold.status_code == status, (warm.json, cold.json)
         if status != 200:  # errors differ by their request ids only
             assert _without_request_ids(warm.json) == _without_request_ids(cold.json)

@@ -1,8 +1,15 @@
 """Node sync through /group_resources/nodes: trees, idempotence, changes, refusals."""
 
+import contextlib
 import uuid
 
-from tests.api.group_resource_helpers import SECTION_II_NODE, claim, eight_gpu_node, sync
+from tests.api.group_resource_helpers import (
+    SECTION_II_NODE,
+    candidates,
+    claim,
+    eight_gpu_node,
+    sync,
+)
 from tests.conftest import error_code
 
 
@@ -273,6 +280,23 @@ def test_a_group_moved_through_the_generic_api_is_put_back_by_sync(api):
     assert {v.split("/")[1] for v in best["mappings"].values()} == {"0"}
 
 
+def test_a_group_renamed_through_the_generic_api_is_seen_by_the_next_search(api):
+    """The searches read the nodes from the process's copy of the providers: a rename
+    keeps the generation (as upstream's) and must still reach the copy."""
+    sync(api, "n1", {"gpu/dev0/cards": 1})
+    request = {"gpu/0/cards": 1}
+    [before] = candidates(api, request)["candidates"]  # the copy holds n1 now
+    assert before["mappings"] == {"gpu/0/cards": "gpu/dev0/cards"}
+    dev0 = _groups(api, "n1")["gpu/dev0"]["uuid"]
+    generation = api.generation(dev0)
+    renamed = api.put(f"/resource_providers/{dev0}", json={"name": "n1/gpu/devZ"})
+    assert renamed.status_code == 200, renamed.json
+    assert api.generation(dev0) == generation
+    [after] = candidates(api, request)["candidates"]
+    assert after["mappings"] == {"gpu/0/cards": "gpu/devZ/cards"}
+    assert candidates(api, request, limit=1)["candidates"][0]["mappings"] == after["mappings"]
+
+
 def test_an_absurd_allocation_ratio_elsewhere_does_not_break_the_search(api):
     sync(api, "n1", SECTION_II_NODE)
     sync(api, "n2", SECTION_II_NODE)
@@ -292,25 +316,30 @@ def test_an_absurd_allocation_ratio_elsewhere_does_not_break_the_search(api):
 
 
 def test_a_claim_whose_choice_vanished_chooses_again(api, app, monkeypatch):
-    from placement.data import group_nodes
+    from placement.candidates.world import ProviderWorld, Replica
 
     sync(api, "n1", SECTION_II_NODE)
     sync(api, "n2", {"gpu/dev0/cards": 1})  # the best node for pack: its one GPU full
     engine = app.extensions["placement"].engine
-    with engine.connect() as conn:
-        stale_rows = group_nodes.read_nodes(conn)
+    stale = ProviderWorld()
+    with engine.connect() as conn, conn.begin():
+        stale.refresh(conn)  # the nodes as the claim reads them, before n2 goes
     # n2 is deleted by a transaction that commits after the claim read the nodes.
     assert api.delete("/group_resources/nodes/n2").status_code == 204
     reads = []
+    real_current = Replica.current
 
-    def read_stale_first(conn, node_names=None, root_ids=None):
-        reads.append(root_ids)
+    @contextlib.contextmanager
+    def stale_first(replica, conn):
+        reads.append(conn)
         if len(reads) == 1:
-            return stale_rows
-        return real_read(conn, node_names, root_ids)
+            with stale.lock:
+                yield stale
+        else:
+            with real_current(replica, conn) as world:
+                yield world
 
-    real_read = group_nodes.read_nodes
-    monkeypatch.setattr(group_nodes, "read_nodes", read_stale_first)
+    monkeypatch.setattr(Replica, "current", stale_first)
     response = claim(api, {"gpu/0/cards": 1}, str(uuid.uuid4()))
     assert response.status_code == 200, response.json
     assert response.json["node"] == "n1"
