@@ -1,8 +1,8 @@
 """What the views need from the application: built once by ``create_app``, owned by it.
 
 The state a process keeps between requests hangs off this object, never off a
-module: the copy of the providers the candidate and translator searches read
-(``replica``), the device nodes the device searches keep (``devices``). A test that wants a fresh
+module: the copy of the providers every search reads (``replica``), and what
+each search keeps beside it. A test that wants a fresh
 process's behaviour builds a new application or asks the copy to forget
 (``Replica.forget``).
 """
@@ -43,7 +43,8 @@ class Services:
         replica = Replica()
         return cls(
             config, engine, _authenticator(config), replica,
-            CandidateSearch(config, replica), GroupResourceSearch(replica), DeviceSearch(),
+            CandidateSearch(config, replica), GroupResourceSearch(replica),
+            DeviceSearch(replica),
         )
 
 

@@ -16,6 +16,7 @@ datasheet means, so the command refuses it rather than guess.
 import argparse
 
 from placement import errors
+from placement.candidates.world import Replica
 from placement.cli.common import (
     add_request_command,
     checked_arguments,
@@ -106,15 +107,16 @@ def _import(config: Config, args: argparse.Namespace) -> int:
         body = checked_arguments(schemas.ImportNode(), args, **document, uuid=args.uuid)
         topology = service.topology_from_body(body)
         result = service.import_node(conn, args.node, topology, naming, body.get("uuid"))
-        view = service.DeviceSearch().node_view(conn, naming, args.node)
+        view = service.DeviceSearch(Replica()).node_view(conn, naming, args.node)
         return {**view, "changed": result.changed}
 
     return run_in_transaction(config, work)
 
 
 def _show(config: Config, args: argparse.Namespace) -> int:
+    search = service.DeviceSearch(Replica())
     return run_in_transaction(
-        config, lambda conn, naming: service.DeviceSearch().node_view(conn, naming, args.node)
+        config, lambda conn, naming: search.node_view(conn, naming, args.node)
     )
 
 
@@ -142,7 +144,7 @@ def _candidates(config: Config, args: argparse.Namespace) -> int:
         body = checked_arguments(schemas.DeviceQuery(), args, **_request_fields(args.file),
                         scorer=args.scorer, limit=args.limit, nodes=args.nodes)
         request = _request(body, naming)
-        answer = service.DeviceSearch().find_candidates(
+        answer = service.DeviceSearch(Replica()).find_candidates(
             conn, request, naming, scorer=body["scorer"], limit=body.get("limit"),
             node_names=body.get("nodes"),
         )
@@ -159,7 +161,7 @@ def _claim(config: Config, args: argparse.Namespace) -> int:
             consumer_type=args.consumer_type, scorer=args.scorer, nodes=args.nodes,
         )
         request = _request(body, naming)
-        candidate = service.DeviceSearch().claim(
+        candidate = service.DeviceSearch(Replica()).claim(
             conn, request, naming,
             consumer_uuid=body["consumer_uuid"],
             project_id=body["project_id"],

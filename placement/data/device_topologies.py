@@ -6,12 +6,10 @@ cannot: device identities, labels and NVLinks.
 """
 
 import json
-from typing import NamedTuple
 
 from sqlalchemy import Connection, delete, insert, select, update
 
 from placement.clock import utcnow
-from placement.db.aliases import root_provider
 from placement.db.tables import device_topologies, resource_providers
 
 
@@ -66,47 +64,3 @@ def device_node_names(conn: Connection) -> list[tuple[str, str]]:
         .order_by(device_topologies.c.node_name)
     )
     return [(name, uuid) for name, uuid in rows]
-
-
-class ProviderVersion(NamedTuple):
-    """What tells one state of a provider from any other: a new uuid when re-created, its
-    name and parent when moved, its generation and revision (migration 0004) for every
-    change of its inventories, traits, aggregates or allocations."""
-
-    root_id: int
-    id: int
-    uuid: str
-    name: str
-    parent_id: int | None
-    generation: int
-    revision: int
-
-
-def provider_versions(
-    conn: Connection, node_names: list[str] | None = None
-) -> list[ProviderVersion]:
-    """The versions of every provider in the trees of the device nodes (or the named ones),
-    by id."""
-    # SELECT rp.root_provider_id, rp.id, rp.uuid, rp.name, rp.parent_provider_id,
-    #        rp.generation, rp.revision
-    #   FROM resource_providers rp
-    #   JOIN resource_providers root ON root.id = rp.root_provider_id
-    #   JOIN device_topologies dt ON dt.node_name = root.name
-    #  [WHERE dt.node_name IN (:node_names)] ORDER BY rp.id
-    query = (
-        select(
-            resource_providers.c.root_provider_id,
-            resource_providers.c.id,
-            resource_providers.c.uuid,
-            resource_providers.c.name,
-            resource_providers.c.parent_provider_id,
-            resource_providers.c.generation,
-            resource_providers.c.revision,
-        )
-        .join(root_provider, root_provider.c.id == resource_providers.c.root_provider_id)
-        .join(device_topologies, device_topologies.c.node_name == root_provider.c.name)
-        .order_by(resource_providers.c.id)
-    )
-    if node_names is not None:
-        query = query.where(device_topologies.c.node_name.in_(node_names))
-    return [ProviderVersion(*row) for row in conn.execute(query)]

@@ -15,8 +15,9 @@ One module per step:
 - ``request``: Kubernetes resources (``nvidia.com/gpu``, ``kubernetes.io/gpu-core``,
   ``koordinator.sh/rdma``, ...) and Koordinator's two annotations -> what to find.
 - ``snapshot``: each device node as read at one moment: devices with what is free;
-  ``stored`` reads a stored topology once per process; ``node_cache`` keeps the
-  snapshots between requests, checked against provider versions every time.
+  ``stored`` reads a stored topology once per process; ``replica_nodes`` builds
+  the snapshots from the process's copy of the providers, kept until their trees
+  change.
 - ``chooser``: the best devices of one node (joint scope, link strength, scorer,
   lowest minors), remembered for nodes alike; ``search`` ranks the nodes.
 - ``service``: the Python API (import, delete; ``DeviceSearch``, the front door
@@ -25,8 +26,8 @@ One module per step:
 
 SQL lives in ``placement.data.device_topologies`` (the stored topology
 documents) and the translator's ``placement.data.group_nodes``; HTTP in
-``placement.handlers.devices``. Snapshots kept between requests are checked
-against the database on every request (``node_cache``), so none is stale; a
-claim re-checks capacity as it writes and chooses again if a concurrent
-claim won.
+``placement.handlers.devices``. Snapshots kept between requests are rebuilt
+whenever their trees change in the process's copy of the providers, which
+follows the database on every request, so none is stale; a claim re-checks
+capacity as it writes and chooses again if a concurrent claim won.
 """

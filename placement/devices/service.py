@@ -14,14 +14,15 @@ from fractions import Fraction
 from sqlalchemy import Connection
 
 from placement import errors
+from placement.candidates.world import Replica
 from placement.claiming import Claimant, claim_best
 from placement.data import device_topologies, group_nodes
 from placement.data import provider_traits as trait_data
 from placement.data import providers as provider_data
 from placement.devices import bodies
 from placement.devices.device_list import parse_device_list
-from placement.devices.node_cache import DeviceNodeCache
 from placement.devices.node_map import LABEL_TRAIT_PREFIX, NUMA_TRAIT, Layout, device_layout
+from placement.devices.replica_nodes import DeviceNodesKept
 from placement.devices.request import DeviceRequest
 from placement.devices.search import DeviceAnswer, DeviceCandidate, rank
 from placement.devices.snapshot import DeviceNode
@@ -104,8 +105,8 @@ def import_node(
     traits_changed = _sync_traits(conn, node, layout)
     document_changed = device_topologies.store_document(conn, node, topology.to_document())
     if document_changed and not synced.created:
-        # The document is part of what the node is: searches kept per worker
-        # (``node_cache``) see it change by its root's generation, like any other change.
+        # The document is part of what the node is: the nodes kept per process
+        # (``replica_nodes``) see it change by its root's generation, like any other change.
         root = group_sync.require_node(conn, node)
         provider_data.bump_generation(conn, root, root.generation)
     return ImportResult(
@@ -149,12 +150,14 @@ def delete_node(conn: Connection, node: str) -> None:
 
 class DeviceSearch:
     """The front door of device searches and claims, one per application (process):
-    it owns the stored topologies read so far and the device nodes kept between
-    requests (``node_cache``: checked against the database on every request)."""
+    it reads the device nodes from the application's copy of the providers
+    (``Replica``), and owns the stored topologies read so far and the nodes built
+    from them, kept until their trees change (``replica_nodes``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, replica: Replica) -> None:
+        self._replica = replica
         self._stored = StoredTopologies()
-        self._nodes = DeviceNodeCache(self._stored.read)
+        self._nodes = DeviceNodesKept(self._stored)
 
     def node_view(self, conn: Connection, naming: Naming, node: str) -> dict:
         """The node's topology, and each device's provider and inventories with usage."""
@@ -171,7 +174,8 @@ class DeviceSearch:
     ) -> tuple[list[DeviceNode], list[str]]:
         """The device nodes as they are now, and the names of those whose trees no longer
         match their topologies (left out until imported again)."""
-        return self._nodes.read(conn, naming, node_names)
+        with self._replica.current(conn) as world:
+            return self._nodes.read(conn, world, naming, node_names)
 
     def find_candidates(
         self,

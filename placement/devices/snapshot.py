@@ -1,7 +1,7 @@
 """What the device search sees of a node: each device with what is free of it.
 
-Built from the node's stored topology and its providers as read in one
-moment (``placement.data.group_nodes.read_nodes``). A node whose tree no
+Built from the node's stored topology and its providers as the searches' copy of
+the providers holds them (``replica_nodes``). A node whose tree no
 longer matches its topology (a device provider removed or moved through the
 generic API) is left out, not guessed at.
 """
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from placement import capacity
-from placement.data.group_nodes import InventoryRow, ProviderRow
+from placement.data.group_nodes import ProviderRow
 from placement.devices.stored import StoredTopology
 from placement.devices.topology import Device, Topology
 from placement.nodes.naming import Naming, path_of
@@ -77,7 +77,7 @@ def _fits(units: tuple[int, int, int], free: int, amount: int) -> bool:
     return capacity.units_allow(amount, *units) and amount <= free
 
 
-class _Room(NamedTuple):
+class DeviceRoom(NamedTuple):
     """One inventory as read, before it is sorted into devices, switches and the node."""
 
     capacity: int  # placement.capacity.capacity
@@ -89,22 +89,13 @@ class _Room(NamedTuple):
 def build_device_nodes(
     topologies: Mapping[str, StoredTopology],
     providers: Iterable[ProviderRow],
-    inventories: Iterable[InventoryRow],
+    rooms: Mapping[int, Mapping[str, DeviceRoom]],
     naming: Naming,
 ) -> tuple[list[DeviceNode], list[str]]:
     """The nodes of ``topologies`` (with their layouts) whose trees match them, by name;
-    and the names of those whose trees do not. A topology whose root provider was deleted
-    is neither: the node is gone."""
+    and the names of those whose trees do not. ``rooms``: each provider's inventories, by
+    class. A topology whose root provider was deleted is neither: the node is gone."""
     class_of = _ClassNames(naming)
-    rooms: dict[int, dict[str, _Room]] = {}
-    for row in inventories:
-        numbers = (row.total, row.reserved, row.allocation_ratio)
-        rooms.setdefault(row.provider_id, {})[row.resource_class] = _Room(
-            capacity=capacity.capacity(*numbers),
-            used=row.used,
-            free=capacity.free(*numbers, row.used),
-            units=(row.min_unit, row.max_unit, row.step_size),
-        )
     by_root: dict[int, list[ProviderRow]] = {}
     for provider in providers:
         by_root.setdefault(provider.root_provider_id, []).append(provider)
