@@ -149,12 +149,36 @@ def scenario_claim_one(ctx: Context, args) -> report.Row:
     return report.Row(scenario_name, None, conc, note)
 
 
+def scenario_candidates_after_each_claim(ctx: Context, args) -> report.Row:
+    """``GET /allocation_candidates?resources=VCPU:1&limit=10`` right after each
+    ``PUT /allocations`` (untimed): the worker answering first brings its copy of the
+    providers up to date with the write, so this times a refresh plus a small search."""
+    url = f"{ctx.base_url}/allocation_candidates?resources=VCPU:1&limit=10"
+    chosen = picks(ctx, args.requests + WARM_UP)
+    timing = client.Timing(requested=args.requests, concurrency=1)
+    with client.new_session() as session:
+        for index, provider in enumerate(chosen):
+            claim(ctx.base_url, session, provider)
+            started = time.perf_counter()
+            response = session.get(url, timeout=client.REQUEST_TIMEOUT_S)
+            took = time.perf_counter() - started
+            if index >= WARM_UP:
+                timing.latencies.append(took)
+                timing.statuses[response.status_code] += 1
+    timing.elapsed = sum(timing.latencies)
+    return report.Row(
+        "GET /allocation_candidates?resources=VCPU:1&limit=10 after each PUT /allocations",
+        timing, None, "the PUT untimed",
+    )
+
+
 SCENARIOS = [
     scenario_list,
     scenario_show,
     scenario_claim_random,
     scenario_claim_one,
     scenario_list_after_claims,
+    scenario_candidates_after_each_claim,
 ]
 
 
