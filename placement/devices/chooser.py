@@ -72,10 +72,11 @@ class Chooser:
 
     request: DeviceRequest
     pack: bool = True
-    _memo: dict[tuple, Pick | Unfit] = field(default_factory=dict)
+    _memo: dict[object, Pick | Unfit] = field(default_factory=dict)  # by signature
 
-    def choose(self, node: DeviceNode, signature: tuple | None = None) -> Pick | Unfit:
-        """The best choice on ``node``; ``signature`` is ``node.signature()`` if known."""
+    def choose(self, node: DeviceNode, signature: object = None) -> Pick | Unfit:
+        """The best choice on ``node``; ``signature`` is ``node.signature()`` or its number
+        (``state_key``), if known: one or the other for every node of a search."""
         missing = self._node_resources_missing(node)
         if missing:
             return Unfit(missing)

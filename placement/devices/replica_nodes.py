@@ -24,6 +24,7 @@ from placement.devices.stored import StoredTopologies
 from placement.nodes.naming import DEVICE_NODE_TRAIT, Naming
 
 MAX_TREES = 20_000  # nodes kept; beyond, the oldest are dropped
+MAX_STATES = 100_000  # signatures numbered; beyond, numbering goes on afresh
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,10 @@ class DeviceNodesKept:
         self._stored = stored
         self._max_trees = max_trees
         self._kept: dict[int, _Kept] = {}
+        # Each kept node's signature as a number (``DeviceNode.state_key``): a search
+        # then compares and hashes a number per node, not its whole state.
+        self._state_numbers: dict[tuple, int] = {}
+        self._next_state = itertools.count()
 
     def read(
         self, conn: Connection, world: ProviderWorld, naming: Naming,
@@ -72,6 +77,8 @@ class DeviceNodesKept:
         topologies = {name: self._stored.read(document) for name, document in documents.items()}
         providers, rooms = _tree_parts(world, root_ids)
         built, out_of_sync = build_device_nodes(topologies, providers, rooms, naming)
+        for node in built:
+            node.state_key = self._state_number(node.signature())
         by_name = {node.name: node for node in built}
         rebuilt = []
         for root_id, name in names.items():
@@ -88,6 +95,15 @@ class DeviceNodesKept:
         for oldest in list(itertools.islice(self._kept, excess)):
             del self._kept[oldest]
         return rebuilt
+
+
+    def _state_number(self, signature: tuple) -> int:
+        if len(self._state_numbers) >= MAX_STATES:
+            self._state_numbers.clear()  # numbers already given stay unique: never reused
+        number = self._state_numbers.get(signature)
+        if number is None:
+            number = self._state_numbers[signature] = next(self._next_state)
+        return number
 
 
 def _device_roots(world: ProviderWorld, node_names: list[str] | None) -> list[int]:

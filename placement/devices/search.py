@@ -57,7 +57,7 @@ def rank(
     reasons: Counter[str] = Counter()
     utilisations: dict[tuple, float] = {}  # nodes alike in state and pick score alike
     for node in nodes:
-        signature = node.signature()
+        signature = node.state_key if node.state_key >= 0 else node.signature()
         pick = chooser.choose(node, signature)
         if isinstance(pick, Unfit):
             reasons[pick.reason] += 1

@@ -57,6 +57,9 @@ class DeviceNode:
     devices: list[DeviceState]
     switches: dict[int, SwitchState]
     node_classes: dict[str, tuple[int, int]]  # class of the root -> (capacity, free)
+    # ``signature()`` as a number, given by whoever keeps the node (``replica_nodes``):
+    # equal numbers for equal signatures; -1 when not numbered.
+    state_key: int = -1
 
     def signature(self) -> tuple:
         """Equal for nodes alike in devices, links and state (for the search's memo).

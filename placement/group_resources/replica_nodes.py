@@ -9,8 +9,9 @@ with their names and parents, and each inventory with its usage.
 
 A node is a tree whose root carries ``NODE_TRAIT`` and not
 ``DEVICE_NODE_TRAIT`` (the device routes own those). The score bounds of the
-search with ``limit`` (``NodeSummary``) are each tree's own figures, kept (by
-the caller, ``SummariesKept``) per tree until the tree changes.
+search with ``limit`` (``NodeSummary``) are each tree's own figures; they and
+the built nodes are kept (``NodesKept``, by the translator's front door) per tree
+until the tree changes.
 """
 
 from dataclasses import dataclass
@@ -33,24 +34,67 @@ class NodeSummary:
     capacities: dict[str, tuple[float, float]]
 
 
-class SummariesKept:
-    """Each tree's ``NodeSummary`` with the form of the tree it was computed for: a
-    changed tree has a new ``TreeForm``, so a kept summary is used only while its
-    tree's form is the one it was computed for."""
+MAX_GROUP_STATES = 200_000  # groups numbered; beyond, numbering and kept nodes start over
+
+
+@dataclass(frozen=True)
+class _KeptNode:
+    form: TreeForm  # of the tree when built
+    node: Node | None  # None: the tree is not as a node's map writes it
+
+
+class NodesKept:
+    """What the translator's searches keep between requests, per tree, with the form of
+    the tree it was made from (a changed tree has a new ``TreeForm``, so what is kept
+    serves only while its tree's form is the one it was made from): each tree's
+    ``NodeSummary`` and its built ``Node``.
+
+    Built nodes carry group signatures (``snapshot``: equal numbers for equal groups),
+    so every node kept was numbered by one numbering, kept here too; when it grows
+    past ``MAX_GROUP_STATES`` it starts over, and the nodes numbered by it go with it.
+    """
 
     def __init__(self) -> None:
-        self._kept: dict[int, tuple[TreeForm, NodeSummary]] = {}
+        self._summaries: dict[int, tuple[TreeForm, NodeSummary]] = {}
+        self._nodes: dict[int, _KeptNode] = {}
+        self.signatures: dict[tuple, int] = {}
 
     def summary(self, world: ProviderWorld, root_id: int) -> NodeSummary:
         form = world.form_of_tree[root_id]
-        kept = self._kept.get(root_id)
+        kept = self._summaries.get(root_id)
         if kept is not None and kept[0] is form:
             return kept[1]
         summary = _summarize(world, root_id)
-        self._kept[root_id] = (form, summary)
-        if len(self._kept) > 2 * len(world.trees) + 100:  # trees gone: forget theirs
-            self._kept = {r: k for r, k in self._kept.items() if r in world.trees}
+        self._summaries[root_id] = (form, summary)
+        if len(self._summaries) > 2 * len(world.trees) + 100:  # trees gone: forget theirs
+            self._summaries = {r: k for r, k in self._summaries.items() if r in world.trees}
         return summary
+
+    def nodes(self, world: ProviderWorld, root_ids: list[int]) -> list[Node]:
+        """The nodes of these roots (those whose trees are as a map writes them), by name."""
+        if len(self.signatures) > MAX_GROUP_STATES:
+            self.signatures.clear()
+            self._nodes.clear()
+        found: list[Node] = []
+        to_build = []
+        for root_id in root_ids:
+            kept = self._nodes.get(root_id)
+            if kept is not None and kept.form is world.form_of_tree[root_id]:
+                if kept.node is not None:
+                    found.append(kept.node)
+            else:
+                to_build.append(root_id)
+        if to_build:
+            built = {node.root.uuid: node for node in _build(world, to_build, self.signatures)}
+            for root_id in to_build:
+                node = built.get(world.providers[root_id].uuid)
+                self._nodes[root_id] = _KeptNode(world.form_of_tree[root_id], node)
+                if node is not None:
+                    found.append(node)
+            if len(self._nodes) > 2 * len(world.trees) + 100:  # trees gone: forget theirs
+                self._nodes = {r: k for r, k in self._nodes.items() if r in world.trees}
+        found.sort(key=lambda node: node.name)
+        return found
 
 
 class ReplicaNodes:
@@ -58,42 +102,42 @@ class ReplicaNodes:
     caller for the whole search)."""
 
     def __init__(
-        self, world: ProviderWorld, node_names: list[str] | None, summaries: SummariesKept
+        self, world: ProviderWorld, node_names: list[str] | None, kept: NodesKept
     ) -> None:
         self._world = world
         self._root_ids = _managed_roots(world, node_names)
-        self._summaries = summaries
+        self._kept = kept
 
     def summaries(self) -> list[NodeSummary]:
-        return [self._summaries.summary(self._world, root_id) for root_id in self._root_ids]
+        return [self._kept.summary(self._world, root_id) for root_id in self._root_ids]
 
-    def nodes(
-        self, root_ids: list[int] | None = None, signatures: dict[tuple, int] | None = None
-    ) -> list[Node]:
+    def nodes(self, root_ids: list[int] | None = None) -> list[Node]:
         """The nodes of these roots (None: every node of the search), by name."""
-        world = self._world
-        providers: list[ProviderRow] = []
-        rooms: dict[int, dict[str, Room]] = {}
-        for root_id in self._root_ids if root_ids is None else root_ids:
-            for provider_id in world.trees.get(root_id, ()):
-                provider = world.providers[provider_id]
-                providers.append(ProviderRow(
-                    provider.id, provider.uuid, provider.name, provider.parent_id,
-                    provider.root_id,
-                ))
-                if provider.inventories:
-                    rooms[provider_id] = {
-                        world.class_names[class_id]: Room(
-                            unrounded_capacity=inventory.unrounded,
-                            used=inventory.used,
-                            free=inventory.free,
-                            min_unit=inventory.min_unit,
-                            max_unit=inventory.max_unit,
-                            step_size=inventory.step_size,
-                        )
-                        for class_id, inventory in provider.inventories.items()
-                    }
-        return build_nodes(providers, rooms, signatures)
+        return self._kept.nodes(self._world, self._root_ids if root_ids is None else root_ids)
+
+
+def _build(world: ProviderWorld, root_ids: list[int], signatures: dict[tuple, int]) -> list[Node]:
+    providers: list[ProviderRow] = []
+    rooms: dict[int, dict[str, Room]] = {}
+    for root_id in root_ids:
+        for provider_id in world.trees.get(root_id, ()):
+            provider = world.providers[provider_id]
+            providers.append(ProviderRow(
+                provider.id, provider.uuid, provider.name, provider.parent_id, provider.root_id,
+            ))
+            if provider.inventories:
+                rooms[provider_id] = {
+                    world.class_names[class_id]: Room(
+                        unrounded_capacity=inventory.unrounded,
+                        used=inventory.used,
+                        free=inventory.free,
+                        min_unit=inventory.min_unit,
+                        max_unit=inventory.max_unit,
+                        step_size=inventory.step_size,
+                    )
+                    for class_id, inventory in provider.inventories.items()
+                }
+    return build_nodes(providers, rooms, signatures)
 
 
 def _managed_roots(world: ProviderWorld, node_names: list[str] | None) -> list[int]:

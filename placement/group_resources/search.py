@@ -77,13 +77,12 @@ class Ranking:
         self._fitted: dict[tuple, RequestGroup | Unplaced] = {}
         self._blocked: Counter[str] = Counter()
         self._reasons: dict[str, tuple[str, str]] = {}  # key -> (node, reason)
-        # One numbering of groups for all the nodes of this search: the
-        # allocator remembers fits by these numbers.
-        self._signatures: dict[tuple, int] = {}
 
     def consider_all(self, source: ReplicaNodes, root_ids: list[int] | None = None) -> None:
         """Place the request on the nodes of these roots (None: every node of ``source``)."""
-        for node in source.nodes(root_ids, signatures=self._signatures):
+        # The nodes' groups share one numbering (``replica_nodes.NodesKept``): the
+        # allocator remembers fits by these numbers.
+        for node in source.nodes(root_ids):
             self.consider(node)
 
     def consider(self, node: Node) -> None:

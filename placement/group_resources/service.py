@@ -16,7 +16,7 @@ from placement.data import device_topologies, group_nodes
 from placement.group_resources import sync
 from placement.group_resources.allocator import Placement
 from placement.group_resources.query_text import CandidateQuery, candidate_query
-from placement.group_resources.replica_nodes import ReplicaNodes, SummariesKept
+from placement.group_resources.replica_nodes import NodesKept, ReplicaNodes
 from placement.group_resources.request_tree import Unplaced, fit_to_levels, parse_request
 from placement.group_resources.scoring import SCORERS, score_key
 from placement.group_resources.search import CandidateAnswer, Ranking, bounded_ranking
@@ -60,11 +60,12 @@ def delete_node(conn: Connection, node: str) -> None:
 class GroupResourceSearch:
     """The front door of the translator's searches and claims, one per application:
     they read the nodes from its copy of the providers (``Replica``), brought up to
-    date at the start of each search, and keep each tree's score bounds in it."""
+    date at the start of each search; what they build of each tree is kept until the
+    tree changes (``replica_nodes.NodesKept``)."""
 
     def __init__(self, replica: Replica) -> None:
         self._replica = replica
-        self._summaries = SummariesKept()
+        self._kept = NodesKept()
 
     def find_candidates(
         self,
@@ -89,7 +90,7 @@ class GroupResourceSearch:
         node_names: list[str] | None,
     ) -> CandidateAnswer:
         with collector_paused(), self._replica.current(conn) as world:
-            source = ReplicaNodes(world, node_names, self._summaries)
+            source = ReplicaNodes(world, node_names, self._kept)
             if limit is None:
                 ranking.consider_all(source)
                 return ranking.answer(None, complete=True)
