@@ -344,3 +344,32 @@ def test_a_claim_whose_choice_vanished_chooses_again(api, app, monkeypatch):
     assert response.status_code == 200, response.json
     assert response.json["node"] == "n1"
     assert len(reads) >= 2  # it chose n2, could not write, and chose again
+
+
+def test_nodes_kept_between_requests_answer_as_a_fresh_copy_after_every_write(api):
+    """The translator keeps each tree's node until the tree changes: after each kind of
+    write, the kept nodes answer exactly as nodes built afresh (a new worker's) do, and
+    the answer moved as the write says."""
+    sync(api, "n1", eight_gpu_node())
+    sync(api, "n2", eight_gpu_node())
+    request = {"Gpugrp0/A/gpu/a/cards": 1, "Gpugrp0/A/gpu/b/cards": 1}
+
+    def warm_then_cold(**options):
+        warm = candidates(api, request, **options)
+        api.services.replica.forget()
+        assert candidates(api, request, **options) == warm
+        return warm
+
+    first = warm_then_cold()
+    consumer = str(uuid.uuid4())
+    claim(api, request, consumer, nodes=["n1"])
+    after_claim = warm_then_cold()
+    assert after_claim != first
+    assert warm_then_cold(limit=1)["candidates"][0]["node"] == "n1"  # pack: the used one
+    sync(api, "n2", eight_gpu_node(memory=None))  # fewer inventories: another score
+    after_sync = warm_then_cold()
+    assert after_sync != after_claim
+    assert api.delete(f"/allocations/{consumer}").status_code == 204
+    after_delete = warm_then_cold()
+    assert after_delete != after_sync
+    assert warm_then_cold(scorer="spread", limit=1)["candidates"][0]["node"] in ("n1", "n2")
