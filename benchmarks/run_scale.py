@@ -1,0 +1,170 @@
+"""Scale: many device nodes and nested trees in one service, measured per worker.
+
+Loads ``--device-nodes`` DGX A100-like device nodes (28 providers each,
+``load_device_nodes``) and ``--trees`` nested trees (7 providers each,
+``load_trees.NESTED``) through the HTTP API, then reports:
+
+* each query, sequential p50/p95 over ``--requests``: the device search
+  (a) 4 GPUs + NICs on one PCIe switch, ``limit: 1``; the nested candidates
+  query with ``limit=10``; a flat ``resources=VCPU:1&limit=10``;
+* a refresh after one write: ``PUT /allocations`` of one VCPU on a nested tree
+  (untimed), then the candidates query (timed), ``--requests`` times;
+* each worker's resident memory (``VmRSS`` and its anonymous part ``RssAnon``,
+  from ``/proc``), once the copy holds everything;
+* a new worker's first answer: a second gunicorn (one worker) started on the same
+  database, the time from its start to its first answer of each query (its copy
+  of every provider read on the way), then its second answer.
+
+``python -m benchmarks.run_scale --device-nodes 10000 --trees 10000`` is the
+scale the targets name (290,000 providers); the defaults load a tenth of it.
+"""
+
+import argparse
+import os
+import sys
+import time
+import uuid
+
+from benchmarks import client, load_device_nodes, load_trees, report
+from benchmarks.run_devices import JOINT_4
+from benchmarks.service import add_service_options, gunicorn, running_service
+
+NESTED_QUERY = (
+    "resources=DISK_GB:10&required=COMPUTE_VOLUME_MULTI_ATTACH"
+    "&resources_COMPUTE=VCPU:1,MEMORY_MB:256&required_COMPUTE=CUSTOM_FOO"
+    "&resources_FPGA=FPGA:1&group_policy=none&same_subtree=_COMPUTE,_FPGA&limit=10"
+)
+FLAT_QUERY = "resources=VCPU:1&limit=10"
+
+
+def queries(base_url: str) -> dict[str, client.Request]:
+    def device(session, index):
+        return session.post(f"{base_url}/group_resources/device_candidates",
+                            json=JOINT_4.body(), timeout=client.REQUEST_TIMEOUT_S)
+
+    def nested(session, index):
+        return session.get(f"{base_url}/allocation_candidates?{NESTED_QUERY}",
+                           timeout=client.REQUEST_TIMEOUT_S)
+
+    def flat(session, index):
+        return session.get(f"{base_url}/allocation_candidates?{FLAT_QUERY}",
+                           timeout=client.REQUEST_TIMEOUT_S)
+
+    return {
+        f"devices {JOINT_4.label}, limit=1": device,
+        "nested candidates, limit=10": nested,
+        "flat VCPU:1, limit=10": flat,
+    }
+
+
+def refresh_after_a_write(base_url: str, trees: list[str], count: int) -> client.Timing:
+    """The nested query right after each untimed one-VCPU claim on a nested tree."""
+    timing = client.Timing(requested=count, concurrency=1)
+    with client.new_session() as session:
+        for index in range(count):
+            root = trees[index % len(trees)]
+            session.put(f"{base_url}/allocations/{uuid.uuid4()}", json={
+                "allocations": {root: {"resources": {"DISK_GB": 1}}},
+                "project_id": "scale", "user_id": "scale", "consumer_generation": None,
+                "consumer_type": "INSTANCE",
+            }, timeout=client.REQUEST_TIMEOUT_S)
+            started = time.perf_counter()
+            response = session.get(f"{base_url}/allocation_candidates?{NESTED_QUERY}",
+                                   timeout=client.REQUEST_TIMEOUT_S)
+            timing.latencies.append(time.perf_counter() - started)
+            timing.statuses[response.status_code] += 1
+    timing.elapsed = sum(timing.latencies)
+    return timing
+
+
+def worker_memory(base_url: str) -> list[str]:
+    """VmRSS and RssAnon of each gunicorn worker serving ``base_url`` (from /proc)."""
+    bind = base_url.removeprefix("http://")
+    serving = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as stream:
+                command = stream.read().replace(b"\0", b" ").decode()
+            with open(f"/proc/{pid}/status") as stream:
+                status = dict(line.split(":", 1) for line in stream if ":" in line)
+        except OSError:
+            continue
+        if "gunicorn" in command and bind in command:
+            serving[int(pid)] = status
+    workers = [s for s in serving.values() if int(s["PPid"]) in serving]
+    return [f"{s['VmRSS'].strip()} (anonymous {s['RssAnon'].strip()})" for s in workers]
+
+
+def first_answers(database_url: str, log_dir: str, requests_of) -> list[str]:
+    """A new one-worker service on the same database: time to the first answer of each
+    query from its start, then the second answer of the same query."""
+    lines = []
+    started = time.perf_counter()
+    with gunicorn(database_url, 1, os.path.join(log_dir, "new-worker.log")) as base_url:
+        up = time.perf_counter() - started
+        lines.append(f"started in {up:.2f} s")
+        with client.new_session() as session:
+            for name, request in requests_of(base_url).items():
+                before = time.perf_counter()
+                status = request(session, 0).status_code
+                first = time.perf_counter() - before
+                before = time.perf_counter()
+                request(session, 1)
+                second = time.perf_counter() - before
+                lines.append(f"{name}: first answer {first * 1000:.0f} ms ({status}), "
+                             f"second {second * 1000:.1f} ms")
+    return lines
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description="Scale benchmark (see the module docstring).")
+    parser.add_argument("--device-nodes", type=int, default=1000)
+    parser.add_argument("--trees", type=int, default=1000)
+    parser.add_argument("--requests", type=int, default=20)
+    parser.add_argument("--max-seconds", type=float, default=120.0)
+    add_service_options(parser)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.url:
+        print("run_scale starts its own services (a new worker is part of it): no --url",
+              file=sys.stderr)
+        return 2
+    command = report.command_line("benchmarks.run_scale", argv)
+    machine = report.environment()
+    with running_service(args.workers, args.database_url, None, args.log_dir) as service:
+        base = service.base_url
+        print(f"loading {args.device_nodes} device nodes...", file=sys.stderr, flush=True)
+        devices = load_device_nodes.load_device_nodes(
+            base, args.device_nodes, args.load_threads, progress=True)
+        print(f"loading {args.trees} nested trees...", file=sys.stderr, flush=True)
+        trees = load_trees.load_trees(base, load_trees.NESTED, args.trees, args.load_threads,
+                                      prefix=f"scale-{uuid.uuid4().hex[:6]}", progress=True)
+        rows = []
+        for name, request in queries(base).items():
+            client.warm_up(request, 3)  # every worker's copy holds everything
+            rows.append(report.Row(name, client.sequential(
+                request, args.requests, args.max_seconds)))
+        roots = list(trees.roots)
+        rows.append(report.Row("nested candidates, limit=10, after each PUT /allocations",
+                               refresh_after_a_write(base, roots, args.requests),
+                               note="the PUT untimed"))
+        memory = worker_memory(base)
+        log_dir = args.log_dir or os.path.dirname(service.log_path or "/tmp/x")
+        new_worker = first_answers(service.database_url, log_dir, queries)
+        config = {
+            "command": command,
+            **service.configuration(),
+            "providers": f"{devices.providers + trees.providers} ({len(devices.nodes)} device "
+                         f"nodes in {devices.seconds:.0f} s, {len(trees.roots)} nested trees)",
+            "worker memory after the queries": "; ".join(memory),
+            "a new worker": "; ".join(new_worker),
+            **machine,
+        }
+    return report.finish(config, rows, 1, args.json)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
