@@ -19,20 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import psycopg
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection
 
-from placement.data.sql import SQLITE_IN_CHUNK, id_conditions
-from placement.db.tables import (
-    allocations,
-    inventories,
-    placement_aggregates,
-    resource_provider_aggregates,
-    resource_provider_traits,
-    resource_providers,
-    traits,
-)
-
-rp = resource_providers
+from placement.data.sql import SQLITE_IN_CHUNK
 
 # id, generation, parent, root; and, on SQLite, the uuid and creation time: SQLite hands
 # the id of a deleted last row to the next provider (PostgreSQL's sequences never reuse
@@ -168,7 +157,8 @@ def provider_details(
     conn: Connection, provider_ids: Iterable[int] | None
 ) -> dict[int, ProviderDetails]:
     """The details of the given providers (None: of every provider), by id; four
-    statements per batch of SQLITE_IN_CHUNK ids."""
+    statements per batch of SQLITE_IN_CHUNK ids, sent together on PostgreSQL (one
+    round trip: after a write, a refresh reads a provider or two)."""
     found: dict[int, ProviderDetails] = {}
     if provider_ids is None:
         _read_batch(conn, found, None)
@@ -180,69 +170,32 @@ def provider_details(
 
 
 def _read_batch(conn: Connection, found: dict[int, ProviderDetails], ids) -> None:
-    def only_batch(statement, provider_column):
-        return statement if ids is None else statement.where(
-            *id_conditions(conn, provider_column, ids)
-        )
+    def only(column: str) -> str:
+        # The ids are the copy's own integers, written into the text as such.
+        return "" if ids is None else f" WHERE {column} IN ({', '.join(map(str, map(int, ids)))})"
 
-    # SELECT id, uuid, name FROM resource_providers [WHERE id IN (:ids)]
-    for provider_id, uuid, name in conn.execute(
-        only_batch(select(rp.c.id, rp.c.uuid, rp.c.name), rp.c.id)
-    ):
+    providers, inventory_rows, trait_rows, aggregate_rows = _fetch_all(conn, [
+        "SELECT id, uuid, name FROM resource_providers" + only("id"),
+        "SELECT i.resource_provider_id, i.resource_class_id, i.total, i.reserved,"
+        " i.allocation_ratio, i.min_unit, i.max_unit, i.step_size,"
+        " (SELECT COALESCE(SUM(a.used), 0) FROM allocations a"
+        "   WHERE a.resource_provider_id = i.resource_provider_id"
+        "     AND a.resource_class_id = i.resource_class_id)"
+        " FROM inventories i" + only("i.resource_provider_id"),
+        "SELECT rpt.resource_provider_id, t.id, t.name FROM resource_provider_traits rpt"
+        " JOIN traits t ON t.id = rpt.trait_id" + only("rpt.resource_provider_id"),
+        "SELECT rpa.resource_provider_id, a.id, a.uuid FROM resource_provider_aggregates rpa"
+        " JOIN placement_aggregates a ON a.id = rpa.aggregate_id"
+        + only("rpa.resource_provider_id"),
+    ])
+    for provider_id, uuid, name in providers:
         found[provider_id] = ProviderDetails(uuid, name, {}, {}, {})
-    # SELECT i.resource_provider_id, i.resource_class_id, i.total, i.reserved,
-    #        i.allocation_ratio, i.min_unit, i.max_unit, i.step_size,
-    #        (SELECT COALESCE(SUM(a.used), 0) FROM allocations a
-    #          WHERE a.resource_provider_id = i.resource_provider_id
-    #            AND a.resource_class_id = i.resource_class_id)
-    #   FROM inventories i [WHERE i.resource_provider_id IN (:ids)]
-    used = (
-        select(func.coalesce(func.sum(allocations.c.used), 0))
-        .where(
-            allocations.c.resource_provider_id == inventories.c.resource_provider_id,
-            allocations.c.resource_class_id == inventories.c.resource_class_id,
-        )
-        .correlate(inventories)
-        .scalar_subquery()
-    )
-    statement = select(
-        inventories.c.resource_provider_id,
-        inventories.c.resource_class_id,
-        inventories.c.total,
-        inventories.c.reserved,
-        inventories.c.allocation_ratio,
-        inventories.c.min_unit,
-        inventories.c.max_unit,
-        inventories.c.step_size,
-        used,
-    )
-    for provider_id, class_id, *numbers in conn.execute(
-        only_batch(statement, inventories.c.resource_provider_id)
-    ):
+    for provider_id, class_id, *numbers in inventory_rows:
         if provider_id in found:
             found[provider_id].inventories[class_id] = tuple(numbers)
-    # SELECT rpt.resource_provider_id, t.id, t.name
-    #   FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id [WHERE ...]
-    statement = select(
-        resource_provider_traits.c.resource_provider_id, traits.c.id, traits.c.name
-    ).join(traits, traits.c.id == resource_provider_traits.c.trait_id)
-    for provider_id, trait_id, name in conn.execute(
-        only_batch(statement, resource_provider_traits.c.resource_provider_id)
-    ):
+    for provider_id, trait_id, name in trait_rows:
         if provider_id in found:
             found[provider_id].traits[trait_id] = name
-    # SELECT rpa.resource_provider_id, a.id, a.uuid FROM resource_provider_aggregates rpa
-    #   JOIN placement_aggregates a ON a.id = rpa.aggregate_id [WHERE ...]
-    statement = select(
-        resource_provider_aggregates.c.resource_provider_id,
-        placement_aggregates.c.id,
-        placement_aggregates.c.uuid,
-    ).join(
-        placement_aggregates,
-        placement_aggregates.c.id == resource_provider_aggregates.c.aggregate_id,
-    )
-    for provider_id, aggregate_id, uuid in conn.execute(
-        only_batch(statement, resource_provider_aggregates.c.resource_provider_id)
-    ):
+    for provider_id, aggregate_id, uuid in aggregate_rows:
         if provider_id in found:
             found[provider_id].aggregates[aggregate_id] = uuid
