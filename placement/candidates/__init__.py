@@ -1,6 +1,7 @@
 """The allocation-candidate search behind GET /allocation_candidates.
 
-One step per module:
+``service.CandidateSearch`` is its front door (one per application). One step
+per module:
 
 1. ``request``: the query string -> a frozen ``CandidateRequest`` (request
    groups, group_policy, same_subtree, root_required, limit), refusing
@@ -12,7 +13,8 @@ One step per module:
    whose version changed, in one snapshot of the database. It is exact, not
    a cache that may lag: every write a search can see changes a version (see
    its docstring). It also keeps each tree's *form*: its shape as a number,
-   and its free amounts.
+   and its free amounts. Its ``Replica`` (one per application) is shared with
+   the translator's and the device searches, which read their nodes from it.
 3. ``plan`` (with ``slots`` and ``filters``): the request -> a
    ``SearchPlan``. A *slot* is one thing placed on one provider: each class
    of the unsuffixed group, each granular group (all its classes together),
@@ -35,7 +37,7 @@ One step per module:
    second...) so that ``limit`` answers from as many trees as possible, and
    the search stops as soon as ``limit`` (or ``max_allocation_candidates``)
    is reached: nothing is built that is not returned. Each candidate comes
-   with its allocation request written (``response.AllocationRequests``:
+   with its allocation request written (``bodies.AllocationRequests``:
    one JSON template per way the slots share providers).
 6. ``answers``: without sharing providers, each tree's candidates are kept
    on the world for the next request like this one (``SearchPlan.signature``
@@ -44,7 +46,7 @@ One step per module:
    the same root filter has looked at every tree) looks only at the trees
    that answer and those written since; asked again before any provider
    changed, it is answered with the body it was last time.
-7. ``response``: the body of the requested microversion, joined in one go
+7. ``bodies``: the body of the requested microversion, joined in one go
    from the candidates' allocation requests and the provider summaries,
    which at 1.29+ are JSON kept per tree by the world.
 

@@ -10,7 +10,7 @@ trees of that kind; with them, every tree is walked with the sharing
 providers that serve it.
 
 Each candidate comes with its allocation request already written (``Render``,
-from ``placement.candidates.response``), and without sharing providers each
+from ``placement.candidates.bodies``), and without sharing providers each
 tree's candidates are kept for the next request like this one
 (``placement.candidates.answers``): a repeated request walks only the trees
 that changed since, and writes only their candidates; the trees known to

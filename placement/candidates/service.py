@@ -9,7 +9,7 @@ answer with; the view only parses and renders.
 from microversion_parse import Version
 from sqlalchemy import Connection
 
-from placement.candidates import response, search
+from placement.candidates import bodies, search
 from placement.candidates.answers import KeptAnswers
 from placement.candidates.plan import SearchPlan, build_plan
 from placement.candidates.request import CandidateRequest
@@ -52,11 +52,11 @@ class CandidateSearch:
     def _search(
         self, plan: SearchPlan, cap: int | None, kept: KeptAnswers | None, version: Version
     ) -> bytes | None:
-        renderer = response.AllocationRequests(plan, version)
+        renderer = bodies.AllocationRequests(plan, version)
         candidates = search.collect(plan, cap, renderer.render, kept, shuffle=self._randomize)
         if not candidates:
             return None
-        return response.body(plan, candidates, version)  # (text only: no more reads)
+        return bodies.body(plan, candidates, version)  # (text only: no more reads)
 
     def _kept_answers(self, plan: SearchPlan, version: Version) -> KeptAnswers | None:
         """The answers kept for requests like this one (None: not kept, when the answers
