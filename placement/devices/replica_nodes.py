@@ -41,8 +41,9 @@ class DeviceNodesKept:
         self._stored = stored
         self._max_trees = max_trees
         self._kept: dict[int, _Kept] = {}
-        # Each kept node's signature as a number (``DeviceNode.state_key``): a search
-        # then compares and hashes a number per node, not its whole state.
+        # Each kept node's signature and node resources as a number
+        # (``DeviceNode.state_key``): a search then groups nodes alike by a number, not
+        # by their whole state (``search.rank``).
         self._state_numbers: dict[tuple, int] = {}
         self._next_state = itertools.count()
 
@@ -78,7 +79,9 @@ class DeviceNodesKept:
         providers, rooms = _tree_parts(world, root_ids)
         built, out_of_sync = build_device_nodes(topologies, providers, rooms, naming)
         for node in built:
-            node.state_key = self._state_number(node.signature())
+            node.state_key = self._state_number(
+                (node.signature(), tuple(sorted(node.node_classes.items())))
+            )
         by_name = {node.name: node for node in built}
         rebuilt = []
         for root_id, name in names.items():

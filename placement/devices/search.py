@@ -8,6 +8,8 @@ after the placement, highest first; ``spread``: lowest first), then the
 node's name.
 """
 
+import heapq
+import itertools
 from collections import Counter
 from dataclasses import dataclass
 
@@ -51,25 +53,42 @@ def rank(
     limit: int | None,
     out_of_sync: list[str],
 ) -> DeviceAnswer:
+    """``nodes`` (by name) ranked for ``request``, the first ``limit`` as candidates.
+
+    Nodes of one kind (equal ``kind``: devices, links, state and node resources)
+    choose, score and rank alike but for their names: each kind is chosen on once,
+    and only the nodes the answer shows become candidates, in the order a sort of
+    every node by (``_kind_rank_key``, name) gives.
+    """
     pack = scorer == "pack"
     chooser = Chooser(request, pack=pack)
-    candidates = []
     reasons: Counter[str] = Counter()
-    utilisations: dict[tuple, float] = {}  # nodes alike in state and pick score alike
+    kinds: dict[object, list[DeviceNode]] = {}
     for node in nodes:
-        signature = node.state_key if node.state_key >= 0 else node.signature()
-        pick = chooser.choose(node, signature)
+        kinds.setdefault(kind(node), []).append(node)  # each list stays by name
+    ranked: list[tuple[tuple, list[DeviceNode], Pick, float]] = []
+    for key, alike in kinds.items():
+        pick = chooser.choose(alike[0], key)
         if isinstance(pick, Unfit):
-            reasons[pick.reason] += 1
+            reasons[pick.reason] += len(alike)
             continue
-        alike = (signature, tuple(node.node_classes.items()))
-        if alike not in utilisations:
-            utilisations[alike] = node_utilisation(node, pick, request)
-        utilisation = utilisations[alike]
-        candidates.append(DeviceCandidate(node, pick, utilisation if pack else 1 - utilisation))
-    candidates.sort(key=_rank_key)
-    if limit is not None:
-        candidates = candidates[:limit]
+        utilisation = node_utilisation(alike[0], pick, request)
+        score = utilisation if pack else 1 - utilisation
+        ranked.append((_kind_rank_key(pick, score), alike, pick, score))
+    ranked.sort(key=lambda entry: entry[0])
+    candidates: list[DeviceCandidate] = []
+    for _key, tied in itertools.groupby(ranked, key=lambda entry: entry[0]):
+        tied_kinds = list(tied)
+        by_name = heapq.merge(
+            *(_by_name(alike, index) for index, (_, alike, _p, _s) in enumerate(tied_kinds))
+        )
+        for _name, index, node in by_name:
+            if limit is not None and len(candidates) >= limit:
+                break
+            _, _alike, pick, score = tied_kinds[index]
+            candidates.append(DeviceCandidate(node, pick, score))
+        if limit is not None and len(candidates) >= limit:
+            break
     return DeviceAnswer(
         candidates=candidates,
         nodes_considered=len(nodes),
@@ -78,11 +97,23 @@ def rank(
     )
 
 
-def _rank_key(candidate: DeviceCandidate) -> tuple:
-    pick = candidate.pick
+def _by_name(alike: list[DeviceNode], index: int):
+    """(name, ``index``, node) of each node of one kind, by name (as ``alike`` is)."""
+    return ((node.name, index, node) for node in alike)
+
+
+def kind(node: DeviceNode) -> object:
+    """Equal for nodes that choose and score alike: the number ``replica_nodes`` gave the
+    node's state and resources, else the two themselves."""
+    if node.state_key >= 0:
+        return node.state_key
+    return (node.signature(), tuple(sorted(node.node_classes.items())))
+
+
+def _kind_rank_key(pick: Pick, score: float) -> tuple:
+    """How a node ranks by its best choice, before its name: scope, strength, score."""
     scope_rank = SCOPES.index(pick.scope) if pick.scope else 0
-    return (scope_rank, -pick.strength, -round(candidate.score, 9),
-            candidate.node.name)
+    return (scope_rank, -pick.strength, -round(score, 9))
 
 
 def node_utilisation(node: DeviceNode, pick: Pick, request: DeviceRequest) -> float:

@@ -57,8 +57,8 @@ class DeviceNode:
     devices: list[DeviceState]
     switches: dict[int, SwitchState]
     node_classes: dict[str, tuple[int, int]]  # class of the root -> (capacity, free)
-    # ``signature()`` as a number, given by whoever keeps the node (``replica_nodes``):
-    # equal numbers for equal signatures; -1 when not numbered.
+    # ``signature()`` and ``node_classes`` as a number, given by whoever keeps the node
+    # (``replica_nodes``): equal numbers for equal pairs; -1 when not numbered.
     state_key: int = -1
 
     def signature(self) -> tuple:
