@@ -2,7 +2,7 @@
 
 Each view takes a RequestContext first. ``register_routes`` wraps each view in
 one database transaction (committed when the view returns, rolled back when it
-raises), run in its process's turn (``app.Services.serving_lock``). Methods
+raises), run in its process's turn (``services.Services.serving_lock``). Methods
 missing from a URL's entry get an automatic 405.
 """
 

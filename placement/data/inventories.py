@@ -88,9 +88,10 @@ def replace_inventories(
     group-resource translator's node sync), not a warning (the Placement API)."""
     new_generation = bump_generation(conn, provider, generation)
     current = get_inventories(conn, provider)
-    names.resource_class_ids(conn, set(wanted))  # an unknown class first, as upstream
-    _check_usage(conn, provider, current, wanted, refuse_below_usage)
-    write_inventories(conn, provider, current, wanted)
+    # Every class resolved first: an unknown one is refused before one in use, as upstream.
+    class_ids = names.resource_class_ids(conn, set(wanted) | set(current))
+    _check_usage(conn, provider, current, wanted, class_ids, refuse_below_usage)
+    write_inventories(conn, provider, current, wanted, class_ids)
     return new_generation
 
 
@@ -99,9 +100,12 @@ def write_inventories(
     provider: Provider,
     current: dict[str, Inventory],
     wanted: dict[str, Inventory],
+    class_ids: dict[str, int] | None = None,
 ) -> None:
-    """Turn the rows ``current`` into ``wanted``; no generation or usage checks."""
-    class_ids = names.resource_class_ids(conn, set(wanted) | set(current))
+    """Turn the rows ``current`` into ``wanted``; no generation or usage checks.
+    ``class_ids``: the ids of their classes, when the caller has them already."""
+    if class_ids is None:
+        class_ids = names.resource_class_ids(conn, set(wanted) | set(current))
     now = utcnow()
     removed = [class_ids[class_name] for class_name in current if class_name not in wanted]
     if removed:
@@ -152,7 +156,7 @@ def update_inventory(
         )
     _check_usage(
         conn, provider, {inventory.resource_class: current[inventory.resource_class]},
-        {inventory.resource_class: inventory},
+        {inventory.resource_class: inventory}, {inventory.resource_class: class_id},
     )
     _update_row(conn, provider, class_id, inventory, utcnow())
     return new_generation
@@ -179,14 +183,14 @@ def _check_usage(
     provider: Provider,
     current: dict[str, Inventory],
     wanted: dict[str, Inventory],
+    class_ids: dict[str, int],
     refuse_below_usage: bool = False,
 ) -> None:
     """Refuse removing a class in use; log a class whose usage exceeds its new capacity
-    (or refuse it too)."""
+    (or refuse it too). ``class_ids``: the ids of the classes of both."""
     usage = usage_by_class(conn, provider)
     removed_in_use = [c for c in current if c not in wanted and usage.get(c, 0) > 0]
     if removed_in_use:
-        class_ids = names.resource_class_ids(conn, removed_in_use)
         removed_in_use.sort(key=class_ids.__getitem__)  # upstream's order: the class ids
         raise errors.Conflict(
             f"Inventory for '{', '.join(removed_in_use)}' on resource provider "
