@@ -48,11 +48,13 @@ And it keeps, for the requests asked lately, each tree's candidates
 (``answers``, ``placement.candidates.answers``), dropped with the tree.
 """
 
+import itertools
 import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 import orjson
 from sqlalchemy import Connection
@@ -60,6 +62,8 @@ from sqlalchemy import Connection
 from placement import capacity
 from placement.candidates.answers import AnswerMemo
 from placement.data import provider_world as data
+
+Kept = TypeVar("Kept")
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +148,25 @@ class ProviderWorld:
     _roots_in_order: list[int] | None = None  # of trees, sorted (None: sort them again)
     # Each tree's candidates for the requests asked lately (dropped with the tree).
     answers: AnswerMemo = field(default_factory=AnswerMemo)
+
+    def roots_with_trait(
+        self, trait: str, without: str | None = None, names: list[str] | None = None
+    ) -> list[int]:
+        """The roots carrying ``trait`` and not ``without`` (only those named ``names``
+        when given), by id."""
+        trait_id = self.trait_id_of_name.get(trait)
+        if trait_id is None:
+            return []
+        without_id = self.trait_id_of_name.get(without) if without is not None else None
+        excluded = self.with_trait.get(without_id, set()) if without_id is not None else set()
+        wanted = None if names is None else set(names)
+        roots = [
+            provider_id for provider_id in self.with_trait.get(trait_id, ())
+            if self.providers[provider_id].parent_id is None and provider_id not in excluded
+            and (wanted is None or self.providers[provider_id].name in wanted)
+        ]
+        roots.sort()
+        return roots
 
     def refresh(self, conn: Connection) -> None:
         """Bring the copy up to date with what ``conn`` sees (hold ``lock``): read what
@@ -360,3 +383,33 @@ class Replica:
         """Drop the copy and everything kept in it: the next search reads every
         provider, as a new worker's first request does."""
         self.world = ProviderWorld()
+
+
+class KeptPerTree(Generic[Kept]):
+    """What a search keeps of each tree, while the tree has the form it was made from: a
+    changed tree has a new ``TreeForm``, so a value is found only until its tree changes.
+    Values of trees gone are forgotten as they pile up; beyond ``max_trees`` the ones
+    kept longest go."""
+
+    def __init__(self, max_trees: int | None = None) -> None:
+        self._max_trees = max_trees
+        self._kept: dict[int, tuple[TreeForm, Kept]] = {}
+
+    def get(self, world: ProviderWorld, root_id: int) -> Kept | None:
+        kept = self._kept.get(root_id)
+        if kept is None or kept[0] is not world.form_of_tree[root_id]:
+            return None
+        return kept[1]
+
+    def put(self, world: ProviderWorld, root_id: int, value: Kept) -> None:
+        self._kept.pop(root_id, None)
+        self._kept[root_id] = (world.form_of_tree[root_id], value)
+        if len(self._kept) > 2 * len(world.trees) + 100:
+            self._kept = {r: k for r, k in self._kept.items() if r in world.trees}
+        if self._max_trees is not None:
+            excess = max(len(self._kept) - self._max_trees, 0)
+            for oldest in list(itertools.islice(self._kept, excess)):
+                del self._kept[oldest]
+
+    def clear(self) -> None:
+        self._kept.clear()

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from placement.candidates.world import ProviderWorld, TreeForm
+from placement.candidates.world import Inventory, KeptPerTree, ProviderWorld
 from placement.data import device_topologies
-from placement.data.group_nodes import ProviderRow
 from placement.devices.snapshot import DeviceNode, DeviceRoom, build_device_nodes
 from placement.devices.stored import StoredTopologies
+from placement.group_resources.replica_nodes import tree_parts
 from placement.nodes.naming import DEVICE_NODE_TRAIT, Naming
 
 MAX_TREES = 20_000  # nodes kept; beyond, the oldest are dropped
@@ -29,7 +29,6 @@ MAX_STATES = 100_000  # signatures numbered; beyond, numbering goes on afresh
 
 @dataclass(frozen=True)
 class _Kept:
-    form: TreeForm  # of the tree when built
     naming: tuple  # the naming it was built with
     name: str
     node: DeviceNode | None  # None: no node (no topology, or the tree does not match it)
@@ -39,8 +38,7 @@ class _Kept:
 class DeviceNodesKept:
     def __init__(self, stored: StoredTopologies, max_trees: int = MAX_TREES) -> None:
         self._stored = stored
-        self._max_trees = max_trees
-        self._kept: dict[int, _Kept] = {}
+        self._kept: KeptPerTree[_Kept] = KeptPerTree(max_trees)
         # Each kept node's signature and node resources as a number
         # (``DeviceNode.state_key``): a search then groups nodes alike by a number, not
         # by their whole state (``search.rank``).
@@ -56,10 +54,9 @@ class DeviceNodesKept:
         naming_key = _naming_key(naming)
         current: list[_Kept] = []
         changed: list[int] = []
-        for root_id in _device_roots(world, node_names):
-            kept = self._kept.get(root_id)
-            if (kept is not None and kept.form is world.form_of_tree[root_id]
-                    and kept.naming == naming_key):
+        for root_id in world.roots_with_trait(DEVICE_NODE_TRAIT, names=node_names):
+            kept = self._kept.get(world, root_id)
+            if kept is not None and kept.naming == naming_key:
                 current.append(kept)
             else:
                 changed.append(root_id)
@@ -76,7 +73,7 @@ class DeviceNodesKept:
         names = {root_id: world.providers[root_id].name for root_id in root_ids}
         documents = device_topologies.read_documents(conn, sorted(set(names.values())))
         topologies = {name: self._stored.read(document) for name, document in documents.items()}
-        providers, rooms = _tree_parts(world, root_ids)
+        providers, rooms = tree_parts(world, root_ids, _room)
         built, out_of_sync = build_device_nodes(topologies, providers, rooms, naming)
         for node in built:
             node.state_key = self._state_number(
@@ -85,20 +82,10 @@ class DeviceNodesKept:
         by_name = {node.name: node for node in built}
         rebuilt = []
         for root_id, name in names.items():
-            kept = _Kept(
-                world.form_of_tree[root_id], naming_key, name, by_name.get(name),
-                name in out_of_sync,
-            )
-            self._kept.pop(root_id, None)
-            self._kept[root_id] = kept
+            kept = _Kept(naming_key, name, by_name.get(name), name in out_of_sync)
+            self._kept.put(world, root_id, kept)
             rebuilt.append(kept)
-        if len(self._kept) > 2 * len(world.trees) + 100:  # trees gone: forget theirs
-            self._kept = {r: k for r, k in self._kept.items() if r in world.trees}
-        excess = max(len(self._kept) - self._max_trees, 0)
-        for oldest in list(itertools.islice(self._kept, excess)):
-            del self._kept[oldest]
         return rebuilt
-
 
     def _state_number(self, signature: tuple) -> int:
         if len(self._state_numbers) >= MAX_STATES:
@@ -109,41 +96,13 @@ class DeviceNodesKept:
         return number
 
 
-def _device_roots(world: ProviderWorld, node_names: list[str] | None) -> list[int]:
-    trait = world.trait_id_of_name.get(DEVICE_NODE_TRAIT)
-    if trait is None:
-        return []
-    wanted = None if node_names is None else set(node_names)
-    roots = [
-        provider_id for provider_id in world.with_trait.get(trait, ())
-        if world.providers[provider_id].parent_id is None
-        and (wanted is None or world.providers[provider_id].name in wanted)
-    ]
-    roots.sort()
-    return roots
-
-
-def _tree_parts(
-    world: ProviderWorld, root_ids: list[int]
-) -> tuple[list[ProviderRow], dict[int, dict[str, DeviceRoom]]]:
-    providers: list[ProviderRow] = []
-    rooms: dict[int, dict[str, DeviceRoom]] = {}
-    for root_id in root_ids:
-        for provider_id in world.trees.get(root_id, ()):
-            provider = world.providers[provider_id]
-            providers.append(ProviderRow(
-                provider.id, provider.uuid, provider.name, provider.parent_id, provider.root_id
-            ))
-            rooms[provider_id] = {
-                world.class_names[class_id]: DeviceRoom(
-                    capacity=inventory.capacity,
-                    used=inventory.used,
-                    free=inventory.free,
-                    units=(inventory.min_unit, inventory.max_unit, inventory.step_size),
-                )
-                for class_id, inventory in provider.inventories.items()
-            }
-    return providers, rooms
+def _room(inventory: Inventory) -> DeviceRoom:
+    return DeviceRoom(
+        capacity=inventory.capacity,
+        used=inventory.used,
+        free=inventory.free,
+        units=(inventory.min_unit, inventory.max_unit, inventory.step_size),
+    )
 
 
 def _naming_key(naming: Naming) -> tuple:

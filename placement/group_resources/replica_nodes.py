@@ -14,12 +14,16 @@ the built nodes are kept (``NodesKept``, by the translator's front door) per tre
 until the tree changes.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
-from placement.candidates.world import ProviderWorld, TreeForm
+from placement.candidates.world import Inventory, KeptPerTree, ProviderWorld
 from placement.data.group_nodes import ProviderRow
 from placement.group_resources.snapshot import Node, Room, build_nodes
 from placement.nodes.naming import DEVICE_NODE_TRAIT, NODE_TRAIT
+
+AnyRoom = TypeVar("AnyRoom")
 
 
 @dataclass(frozen=True)
@@ -38,16 +42,13 @@ MAX_GROUP_STATES = 200_000  # groups numbered; beyond, numbering and kept nodes 
 
 
 @dataclass(frozen=True)
-class _KeptNode:
-    form: TreeForm  # of the tree when built
+class _Built:
     node: Node | None  # None: the tree is not as a node's map writes it
 
 
 class NodesKept:
-    """What the translator's searches keep between requests, per tree, with the form of
-    the tree it was made from (a changed tree has a new ``TreeForm``, so what is kept
-    serves only while its tree's form is the one it was made from): each tree's
-    ``NodeSummary`` and its built ``Node``.
+    """What the translator's searches keep between requests, per tree until it changes
+    (``KeptPerTree``): each tree's ``NodeSummary`` and its built ``Node``.
 
     Built nodes carry group signatures (``snapshot``: equal numbers for equal groups),
     so every node kept was numbered by one numbering, kept here too; when it grows
@@ -55,19 +56,15 @@ class NodesKept:
     """
 
     def __init__(self) -> None:
-        self._summaries: dict[int, tuple[TreeForm, NodeSummary]] = {}
-        self._nodes: dict[int, _KeptNode] = {}
+        self._summaries: KeptPerTree[NodeSummary] = KeptPerTree()
+        self._nodes: KeptPerTree[_Built] = KeptPerTree()
         self.signatures: dict[tuple, int] = {}
 
     def summary(self, world: ProviderWorld, root_id: int) -> NodeSummary:
-        form = world.form_of_tree[root_id]
-        kept = self._summaries.get(root_id)
-        if kept is not None and kept[0] is form:
-            return kept[1]
-        summary = _summarize(world, root_id)
-        self._summaries[root_id] = (form, summary)
-        if len(self._summaries) > 2 * len(world.trees) + 100:  # trees gone: forget theirs
-            self._summaries = {r: k for r, k in self._summaries.items() if r in world.trees}
+        summary = self._summaries.get(world, root_id)
+        if summary is None:
+            summary = _summarize(world, root_id)
+            self._summaries.put(world, root_id, summary)
         return summary
 
     def nodes(self, world: ProviderWorld, root_ids: list[int]) -> list[Node]:
@@ -78,21 +75,21 @@ class NodesKept:
         found: list[Node] = []
         to_build = []
         for root_id in root_ids:
-            kept = self._nodes.get(root_id)
-            if kept is not None and kept.form is world.form_of_tree[root_id]:
-                if kept.node is not None:
-                    found.append(kept.node)
-            else:
+            kept = self._nodes.get(world, root_id)
+            if kept is None:
                 to_build.append(root_id)
+            elif kept.node is not None:
+                found.append(kept.node)
         if to_build:
-            built = {node.root.uuid: node for node in _build(world, to_build, self.signatures)}
+            providers, rooms = tree_parts(world, to_build, _room)
+            built = {
+                node.root.uuid: node for node in build_nodes(providers, rooms, self.signatures)
+            }
             for root_id in to_build:
                 node = built.get(world.providers[root_id].uuid)
-                self._nodes[root_id] = _KeptNode(world.form_of_tree[root_id], node)
+                self._nodes.put(world, root_id, _Built(node))
                 if node is not None:
                     found.append(node)
-            if len(self._nodes) > 2 * len(world.trees) + 100:  # trees gone: forget theirs
-                self._nodes = {r: k for r, k in self._nodes.items() if r in world.trees}
         found.sort(key=lambda node: node.name)
         return found
 
@@ -105,7 +102,7 @@ class ReplicaNodes:
         self, world: ProviderWorld, node_names: list[str] | None, kept: NodesKept
     ) -> None:
         self._world = world
-        self._root_ids = _managed_roots(world, node_names)
+        self._root_ids = world.roots_with_trait(NODE_TRAIT, DEVICE_NODE_TRAIT, node_names)
         self._kept = kept
 
     def summaries(self) -> list[NodeSummary]:
@@ -116,46 +113,36 @@ class ReplicaNodes:
         return self._kept.nodes(self._world, self._root_ids if root_ids is None else root_ids)
 
 
-def _build(world: ProviderWorld, root_ids: list[int], signatures: dict[tuple, int]) -> list[Node]:
+def tree_parts(
+    world: ProviderWorld, root_ids: list[int], room: Callable[[Inventory], AnyRoom]
+) -> tuple[list[ProviderRow], dict[int, dict[str, AnyRoom]]]:
+    """The providers of these trees as rows, and each provider's inventories (by class
+    name) as ``room`` makes them: what ``data.group_nodes.read_nodes`` reads, from the
+    copy. The device nodes are built from these too."""
     providers: list[ProviderRow] = []
-    rooms: dict[int, dict[str, Room]] = {}
+    rooms: dict[int, dict[str, AnyRoom]] = {}
     for root_id in root_ids:
         for provider_id in world.trees.get(root_id, ()):
             provider = world.providers[provider_id]
             providers.append(ProviderRow(
                 provider.id, provider.uuid, provider.name, provider.parent_id, provider.root_id,
             ))
-            if provider.inventories:
-                rooms[provider_id] = {
-                    world.class_names[class_id]: Room(
-                        unrounded_capacity=inventory.unrounded,
-                        used=inventory.used,
-                        free=inventory.free,
-                        min_unit=inventory.min_unit,
-                        max_unit=inventory.max_unit,
-                        step_size=inventory.step_size,
-                    )
-                    for class_id, inventory in provider.inventories.items()
-                }
-    return build_nodes(providers, rooms, signatures)
+            rooms[provider_id] = {
+                world.class_names[class_id]: room(inventory)
+                for class_id, inventory in provider.inventories.items()
+            }
+    return providers, rooms
 
 
-def _managed_roots(world: ProviderWorld, node_names: list[str] | None) -> list[int]:
-    node_trait = world.trait_id_of_name.get(NODE_TRAIT)
-    if node_trait is None:
-        return []
-    device_trait = world.trait_id_of_name.get(DEVICE_NODE_TRAIT)
-    device_roots = world.with_trait.get(device_trait, set()) if device_trait is not None else set()
-    wanted = None if node_names is None else set(node_names)
-    roots = []
-    for provider_id in world.with_trait.get(node_trait, ()):
-        provider = world.providers[provider_id]
-        if provider.parent_id is not None or provider_id in device_roots:
-            continue
-        if wanted is None or provider.name in wanted:
-            roots.append(provider_id)
-    roots.sort()
-    return roots
+def _room(inventory: Inventory) -> Room:
+    return Room(
+        unrounded_capacity=inventory.unrounded,
+        used=inventory.used,
+        free=inventory.free,
+        min_unit=inventory.min_unit,
+        max_unit=inventory.max_unit,
+        step_size=inventory.step_size,
+    )
 
 
 def _summarize(world: ProviderWorld, root_id: int) -> NodeSummary:
