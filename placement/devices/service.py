@@ -16,6 +16,7 @@ from sqlalchemy import Connection
 from placement import errors
 from placement.candidates.world import Replica
 from placement.claiming import Claimant, claim_best
+from placement.collector import collector_paused
 from placement.data import device_topologies, group_nodes
 from placement.data import provider_traits as trait_data
 from placement.data import providers as provider_data
@@ -186,8 +187,9 @@ class DeviceSearch:
         limit: int | None = None,
         node_names: list[str] | None = None,
     ) -> DeviceAnswer:
-        nodes, out_of_sync = self.read_device_nodes(conn, naming, node_names)
-        return rank(nodes, request, scorer, limit, out_of_sync)
+        with collector_paused():  # as the other searches: many small objects, no cycles
+            nodes, out_of_sync = self.read_device_nodes(conn, naming, node_names)
+            return rank(nodes, request, scorer, limit, out_of_sync)
 
     def claim(
         self,

@@ -6,7 +6,6 @@ resources with Koordinator annotations (or a whole Pod), answers are per device.
 
 import flask
 
-from placement.collector import collector_paused
 from placement.context import RequestContext
 from placement.data import device_topologies
 from placement.devices import bodies, service
@@ -45,33 +44,31 @@ def delete_node(ctx: RequestContext, name: str) -> flask.Response:
 def find_candidates(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.DeviceQuery())
     request = _device_request(ctx, data)
-    with collector_paused():
-        answer = ctx.services.devices.find_candidates(
-            ctx.conn,
-            request,
-            ctx.config.group_naming(),
-            scorer=data.get("scorer", "pack"),
-            limit=data.get("limit"),
-            node_names=data.get("nodes"),
-        )
+    answer = ctx.services.devices.find_candidates(
+        ctx.conn,
+        request,
+        ctx.config.group_naming(),
+        scorer=data.get("scorer", "pack"),
+        limit=data.get("limit"),
+        node_names=data.get("nodes"),
+    )
     return json_response(ctx, bodies.candidates_body(answer, request))
 
 
 def claim(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.DeviceClaim())
     request = _device_request(ctx, data)
-    with collector_paused():
-        candidate = ctx.services.devices.claim(
-            ctx.conn,
-            request,
-            ctx.config.group_naming(),
-            consumer_uuid=data["consumer_uuid"],
-            project_id=data["project_id"],
-            user_id=data["user_id"],
-            consumer_type=data.get("consumer_type"),
-            scorer=data.get("scorer", "pack"),
-            node_names=data.get("nodes"),
-        )
+    candidate = ctx.services.devices.claim(
+        ctx.conn,
+        request,
+        ctx.config.group_naming(),
+        consumer_uuid=data["consumer_uuid"],
+        project_id=data["project_id"],
+        user_id=data["user_id"],
+        consumer_type=data.get("consumer_type"),
+        scorer=data.get("scorer", "pack"),
+        node_names=data.get("nodes"),
+    )
     body = {"consumer_uuid": data["consumer_uuid"], **bodies.candidate_body(candidate, request)}
     return json_response(ctx, body)
 
