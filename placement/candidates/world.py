@@ -46,8 +46,15 @@ room for the request or lacks it in the same places.
 
 And it keeps, for the requests asked lately, each tree's candidates
 (``answers``, ``placement.candidates.answers``), dropped with the tree.
+
+At 350,000 providers the copy is what a worker's memory holds. Providers alike
+share their inventories, traits and aggregates as one object
+(``placement.interning``), a full read goes ``read_chunk`` providers at a time
+(its rows would otherwise outweigh the copy), and a search that read many
+providers moves them out of the cyclic collector's sight (``Replica``).
 """
 
+import gc
 import itertools
 import sys
 import threading
@@ -62,6 +69,7 @@ from sqlalchemy import Connection
 from placement import capacity
 from placement.candidates.answers import AnswerMemo
 from placement.data import provider_world as data
+from placement.interning import Interned
 
 Kept = TypeVar("Kept")
 
@@ -113,6 +121,7 @@ class TreeForm:
 @dataclass(slots=True)
 class Provider:
     id: int
+    version: tuple  # as ``data.provider_versions`` reads it: the copy is read again when it changes
     uuid: str
     name: str
     parent_id: int | None
@@ -139,8 +148,11 @@ class ProviderWorld:
     aggregate_id_of_uuid: dict[str, int] = field(default_factory=dict)
     form_of_tree: dict[int, TreeForm] = field(default_factory=dict)  # by root id
     class_names: dict[int, str] = field(default_factory=dict)
+    read_chunk: int = 20_000  # providers whose details are read at once
     lock: threading.Lock = field(default_factory=threading.Lock)
-    _versions: dict[int, tuple] = field(default_factory=dict)  # by provider id
+    # Inventories, traits and aggregates equal in content are one object (never
+    # changed in place): most providers of a large cloud are alike.
+    _shared: Interned = field(default_factory=Interned)
     _log_position: int | None = None  # where the copy stands in the change log
     _log_incarnation: str | None = None  # and in which one
     _form_numbers: dict[tuple, int] = field(default_factory=dict)
@@ -168,10 +180,10 @@ class ProviderWorld:
         roots.sort()
         return roots
 
-    def refresh(self, conn: Connection) -> None:
+    def refresh(self, conn: Connection) -> int:
         """Bring the copy up to date with what ``conn`` sees (hold ``lock``): read what
         changed, then apply it. Should applying fail half-way, the copy is dropped and
-        the next request reads it all."""
+        the next request reads it all. Returns how many providers were read again."""
         changes = data.changes_since(conn, self._log_position)
         class_names, log = changes.class_names, changes.log
         if self._log_position is not None and (
@@ -182,29 +194,40 @@ class ProviderWorld:
             self._forget_everything()
         if (changes.changed is None or self._log_position is None
                 or log.pruned_below is None or self._log_position < log.pruned_below):
-            seen: dict[int, tuple | None] = dict.fromkeys(self._versions)
+            seen: dict[int, tuple | None] = dict.fromkeys(self.providers)
             seen.update((version[0], version) for version in data.provider_versions(conn))
         else:
             seen = changes.changed
+        providers = self.providers
         changed = [
             version for provider_id, version in seen.items()
-            if version is not None and self._versions.get(provider_id) != version
+            if version is not None and (
+                provider_id not in providers or providers[provider_id].version != version)
         ]
         removed = {
             provider_id for provider_id, version in seen.items()
-            if version is None and provider_id in self._versions
+            if version is None and provider_id in providers
         }
         if changed or removed or class_names != self.class_names:
-            changed_ids = None if not self._versions else {version[0] for version in changed}
-            details = data.provider_details(conn, changed_ids) if changed else {}
+            changed.sort(key=lambda version: version[0])
+            reading_all = not providers
+
+            def read_details(chunk: list[tuple]) -> dict[int, data.ProviderDetails]:
+                if not reading_all:
+                    return data.provider_details(conn, [version[0] for version in chunk])
+                if len(chunk) == len(changed):
+                    return data.provider_details(conn, None)
+                return data.provider_details(conn, range(chunk[0][0], chunk[-1][0] + 1))
+
             try:
-                self._apply(class_names, changed, removed, details)
+                self._apply(class_names, changed, removed, read_details)
             except BaseException:
                 self._forget_everything()
                 raise
         self._log_position, self._log_incarnation = log.position, log.incarnation
+        return len(changed)
 
-    def _apply(self, class_names, changed, removed, details) -> None:
+    def _apply(self, class_names, changed, removed, read_details) -> None:
         if any(class_names.get(id_) != name for id_, name in self.class_names.items()):
             # A class renamed or deleted (new ones change none): kept text names it.
             self._tree_summaries.clear()
@@ -216,8 +239,13 @@ class ProviderWorld:
         # to a new name) between two refreshes.
         for provider_id in removed.union(version[0] for version in changed):
             self._forget(provider_id, touched_trees)
-        for version in changed:
-            self._add(version, details[version[0]], touched_trees)
+        # The details a chunk at a time: read whole, a large copy's rows and their
+        # parse would take more memory at once than the copy itself.
+        for start in range(0, len(changed), self.read_chunk):
+            chunk = changed[start:start + self.read_chunk]
+            details = read_details(chunk)
+            for version in chunk:
+                self._add(version, details[version[0]], touched_trees)
         self.answers.drop_trees(touched_trees)
         for root_id in touched_trees:
             self._tree_summaries.pop(root_id, None)
@@ -229,10 +257,7 @@ class ProviderWorld:
                 self.trees.pop(root_id, None)
                 self.form_of_tree.pop(root_id, None)
                 self._roots_in_order = None
-        for provider_id in removed:
-            del self._versions[provider_id]
-        for version in changed:
-            self._versions[version[0]] = version
+        self._shared.trim(len(self.providers))
         if len(self._form_numbers) > 4 * len(self.trees) + 1024:
             self._renumber_forms()
 
@@ -284,29 +309,24 @@ class ProviderWorld:
 
     def _add(self, version: tuple, details: data.ProviderDetails, touched_trees) -> None:
         provider_id, _generation, _revision, parent_id, root_id = version[:5]
-        inventories = {}
-        for class_id, row in sorted(details.inventories.items()):
-            total, reserved, ratio, min_unit, max_unit, step_size, used = row
-            used = int(used)
-            inventories[class_id] = Inventory(
-                capacity.capacity(total, reserved, ratio), used,
-                capacity.free(total, reserved, ratio, used), min_unit, max_unit, step_size,
-                capacity.unrounded(total, reserved, ratio),
-            )
+        traits = tuple(sorted(details.traits.items()))
+        aggregates = tuple(sorted(details.aggregates.items()))
+        inventories = tuple(sorted(details.inventories.items()))
+        shared = self._shared.get
         self.providers[provider_id] = Provider(
             id=provider_id,
+            version=version,
             uuid=details.uuid,
             name=sys.intern(details.name),
             parent_id=parent_id,
             root_id=root_id,
-            inventories=inventories,
-            traits=frozenset(details.traits),
-            aggregates=frozenset(details.aggregates),
+            inventories=shared(("inventories", inventories), lambda: _inventories(inventories)),
+            traits=shared(("trait ids", traits), lambda: _ids(traits)),
+            aggregates=shared(("aggregate ids", aggregates), lambda: _ids(aggregates)),
             # Upstream's order for summaries: the traits' ids.
-            trait_ids_by_name=tuple(
-                (sys.intern(name), id_) for id_, name in sorted(details.traits.items())
-            ),
-            aggregate_uuids=tuple((uuid, id_) for id_, uuid in details.aggregates.items()),
+            trait_ids_by_name=shared(("trait names", traits), lambda: _names_and_ids(traits)),
+            aggregate_uuids=shared(
+                ("aggregate uuids", aggregates), lambda: _names_and_ids(aggregates)),
         )
         if root_id not in self.trees:
             self._roots_in_order = None
@@ -322,7 +342,7 @@ class ProviderWorld:
 
     def _forget_everything(self) -> None:
         for name, value in vars(ProviderWorld()).items():
-            if name != "lock":  # (held by the caller)
+            if name not in ("lock", "read_chunk"):  # (the lock is held by the caller)
                 setattr(self, name, value)
 
     def _form(self, tree: list[int]) -> TreeForm:
@@ -343,13 +363,40 @@ class ProviderWorld:
                 least_free[class_id] = min(least_free.get(class_id, inventory.free), inventory.free)
                 frees.append((class_id, inventory.free))
         number = self._form_numbers.setdefault(tuple(shape), len(self._form_numbers))
-        return TreeForm(shape=number, least_free=least_free, frees=tuple(frees))
+        least = tuple(sorted(least_free.items()))
+        return TreeForm(
+            shape=number,
+            least_free=self._shared.get(("least free", least), lambda: dict(least)),
+            frees=self._shared.get(("frees", tuple(frees)), lambda: tuple(frees)),
+        )
 
     def _renumber_forms(self) -> None:
         """Forget the forms no tree has any more."""
         self._form_numbers = {}
         for root_id, tree in self.trees.items():
             self.form_of_tree[root_id] = self._form(tree)
+
+
+def _inventories(rows: tuple) -> dict[int, Inventory]:
+    """class id -> Inventory, by class id, of (class id, inventory row) pairs as
+    ``data.provider_details`` reads them."""
+    inventories = {}
+    for class_id, (total, reserved, ratio, min_unit, max_unit, step_size, used) in rows:
+        used = int(used)
+        inventories[class_id] = Inventory(
+            capacity.capacity(total, reserved, ratio), used,
+            capacity.free(total, reserved, ratio, used), min_unit, max_unit, step_size,
+            capacity.unrounded(total, reserved, ratio),
+        )
+    return inventories
+
+
+def _ids(pairs: tuple) -> frozenset[int]:
+    return frozenset(id_ for id_, _name in pairs)
+
+
+def _names_and_ids(pairs: tuple) -> tuple[tuple[str, int], ...]:
+    return tuple((sys.intern(name), id_) for id_, name in pairs)
 
 
 def _leave(members_of: dict, id_of_name: dict, name: str, id_: int, provider_id: int) -> None:
@@ -367,17 +414,27 @@ class Replica:
     """This process's one copy of the providers, shared by every search of its
     application (candidates, the translator's nodes): ``current`` holds the copy's
     lock and brings it up to date for one search. Use it before the transaction
-    writes anything: the copy must never hold what may still roll back."""
+    writes anything: the copy must never hold what may still roll back.
 
-    def __init__(self) -> None:
+    A search that read ``freeze_after`` providers or more (a new worker's first, one
+    after the log was lost) ends by moving every object of the process out of the
+    cyclic collector's sight (``gc.freeze``): the copy is millions of long-lived
+    objects without cycles, which every full collection would walk again (seconds
+    at 350,000 providers, a pause for whichever request triggers it). The price is
+    that the cyclic garbage of that one request, if any, is never freed."""
+
+    def __init__(self, freeze_after: int = 10_000) -> None:
         self.world = ProviderWorld()
+        self._freeze_after = freeze_after
 
     @contextmanager
     def current(self, conn: Connection) -> Iterator[ProviderWorld]:
         world = self.world
         with world.lock:
-            world.refresh(conn)
+            read = world.refresh(conn)
             yield world
+            if read >= self._freeze_after:
+                gc.freeze()
 
     def forget(self) -> None:
         """Drop the copy and everything kept in it: the next search reads every

@@ -154,14 +154,15 @@ class ProviderDetails:
 
 
 def provider_details(
-    conn: Connection, provider_ids: Iterable[int] | None
+    conn: Connection, provider_ids: Iterable[int] | range | None
 ) -> dict[int, ProviderDetails]:
-    """The details of the given providers (None: of every provider), by id; four
-    statements per batch of SQLITE_IN_CHUNK ids, sent together on PostgreSQL (one
-    round trip: after a write, a refresh reads a provider or two)."""
+    """The details of the given providers (a ``range`` of ids: of those in it; None: of
+    every provider), by id; four statements per batch of SQLITE_IN_CHUNK ids, sent
+    together on PostgreSQL (one round trip: after a write, a refresh reads a provider
+    or two)."""
     found: dict[int, ProviderDetails] = {}
-    if provider_ids is None:
-        _read_batch(conn, found, None)
+    if provider_ids is None or isinstance(provider_ids, range):
+        _read_batch(conn, found, provider_ids)
         return found
     ordered = sorted(set(provider_ids))
     for start in range(0, len(ordered), SQLITE_IN_CHUNK):
@@ -169,10 +170,16 @@ def provider_details(
     return found
 
 
-def _read_batch(conn: Connection, found: dict[int, ProviderDetails], ids) -> None:
+def _read_batch(
+    conn: Connection, found: dict[int, ProviderDetails], ids: list[int] | range | None
+) -> None:
     def only(column: str) -> str:
         # The ids are the copy's own integers, written into the text as such.
-        return "" if ids is None else f" WHERE {column} IN ({', '.join(map(str, map(int, ids)))})"
+        if ids is None:
+            return ""
+        if isinstance(ids, range):
+            return f" WHERE {column} BETWEEN {int(ids.start)} AND {int(ids.stop) - 1}"
+        return f" WHERE {column} IN ({', '.join(map(str, map(int, ids)))})"
 
     providers, inventory_rows, trait_rows, aggregate_rows = _fetch_all(conn, [
         "SELECT id, uuid, name FROM resource_providers" + only("id"),

@@ -21,6 +21,7 @@ from placement.data import device_topologies
 from placement.devices.snapshot import DeviceNode, DeviceRoom, build_device_nodes
 from placement.devices.stored import StoredTopologies
 from placement.group_resources.replica_nodes import tree_parts
+from placement.interning import Interned
 from placement.nodes.naming import DEVICE_NODE_TRAIT, Naming
 
 MAX_TREES = 20_000  # nodes kept; beyond, the oldest are dropped
@@ -44,6 +45,7 @@ class DeviceNodesKept:
         # by their whole state (``search.rank``).
         self._state_numbers: dict[tuple, int] = {}
         self._next_state = itertools.count()
+        self._shared = Interned()  # the nodes' tables equal in content, as one object
 
     def read(
         self, conn: Connection, world: ProviderWorld, naming: Naming,
@@ -74,7 +76,9 @@ class DeviceNodesKept:
         documents = device_topologies.read_documents(conn, sorted(set(names.values())))
         topologies = {name: self._stored.read(document) for name, document in documents.items()}
         providers, rooms = tree_parts(world, root_ids, _room)
-        built, out_of_sync = build_device_nodes(topologies, providers, rooms, naming)
+        self._shared.trim(50 * len(world.trees))  # (a few tables per device)
+        built, out_of_sync = build_device_nodes(
+            topologies, providers, rooms, naming, self._shared)
         for node in built:
             node.state_key = self._state_number(
                 (node.signature(), tuple(sorted(node.node_classes.items())))

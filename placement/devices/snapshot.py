@@ -7,19 +7,20 @@ generic API) is left out, not guessed at.
 """
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from placement import capacity
 from placement.data.group_nodes import ProviderRow
 from placement.devices.stored import StoredTopology
 from placement.devices.topology import Device, Topology
+from placement.interning import Interned
 from placement.nodes.naming import Naming, path_of
 
 Path = tuple[str, ...]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class DeviceState:
     device: Device
     uuid: str
@@ -36,19 +37,19 @@ class DeviceState:
 
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class SwitchState:
     uuid: str
-    classes: dict[str, str] = field(default_factory=dict)  # device type -> tenancy class
-    total: dict[str, int] = field(default_factory=dict)  # device type -> tenancy
-    free: dict[str, int] = field(default_factory=dict)
-    units: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    classes: dict[str, str]  # device type -> tenancy class
+    total: dict[str, int]  # device type -> tenancy
+    free: dict[str, int]
+    units: dict[str, tuple[int, int, int]]
 
     def allows(self, device_type: str, amount: int) -> bool:
         return _fits(self.units[device_type], self.free[device_type], amount)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class DeviceNode:
     name: str
     uuid: str
@@ -94,11 +95,15 @@ def build_device_nodes(
     providers: Iterable[ProviderRow],
     rooms: Mapping[int, Mapping[str, DeviceRoom]],
     naming: Naming,
+    shared: Interned | None = None,
 ) -> tuple[list[DeviceNode], list[str]]:
     """The nodes of ``topologies`` (with their layouts) whose trees match them, by name;
     and the names of those whose trees do not. ``rooms``: each provider's inventories, by
-    class. A topology whose root provider was deleted is neither: the node is gone."""
+    class. A topology whose root provider was deleted is neither: the node is gone.
+    Devices' and switches' tables equal in content are one object (from ``shared``,
+    when given: its keeper's, so that nodes built apart share them too)."""
     class_of = _ClassNames(naming)
+    shared = shared if shared is not None else Interned()
     by_root: dict[int, list[ProviderRow]] = {}
     for provider in providers:
         by_root.setdefault(provider.root_provider_id, []).append(provider)
@@ -110,7 +115,7 @@ def build_device_nodes(
             continue
         present.add(root.name)
         stored = topologies[root.name]
-        node = _device_node(root, tree, stored, rooms, class_of)
+        node = _device_node(root, tree, stored, rooms, class_of, shared)
         if node is not None:
             nodes.append(node)
     in_sync = {node.name for node in nodes}
@@ -134,7 +139,7 @@ class _ClassNames:
 
 
 def _device_node(
-    root, tree, stored: StoredTopology, rooms, class_of: _ClassNames
+    root, tree, stored: StoredTopology, rooms, class_of: _ClassNames, shared: Interned
 ) -> DeviceNode | None:
     topology, layout = stored.topology, stored.layout
     by_path: dict[Path, ProviderRow] = {}
@@ -153,7 +158,7 @@ def _device_node(
         path = layout.devices[(device.type, device.minor)]
         state = _device_state(
             device, layout.inventories[(device.type, device.minor)], path, by_path.get(path),
-            rooms, class_of,
+            rooms, class_of, shared,
         )
         if state is None:
             return None
@@ -163,17 +168,15 @@ def _device_node(
         provider = by_path.get(path)
         if provider is None:
             return None
-        switch = SwitchState(uuid=provider.uuid)
-        for device_type in {d.type for d in topology.devices if d.switch == index}:
+        found = []
+        for device_type in sorted({d.type for d in topology.devices if d.switch == index}):
             resource_class = class_of("pcie", f"{device_type}-tenancy")
             room = rooms.get(provider.id, {}).get(resource_class)
             if room is None:
                 return None
-            switch.classes[device_type] = resource_class
-            switch.total[device_type] = room.capacity
-            switch.free[device_type] = room.free
-            switch.units[device_type] = room.units
-        switches[index] = switch
+            found.append((device_type, resource_class, room))
+        classes, total, free, units = _tables(found, shared)
+        switches[index] = SwitchState(provider.uuid, classes, total, free, units)
     node_classes = {
         resource_class: (room.capacity, room.free)
         for resource_class, room in rooms.get(root.id, {}).items()
@@ -190,24 +193,36 @@ def _device_node(
 
 
 def _device_state(
-    device: Device, base_names, path: Path, provider, rooms, class_of: _ClassNames
+    device: Device, base_names, path: Path, provider, rooms, class_of: _ClassNames,
+    shared: Interned,
 ) -> DeviceState | None:
     if provider is None:
         return None
     provider_rooms = rooms.get(provider.id, {})
-    classes, total, free, units = {}, {}, {}, {}
-    in_use = False
+    found = []
     for base_name in base_names:
         resource_class = class_of(device.type, base_name)
         room = provider_rooms.get(resource_class)
         if room is None:
             return None
-        classes[base_name] = resource_class
-        total[base_name] = room.capacity
-        free[base_name] = room.free
-        units[base_name] = room.units
-        in_use |= room.used > 0
+        found.append((base_name, resource_class, room))
+    classes, total, free, units = _tables(found, shared)
     return DeviceState(
         device=device, uuid=provider.uuid, path=path, classes=classes, total=total, free=free,
-        in_use=in_use, units=units,
+        in_use=any(room.used > 0 for _, _, room in found), units=units,
     )
+
+
+def _tables(found: list[tuple[str, str, DeviceRoom]], shared: Interned) -> tuple[dict, ...]:
+    """name -> class, capacity, free amount and units of (name, class, room) triples:
+    the same four tables for every device or switch whose triples are equal."""
+
+    def make() -> tuple[dict, ...]:
+        return (
+            {name: resource_class for name, resource_class, _ in found},
+            {name: room.capacity for name, _, room in found},
+            {name: room.free for name, _, room in found},
+            {name: room.units for name, _, room in found},
+        )
+
+    return shared.get(tuple(found), make)

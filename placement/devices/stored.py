@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from placement.devices.node_map import Layout, device_layout
 from placement.devices.topology import Topology
+from placement.interning import Interned
 
 MAX_DOCUMENTS = 1024  # documents kept read; beyond, the least recently read goes
 MAX_SHAPES = 100_000  # beyond, numbering starts afresh (only memo hits are lost)
@@ -34,6 +35,10 @@ class StoredTopologies:
         self._read: OrderedDict[str, StoredTopology] = OrderedDict()
         self._shapes: dict[tuple, int] = {}
         self._numbers = itertools.count()
+        # A layout depends on the shape and the node's resources alone: nodes of one
+        # model share one (and it is built once).
+        self._layouts: dict[tuple, Layout] = {}
+        self._tables = Interned()  # the topologies' tables equal in content, as one object
         self._lock = threading.Lock()
 
     def read(self, document: str) -> StoredTopology:
@@ -42,8 +47,17 @@ class StoredTopologies:
             if stored is not None:
                 self._read.move_to_end(document)
                 return stored
-        topology = Topology.from_document(json.loads(document))
-        stored = StoredTopology(topology, device_layout(topology), self._shape_number(topology))
+        self._tables.trim(MAX_SHAPES)
+        topology = Topology.from_document(json.loads(document), self._tables)
+        shape = self._shape_number(topology)
+        layout_key = (shape, tuple(sorted(topology.node_resources.items())))
+        with self._lock:
+            layout = self._layouts.get(layout_key)
+        if layout is None:
+            layout = device_layout(topology)
+            with self._lock:
+                self._layouts[layout_key] = layout
+        stored = StoredTopology(topology, layout, shape)
         with self._lock:
             self._read[document] = stored
             while len(self._read) > self._max_documents:
@@ -62,6 +76,7 @@ class StoredTopologies:
         with self._lock:
             if len(self._shapes) >= MAX_SHAPES:
                 self._shapes.clear()
+                self._layouts.clear()
             if shape not in self._shapes:
                 self._shapes[shape] = next(self._numbers)
             return self._shapes[shape]

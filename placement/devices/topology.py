@@ -18,14 +18,16 @@ It is stored with the node as a JSON document (``to_document``) in the device
 list's own format, so what a node shows can be imported again as it is.
 """
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from placement import errors
+from placement.interning import Interned
 from placement.nodes.device_types import DEVICE_TYPES, MAX_DEVICES, MAX_NVLINKS
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Device:
     type: str  # one of DEVICE_TYPES
     minor: int  # per type, from 0 (GPU0 is the gpu of minor 0)
@@ -43,7 +45,7 @@ class Device:
         return f"{self.type}{self.minor}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Topology:
     devices: tuple[Device, ...]
     nvlinks: Mapping[tuple[int, int], int] = field(default_factory=dict)
@@ -75,11 +77,19 @@ class Topology:
         }
 
     @classmethod
-    def from_document(cls, document: Mapping) -> "Topology":
-        """The topology ``to_document`` wrote (trusted: it was checked when stored)."""
+    def from_document(cls, document: Mapping, shared: Interned | None = None) -> "Topology":
+        """The topology ``to_document`` wrote (trusted: it was checked when stored).
+        Its tables (labels, NVLinks, node resources) equal in content to one
+        ``shared`` gave before are that one (never changed in place)."""
+        shared = shared if shared is not None else Interned()
+
+        def table(items) -> Mapping:
+            pairs = tuple(items)
+            return shared.get(pairs, lambda: dict(pairs))
+
         devices = tuple(
             Device(
-                type=d["type"],
+                type=sys.intern(d["type"]),
                 minor=d["minor"],
                 identity=d["id"],
                 numa=d["numa"],
@@ -87,15 +97,16 @@ class Topology:
                 switch=d["pcie"],
                 memory_mb=int(d["memory"].removesuffix("Mi")) if "memory" in d else 0,
                 vfs=d.get("vfs", 0),
-                labels=d.get("labels", {}),
-                vf_labels=d.get("vfLabels", {}),
+                labels=table(d.get("labels", {}).items()),
+                vf_labels=table(d.get("vfLabels", {}).items()),
             )
             for d in document["devices"]
         )
-        nvlinks = {
-            (link["gpus"][0], link["gpus"][1]): link["links"] for link in document["nvlinks"]
-        }
-        return cls(devices=devices, nvlinks=nvlinks, node_resources=document["resources"])
+        nvlinks = table(
+            ((link["gpus"][0], link["gpus"][1]), link["links"]) for link in document["nvlinks"]
+        )
+        return cls(devices=devices, nvlinks=nvlinks,
+                   node_resources=table(document["resources"].items()))
 
 
 def device_entry(device: Device) -> dict:

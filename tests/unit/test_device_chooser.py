@@ -1,13 +1,16 @@
 """The device chooser and request reader without a database: link strength, the greedy
 search beyond the exact limit, and the stored document's round trip."""
 
+import dataclasses
 import itertools
+import json
 
 from placement.devices import chooser
 from placement.devices.device_list import parse_device_list
 from placement.devices.node_map import TENANCY, device_inventories
 from placement.devices.request import parse_device_request
 from placement.devices.snapshot import DeviceNode, DeviceState, SwitchState
+from placement.devices.stored import StoredTopologies
 from placement.devices.topology import Device, Topology
 from placement.nodes.naming import Naming
 
@@ -117,3 +120,32 @@ def test_pairs_are_searched_exhaustively_on_wide_nodes():
     nvlinks[(200, 201)] = 18
     node = _node(Topology(devices=devices, nvlinks=nvlinks))
     assert chooser.best_set(node, list(range(208)), 2, pack=True) == [200, 201]
+
+
+def test_stored_documents_of_one_model_share_their_layout_and_tables():
+    """Two nodes of one model (only the GPUs' identities differ) are read as one layout
+    and the same label and NVLink tables; each keeps its own devices."""
+    stored = StoredTopologies()
+    base = _cliques(2, 2)
+    labelled = Topology(
+        devices=tuple(dataclasses.replace(d, labels={"model": "a100"}) for d in base.devices),
+        nvlinks=base.nvlinks,
+    )
+    other = Topology(
+        devices=tuple(dataclasses.replace(d, identity=f"GPU-other-{d.minor}")
+                      for d in labelled.devices),
+        nvlinks=labelled.nvlinks,
+    )
+    first = stored.read(json.dumps(labelled.to_document()))
+    second = stored.read(json.dumps(other.to_document()))
+    assert first.topology == labelled and second.topology == other
+    assert first.shape == second.shape
+    assert first.layout is second.layout
+    assert first.topology.nvlinks is second.topology.nvlinks
+    assert first.topology.devices[0].labels is second.topology.devices[1].labels
+    assert [d.identity for d in second.topology.devices] == [
+        f"GPU-other-{m}" for m in range(4)]
+    # Another model (here: other node resources) gets its own layout.
+    bigger = Topology(devices=other.devices, nvlinks=other.nvlinks,
+                      node_resources={"cpu": 96})
+    assert stored.read(json.dumps(bigger.to_document())).layout is not first.layout
