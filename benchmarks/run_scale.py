@@ -17,6 +17,9 @@ Loads ``--device-nodes`` DGX A100-like device nodes (28 providers each,
 
 ``python -m benchmarks.run_scale --device-nodes 10000 --trees 10000`` is the
 scale the targets name (290,000 providers); the defaults load a tenth of it.
+Loading that takes about 12 minutes: with ``--database-url`` of a database a
+run has loaded, ``--device-nodes 0 --trees 0`` measures what it holds (the
+nested trees found through the API by their roots' trait).
 """
 
 import argparse
@@ -75,6 +78,19 @@ def refresh_after_a_write(base_url: str, trees: list[str], count: int) -> client
             timing.statuses[response.status_code] += 1
     timing.elapsed = sum(timing.latencies)
     return timing
+
+
+def loaded_nested_roots(base_url: str) -> list[str]:
+    """The roots of the nested trees a database holds (their trait): to measure a
+    database an earlier run loaded."""
+    trait = load_trees.NESTED.nodes[0].traits[0]
+    with client.new_session() as session:
+        response = session.get(
+            f"{base_url}/resource_providers?required={trait}",
+            headers={**client.HEADERS, "OpenStack-API-Version": "placement 1.18"},
+            timeout=client.REQUEST_TIMEOUT_S)
+    response.raise_for_status()
+    return [p["uuid"] for p in response.json()["resource_providers"]]
 
 
 def worker_memory(base_url: str) -> list[str]:
@@ -142,12 +158,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"loading {args.trees} nested trees...", file=sys.stderr, flush=True)
         trees = load_trees.load_trees(base, load_trees.NESTED, args.trees, args.load_threads,
                                       prefix=f"scale-{uuid.uuid4().hex[:6]}", progress=True)
+        roots = list(trees.roots) or loaded_nested_roots(base)
         rows = []
         for name, request in queries(base).items():
             client.warm_up(request, 3)  # every worker's copy holds everything
             rows.append(report.Row(name, client.sequential(
                 request, args.requests, args.max_seconds)))
-        roots = list(trees.roots)
         rows.append(report.Row("nested candidates, limit=10, after each PUT /allocations",
                                refresh_after_a_write(base, roots, args.requests),
                                note="the PUT untimed"))
@@ -157,8 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         config = {
             "command": command,
             **service.configuration(),
-            "providers": f"{devices.providers + trees.providers} ({len(devices.nodes)} device "
-                         f"nodes in {devices.seconds:.0f} s, {len(trees.roots)} nested trees)",
+            "providers": f"{devices.providers + trees.providers} loaded ({len(devices.nodes)} "
+                         f"device nodes in {devices.seconds:.0f} s, {len(trees.roots)} nested "
+                         f"trees); {len(roots)} nested trees in all",
             "worker memory after the queries": "; ".join(memory),
             "a new worker": "; ".join(new_worker),
             **machine,

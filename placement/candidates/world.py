@@ -149,6 +149,11 @@ class ProviderWorld:
     form_of_tree: dict[int, TreeForm] = field(default_factory=dict)  # by root id
     class_names: dict[int, str] = field(default_factory=dict)
     read_chunk: int = 20_000  # providers whose details are read at once
+    # Which trees each refresh touched, numbered (``trees_changed_since``); a new
+    # ``incarnation`` when the copy starts over.
+    tree_revision: int = 0
+    incarnation: object = field(default_factory=object)
+    _tree_changes: list[tuple[int, frozenset[int] | None]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     # Inventories, traits and aggregates equal in content are one object (never
     # changed in place): most providers of a large cloud are alike.
@@ -227,8 +232,31 @@ class ProviderWorld:
         self._log_position, self._log_incarnation = log.position, log.incarnation
         return len(changed)
 
+    def trees_changed_since(self, revision: int) -> set[int] | None:
+        """The roots of the trees added, changed or gone after ``tree_revision`` was
+        ``revision``; None when that is no longer known (long ago, or every tree may
+        look different since: a class renamed, the forms numbered again)."""
+        if revision == self.tree_revision:
+            return set()
+        if not self._tree_changes or self._tree_changes[0][0] > revision + 1:
+            return None
+        changed: set[int] = set()
+        for number, roots in self._tree_changes:
+            if number > revision:
+                if roots is None:
+                    return None
+                changed |= roots
+        return changed
+
+    def _trees_changed(self, roots: frozenset[int] | None) -> None:
+        self.tree_revision += 1
+        self._tree_changes.append((self.tree_revision, roots))
+        if len(self._tree_changes) > 256:
+            del self._tree_changes[:128]
+
     def _apply(self, class_names, changed, removed, read_details) -> None:
-        if any(class_names.get(id_) != name for id_, name in self.class_names.items()):
+        renamed = any(class_names.get(id_) != name for id_, name in self.class_names.items())
+        if renamed:
             # A class renamed or deleted (new ones change none): kept text names it.
             self._tree_summaries.clear()
             self.answers.clear()
@@ -258,8 +286,13 @@ class ProviderWorld:
                 self.form_of_tree.pop(root_id, None)
                 self._roots_in_order = None
         self._shared.trim(len(self.providers))
-        if len(self._form_numbers) > 4 * len(self.trees) + 1024:
+        renumbered = len(self._form_numbers) > 4 * len(self.trees) + 1024
+        if renumbered:
             self._renumber_forms()
+        if renamed or renumbered:
+            self._trees_changed(None)
+        elif touched_trees:
+            self._trees_changed(frozenset(touched_trees))
 
     def roots_in_order(self) -> list[int]:
         """The root ids of every tree, in order (a new list: the caller's own)."""

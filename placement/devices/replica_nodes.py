@@ -9,8 +9,14 @@ its stored topology document, which the copy does not hold: documents are read
 only for the trees that changed since the node was last built. A changed tree
 has a new ``TreeForm`` in the copy; a re-import that changes only the document
 moves its root's generation (``service.import_node``), so that shows too.
+
+A search of every node starts from the nodes, grouped by kind, that the last such
+search ended with, and changes only those of the trees the copy says changed
+since (``ProviderWorld.trees_changed_since``): at 10,000 nodes, finding, checking
+and grouping every node on every request would cost more than the search.
 """
 
+import bisect
 import itertools
 from dataclasses import dataclass
 
@@ -18,7 +24,13 @@ from sqlalchemy import Connection
 
 from placement.candidates.world import Inventory, KeptPerTree, ProviderWorld
 from placement.data import device_topologies
-from placement.devices.snapshot import DeviceNode, DeviceRoom, build_device_nodes
+from placement.devices.snapshot import (
+    DeviceNode,
+    DeviceNodes,
+    DeviceRoom,
+    build_device_nodes,
+    group_by_kind,
+)
 from placement.devices.stored import StoredTopologies
 from placement.group_resources.replica_nodes import tree_parts
 from placement.interning import Interned
@@ -36,6 +48,44 @@ class _Kept:
     out_of_sync: bool  # a topology the tree no longer matches
 
 
+class _EveryNode:
+    """Every device node of the copy as of ``revision`` of its trees, grouped by kind:
+    kept from one search to the next and brought up to date with the trees changed
+    since, so that a search of 10,000 nodes does not find, check and group each of
+    them again."""
+
+    def __init__(self, incarnation: object, naming_key: tuple) -> None:
+        self.incarnation = incarnation
+        self.naming_key = naming_key
+        self.revision = -1
+        self.kept: dict[int, _Kept] = {}  # by root id
+        self.kinds: dict[object, list[DeviceNode]] = {}
+        self.out_of_sync: set[str] = set()
+
+    def drop(self, root_id: int) -> None:
+        kept = self.kept.pop(root_id, None)
+        if kept is None:
+            return
+        self.out_of_sync.discard(kept.name)
+        if kept.node is not None:
+            alike = self.kinds[kept.node.kind()]
+            del alike[bisect.bisect_left(alike, kept.name, key=DeviceNode.by_name)]
+            if not alike:
+                del self.kinds[kept.node.kind()]
+
+    def add(self, root_id: int, kept: _Kept) -> None:
+        self.kept[root_id] = kept
+        if kept.out_of_sync:
+            self.out_of_sync.add(kept.name)
+        if kept.node is not None:
+            alike = self.kinds.setdefault(kept.node.kind(), [])
+            bisect.insort(alike, kept.node, key=DeviceNode.by_name)
+
+    def nodes(self) -> DeviceNodes:
+        count = sum(len(alike) for alike in self.kinds.values())
+        return DeviceNodes(self.kinds, count, sorted(self.out_of_sync))
+
+
 class DeviceNodesKept:
     def __init__(self, stored: StoredTopologies, max_trees: int = MAX_TREES) -> None:
         self._stored = stored
@@ -46,32 +96,70 @@ class DeviceNodesKept:
         self._state_numbers: dict[tuple, int] = {}
         self._next_state = itertools.count()
         self._shared = Interned()  # the nodes' tables equal in content, as one object
+        self._every: _EveryNode | None = None
 
     def read(
         self, conn: Connection, world: ProviderWorld, naming: Naming,
         node_names: list[str] | None,
-    ) -> tuple[list[DeviceNode], list[str]]:
-        """The device nodes of ``world`` (those in sync, by name, only the named ones when
-        given), and the names of those whose trees no longer match their topologies."""
+    ) -> DeviceNodes:
+        """The device nodes of ``world`` in sync with their topologies (only the named
+        ones when given), and the names of those whose trees no longer match."""
         naming_key = _naming_key(naming)
-        current: list[_Kept] = []
+        if node_names is None:
+            return self._every_node(conn, world, naming, naming_key)
+        current = self._current(conn, world, naming, naming_key,
+                                world.roots_with_trait(DEVICE_NODE_TRAIT, names=node_names))
+        nodes = sorted((k.node for k in current.values() if k.node), key=DeviceNode.by_name)
+        out_of_sync = sorted(k.name for k in current.values() if k.out_of_sync)
+        return DeviceNodes(group_by_kind(nodes), len(nodes), out_of_sync)
+
+    def _every_node(
+        self, conn: Connection, world: ProviderWorld, naming: Naming, naming_key: tuple
+    ) -> DeviceNodes:
+        every = self._every
+        changed = None
+        if (every is not None and every.incarnation is world.incarnation
+                and every.naming_key == naming_key):
+            changed = world.trees_changed_since(every.revision)
+        if every is None or changed is None:
+            every = self._every = _EveryNode(world.incarnation, naming_key)
+            roots = world.roots_with_trait(DEVICE_NODE_TRAIT)
+        else:
+            for root_id in changed:
+                every.drop(root_id)
+            trait_id = world.trait_id_of_name.get(DEVICE_NODE_TRAIT)
+            roots = sorted(
+                root_id for root_id in changed
+                if root_id in world.providers and world.providers[root_id].parent_id is None
+                and trait_id in world.providers[root_id].traits
+            )
+        for root_id, kept in self._current(conn, world, naming, naming_key, roots).items():
+            every.add(root_id, kept)
+        every.revision = world.tree_revision
+        return every.nodes()
+
+    def _current(
+        self, conn: Connection, world: ProviderWorld, naming: Naming, naming_key: tuple,
+        root_ids: list[int],
+    ) -> dict[int, _Kept]:
+        """What is kept of each of ``root_ids`` (device roots), built again where its
+        tree changed since."""
+        current: dict[int, _Kept] = {}
         changed: list[int] = []
-        for root_id in world.roots_with_trait(DEVICE_NODE_TRAIT, names=node_names):
+        for root_id in root_ids:
             kept = self._kept.get(world, root_id)
             if kept is not None and kept.naming == naming_key:
-                current.append(kept)
+                current[root_id] = kept
             else:
                 changed.append(root_id)
         if changed:
-            current += self._rebuild(conn, world, naming, naming_key, changed)
-        nodes = sorted((k.node for k in current if k.node), key=lambda n: n.name)
-        out_of_sync = sorted(k.name for k in current if k.out_of_sync)
-        return nodes, out_of_sync
+            current.update(self._rebuild(conn, world, naming, naming_key, changed))
+        return current
 
     def _rebuild(
         self, conn: Connection, world: ProviderWorld, naming: Naming, naming_key: tuple,
         root_ids: list[int],
-    ) -> list[_Kept]:
+    ) -> dict[int, _Kept]:
         names = {root_id: world.providers[root_id].name for root_id in root_ids}
         documents = device_topologies.read_documents(conn, sorted(set(names.values())))
         topologies = {name: self._stored.read(document) for name, document in documents.items()}
@@ -84,11 +172,11 @@ class DeviceNodesKept:
                 (node.signature(), tuple(sorted(node.node_classes.items())))
             )
         by_name = {node.name: node for node in built}
-        rebuilt = []
+        rebuilt = {}
         for root_id, name in names.items():
             kept = _Kept(naming_key, name, by_name.get(name), name in out_of_sync)
             self._kept.put(world, root_id, kept)
-            rebuilt.append(kept)
+            rebuilt[root_id] = kept
         return rebuilt
 
     def _state_number(self, signature: tuple) -> int:

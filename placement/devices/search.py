@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from placement.devices.chooser import SCOPES, Chooser, Pick, Unfit
 from placement.devices.request import DeviceRequest
-from placement.devices.snapshot import DeviceNode
+from placement.devices.snapshot import DeviceNode, DeviceNodes
 
 
 @dataclass(frozen=True)
@@ -47,27 +47,23 @@ class DeviceAnswer:
 
 
 def rank(
-    nodes: list[DeviceNode],
+    nodes: DeviceNodes,
     request: DeviceRequest,
     scorer: str,
     limit: int | None,
-    out_of_sync: list[str],
 ) -> DeviceAnswer:
-    """``nodes`` (by name) ranked for ``request``, the first ``limit`` as candidates.
+    """``nodes`` ranked for ``request``, the first ``limit`` as candidates.
 
-    Nodes of one kind (equal ``kind``: devices, links, state and node resources)
-    choose, score and rank alike but for their names: each kind is chosen on once,
-    and only the nodes the answer shows become candidates, in the order a sort of
-    every node by (``_kind_rank_key``, name) gives.
+    Nodes of one kind (equal ``DeviceNode.kind``: devices, links, state and node
+    resources) choose, score and rank alike but for their names: each kind is chosen
+    on once, and only the nodes the answer shows become candidates, in the order a
+    sort of every node by (``_kind_rank_key``, name) gives.
     """
     pack = scorer == "pack"
     chooser = Chooser(request, pack=pack)
     reasons: Counter[str] = Counter()
-    kinds: dict[object, list[DeviceNode]] = {}
-    for node in nodes:
-        kinds.setdefault(kind(node), []).append(node)  # each list stays by name
     ranked: list[tuple[tuple, list[DeviceNode], Pick, float]] = []
-    for key, alike in kinds.items():
+    for key, alike in nodes.kinds.items():
         pick = chooser.choose(alike[0], key)
         if isinstance(pick, Unfit):
             reasons[pick.reason] += len(alike)
@@ -91,23 +87,15 @@ def rank(
             break
     return DeviceAnswer(
         candidates=candidates,
-        nodes_considered=len(nodes),
+        nodes_considered=nodes.count,
         unfit=reasons.most_common(),
-        out_of_sync=out_of_sync,
+        out_of_sync=nodes.out_of_sync,
     )
 
 
 def _by_name(alike: list[DeviceNode], index: int):
     """(name, ``index``, node) of each node of one kind, by name (as ``alike`` is)."""
     return ((node.name, index, node) for node in alike)
-
-
-def kind(node: DeviceNode) -> object:
-    """Equal for nodes that choose and score alike: the number ``replica_nodes`` gave the
-    node's state and resources, else the two themselves."""
-    if node.state_key >= 0:
-        return node.state_key
-    return (node.signature(), tuple(sorted(node.node_classes.items())))
 
 
 def _kind_rank_key(pick: Pick, score: float) -> tuple:

@@ -26,7 +26,7 @@ from placement.devices.node_map import LABEL_TRAIT_PREFIX, NUMA_TRAIT, Layout, d
 from placement.devices.replica_nodes import DeviceNodesKept
 from placement.devices.request import DeviceRequest
 from placement.devices.search import DeviceAnswer, DeviceCandidate, rank
-from placement.devices.snapshot import DeviceNode
+from placement.devices.snapshot import DeviceNodes
 from placement.devices.stored import StoredTopologies
 from placement.devices.topology import Topology
 from placement.devices.topology_matrix import MatrixDetails, parse_matrix
@@ -167,12 +167,12 @@ class DeviceSearch:
             raise errors.NotFound(f"No device node named {node}.")
         root = group_sync.require_node(conn, node)
         topology = self._stored.read(documents[node]).topology
-        nodes, _out_of_sync = self.read_device_nodes(conn, naming, [node])
+        nodes = self.read_device_nodes(conn, naming, [node]).by_name()
         return bodies.node_body(node, root.uuid, topology, nodes[0] if nodes else None)
 
     def read_device_nodes(
         self, conn: Connection, naming: Naming, node_names: list[str] | None = None
-    ) -> tuple[list[DeviceNode], list[str]]:
+    ) -> DeviceNodes:
         """The device nodes as they are now, and the names of those whose trees no longer
         match their topologies (left out until imported again)."""
         with self._replica.current(conn) as world:
@@ -187,9 +187,11 @@ class DeviceSearch:
         limit: int | None = None,
         node_names: list[str] | None = None,
     ) -> DeviceAnswer:
-        with collector_paused():  # as the other searches: many small objects, no cycles
-            nodes, out_of_sync = self.read_device_nodes(conn, naming, node_names)
-            return rank(nodes, request, scorer, limit, out_of_sync)
+        # As the other searches: many small objects, no cycles. The nodes are ranked
+        # while the copy is held: they are kept in it from one search to the next.
+        with collector_paused(), self._replica.current(conn) as world:
+            nodes = self._nodes.read(conn, world, naming, node_names)
+            return rank(nodes, request, scorer, limit)
 
     def claim(
         self,

@@ -6,6 +6,7 @@ longer matches its topology (a device provider removed or moved through the
 generic API) is left out, not guessed at.
 """
 
+import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -62,6 +63,17 @@ class DeviceNode:
     # (``replica_nodes``): equal numbers for equal pairs; -1 when not numbered.
     state_key: int = -1
 
+    def kind(self) -> object:
+        """Equal for nodes that choose and score alike: the number their keeper
+        (``replica_nodes``) gave their state and resources, else the two themselves."""
+        if self.state_key >= 0:
+            return self.state_key
+        return (self.signature(), tuple(sorted(self.node_classes.items())))
+
+    @staticmethod
+    def by_name(node: "DeviceNode") -> str:
+        return node.name
+
     def signature(self) -> tuple:
         """Equal for nodes alike in devices, links and state (for the search's memo).
 
@@ -75,6 +87,29 @@ class DeviceNode:
             tuple((*sw.total.values(), *sw.free.values(), *sw.units.values())
                   for sw in self.switches.values()),
         )
+
+
+@dataclass(frozen=True)
+class DeviceNodes:
+    """The device nodes a search ranks: in groups of one ``DeviceNode.kind`` (each group
+    by name), how many, and the names of those left out because their trees no
+    longer match their topologies. The groups may be their keeper's own, changed by
+    the next search: use them while the copy of the providers is held."""
+
+    kinds: Mapping[object, list[DeviceNode]]
+    count: int
+    out_of_sync: list[str]
+
+    def by_name(self) -> list[DeviceNode]:
+        return list(heapq.merge(*self.kinds.values(), key=DeviceNode.by_name))
+
+
+def group_by_kind(nodes: list[DeviceNode]) -> dict[object, list[DeviceNode]]:
+    """``nodes`` (by name) in groups of one kind, each by name."""
+    kinds: dict[object, list[DeviceNode]] = {}
+    for node in nodes:
+        kinds.setdefault(node.kind(), []).append(node)
+    return kinds
 
 
 def _fits(units: tuple[int, int, int], free: int, amount: int) -> bool:

@@ -1,6 +1,7 @@
 """Device nodes are kept between requests, per worker: every change made through any
 route shows in the very next answer."""
 
+import random
 import uuid
 
 from tests.api.device_helpers import candidates, claim, import_node, minors, switch_box
@@ -75,3 +76,54 @@ def test_a_reimport_that_changes_only_the_document_shows_at_once(api):
     assert import_node(api, "n", renamed).json["changed"] is True
     [best] = candidates(api, {"nvidia.com/gpu": 1})["candidates"]
     assert best["devices"]["gpu"][0]["id"] == "GPU-renamed"
+
+
+def test_a_warm_search_answers_as_a_cold_one_after_every_kind_of_change(api):
+    """The device nodes kept from one search to the next (brought up to date with the
+    trees changed since) give the answer a search reading every node again gives."""
+    rng = random.Random(17)
+    names = [f"n{i}" for i in range(6)]
+    gpu_provider = {}  # node -> its second GPU's provider, as last imported
+    for name in names[:4]:
+        gpu_provider[name] = _gpu(import_node(api, name, ONE_SWITCH).json, 1)["provider"]
+    held: list[str] = []
+    request = {"nvidia.com/gpu": 1}
+    seen_out_of_sync = False
+
+    def answer():
+        body = candidates(api, request)
+        return ([(c["node"], minors(c, "gpu")) for c in body["candidates"]],
+                body["nodes_out_of_sync"])
+
+    for step in range(30):
+        action = rng.choice(["claim", "release", "import", "delete", "rename"])
+        if action == "claim":
+            consumer = str(uuid.uuid4())
+            response = api.post("/group_resources/device_claims", json={
+                "resources": request, "consumer_uuid": consumer, "project_id": "p",
+                "user_id": "u"})
+            assert response.status_code in (200, 409), response.json
+            if response.status_code == 200:
+                held.append(consumer)
+        elif action == "release" and held:
+            assert api.delete(f"/allocations/{held.pop(rng.randrange(len(held)))}"
+                              ).status_code == 204
+        elif action == "import":
+            name = rng.choice(names)
+            gpu_provider[name] = _gpu(import_node(api, name, ONE_SWITCH).json, 1)["provider"]
+        elif action == "delete":
+            api.delete(f"/group_resources/device_nodes/{rng.choice(names)}")
+        elif action == "rename":  # out of sync with its topology, then back in
+            provider = gpu_provider[rng.choice(sorted(gpu_provider))]
+            shown = api.get(f"/resource_providers/{provider}")
+            if shown.status_code == 200:
+                current = shown.json["name"]
+                flipped = current[:-1] if current.endswith("~") else current + "~"
+                assert api.put(f"/resource_providers/{provider}",
+                               json={"name": flipped}).status_code == 200
+        warm = answer()
+        seen_out_of_sync |= bool(warm[1])
+        api.services.replica.forget()
+        assert answer() == warm, (step, action)
+    assert held  # the sequence claimed something
+    assert seen_out_of_sync  # and had a node out of sync
