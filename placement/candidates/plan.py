@@ -83,13 +83,17 @@ class SearchPlan:
     def candidate_roots(self, among: set[int] | None = None) -> list[int]:
         """The trees a candidate may be anchored in, in root id order: those whose root
         passes root_required (and, when nothing is shared, the trees in_tree names), of
-        the trees ``among`` (the world's when None)."""
+        the trees ``among`` (when None: the world's, and without sharing providers only
+        those with an inventory of every class asked for)."""
         world = self.world
         if among is None:
             among = self.in_tree_roots
         elif self.in_tree_roots is not None:
             among = among & self.in_tree_roots
-        if among is None:
+        if among is None and not self.sharing and self.demand:
+            # Without sharing providers, a tree lacking a class asked for has no candidate.
+            roots = world.roots_having(frozenset(self.demand))
+        elif among is None:
             roots = world.roots_in_order()
         else:
             roots = sorted(root for root in among if root in world.trees)

@@ -61,6 +61,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Generic, TypeVar
 
 import orjson
@@ -163,6 +164,8 @@ class ProviderWorld:
     _form_numbers: dict[tuple, int] = field(default_factory=dict)
     _tree_summaries: dict[int, bytes] = field(default_factory=dict)  # root id -> JSON
     _roots_in_order: list[int] | None = None  # of trees, sorted (None: sort them again)
+    _classes_of_tree: dict[int, frozenset[int]] = field(default_factory=dict)  # by root id
+    _roots_having: dict[frozenset[int], list[int]] = field(default_factory=dict)
     # Each tree's candidates for the requests asked lately (dropped with the tree).
     answers: AnswerMemo = field(default_factory=AnswerMemo)
 
@@ -280,10 +283,17 @@ class ProviderWorld:
             tree = self.trees.get(root_id)
             if tree:
                 tree.sort()
-                self.form_of_tree[root_id] = self._form(tree)
+                form = self.form_of_tree[root_id] = self._form(tree)
+                class_ids = tuple(sorted(form.least_free))
+                classes = self._shared.get(("classes", class_ids), partial(frozenset, class_ids))
+                if self._classes_of_tree.get(root_id) != classes:
+                    self._classes_of_tree[root_id] = classes
+                    self._roots_having.clear()
             else:
                 self.trees.pop(root_id, None)
                 self.form_of_tree.pop(root_id, None)
+                self._classes_of_tree.pop(root_id, None)
+                self._roots_having.clear()
                 self._roots_in_order = None
         self._shared.trim(len(self.providers))
         renumbered = len(self._form_numbers) > 4 * len(self.trees) + 1024
@@ -296,9 +306,26 @@ class ProviderWorld:
 
     def roots_in_order(self) -> list[int]:
         """The root ids of every tree, in order (a new list: the caller's own)."""
+        return list(self._sorted_roots())
+
+    def roots_having(self, classes: frozenset[int]) -> list[int]:
+        """The root ids of the trees with an inventory of every class of ``classes``, in
+        order (a new list: the caller's own). Kept for the sets asked lately while no
+        tree gains or loses a class: a write of usage changes nothing here, so a search
+        after it does not pass over every tree that could never answer it."""
+        roots = self._roots_having.get(classes)
+        if roots is None:
+            if len(self._roots_having) >= 64:
+                self._roots_having.clear()
+            having = self._classes_of_tree
+            roots = self._roots_having[classes] = [
+                root_id for root_id in self._sorted_roots() if classes <= having[root_id]]
+        return list(roots)
+
+    def _sorted_roots(self) -> list[int]:
         if self._roots_in_order is None:
             self._roots_in_order = sorted(self.trees)
-        return list(self._roots_in_order)
+        return self._roots_in_order
 
     def tree_summaries(self, root_id: int) -> bytes:
         """The entries of a tree's providers in provider_summaries at 1.29 and later

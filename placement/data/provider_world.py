@@ -181,14 +181,31 @@ def _read_batch(
             return f" WHERE {column} BETWEEN {int(ids.start)} AND {int(ids.stop) - 1}"
         return f" WHERE {column} IN ({', '.join(map(str, map(int, ids)))})"
 
-    providers, inventory_rows, trait_rows, aggregate_rows = _fetch_all(conn, [
-        "SELECT id, uuid, name FROM resource_providers" + only("id"),
+    inventory_columns = (
         "SELECT i.resource_provider_id, i.resource_class_id, i.total, i.reserved,"
         " i.allocation_ratio, i.min_unit, i.max_unit, i.step_size,"
-        " (SELECT COALESCE(SUM(a.used), 0) FROM allocations a"
-        "   WHERE a.resource_provider_id = i.resource_provider_id"
-        "     AND a.resource_class_id = i.resource_class_id)"
-        " FROM inventories i" + only("i.resource_provider_id"),
+    )
+    if ids is None or isinstance(ids, range):
+        # Many providers (a full read): the usage summed once, joined. Looked up per
+        # inventory, a small allocations table is scanned whole for each one.
+        inventories = (
+            inventory_columns + " COALESCE(u.used, 0) FROM inventories i"
+            " LEFT JOIN (SELECT resource_provider_id, resource_class_id, SUM(used) AS used"
+            "  FROM allocations" + only("resource_provider_id")
+            + "  GROUP BY resource_provider_id, resource_class_id) u"
+            " ON u.resource_provider_id = i.resource_provider_id"
+            " AND u.resource_class_id = i.resource_class_id" + only("i.resource_provider_id")
+        )
+    else:  # a provider or two (after a write): each inventory's usage by its index
+        inventories = (
+            inventory_columns + " (SELECT COALESCE(SUM(a.used), 0) FROM allocations a"
+            "   WHERE a.resource_provider_id = i.resource_provider_id"
+            "     AND a.resource_class_id = i.resource_class_id)"
+            " FROM inventories i" + only("i.resource_provider_id")
+        )
+    providers, inventory_rows, trait_rows, aggregate_rows = _fetch_all(conn, [
+        "SELECT id, uuid, name FROM resource_providers" + only("id"),
+        inventories,
         "SELECT rpt.resource_provider_id, t.id, t.name FROM resource_provider_traits rpt"
         " JOIN traits t ON t.id = rpt.trait_id" + only("rpt.resource_provider_id"),
         "SELECT rpa.resource_provider_id, a.id, a.uuid FROM resource_provider_aggregates rpa"

@@ -1,8 +1,11 @@
-"""How the process's copy of the providers keeps a large cloud small (both databases).
+"""How the process's copy of the providers keeps a large cloud small and quick (both
+databases).
 
 A full read goes a chunk of providers at a time (``ProviderWorld.read_chunk``);
 equal inventories, traits and aggregates are one object, never changed in place;
-a search that read many providers freezes them out of the cyclic collector's way.
+a search that read many providers freezes them out of the cyclic collector's way;
+the trees with every class of a set are kept in order until a tree gains or loses
+a class (``ProviderWorld.roots_having``).
 """
 
 import gc
@@ -101,3 +104,38 @@ def test_a_search_that_read_many_providers_freezes_the_collector(engine, monkeyp
     with engine.connect() as conn, conn.begin(), large.current(conn):
         pass  # warm: nothing read
     assert freezes == [True]
+
+
+def test_the_trees_having_classes_change_with_the_classes_not_with_usage(engine):
+    with engine.begin() as conn:
+        first, second = (add_provider(conn, f"having{i}", 8) for i in range(2))
+        vcpu = conn.execute(text("SELECT id FROM resource_classes WHERE name = 'VCPU'")
+                            ).scalar_one()
+        disk = conn.execute(text("SELECT id FROM resource_classes WHERE name = 'DISK_GB'")
+                            ).scalar_one()
+    world = ProviderWorld()
+    refresh(world, engine)
+    assert world.roots_having(frozenset({vcpu})) == [first, second]
+    assert world.roots_having(frozenset({vcpu, disk})) == []
+    with engine.begin() as conn:
+        set_vcpu(conn, first, 4)  # amounts: the same trees
+    refresh(world, engine)
+    assert world.roots_having(frozenset({vcpu})) == [first, second]
+    with engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO inventories (resource_provider_id, resource_class_id, total,"
+            " reserved, min_unit, max_unit, step_size, allocation_ratio, created_at)"
+            " VALUES (:id, :disk, 10, 0, 1, 10, 1, 1.0, CURRENT_TIMESTAMP)"
+        ), {"id": second, "disk": disk})
+        conn.execute(text(
+            "UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"
+        ), {"id": second})
+    refresh(world, engine)
+    assert world.roots_having(frozenset({vcpu, disk})) == [second]
+    assert world.roots_having(frozenset({vcpu})) == [first, second]
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM inventories WHERE resource_provider_id = :id"),
+                     {"id": first})
+        conn.execute(text("DELETE FROM resource_providers WHERE id = :id"), {"id": first})
+    refresh(world, engine)
+    assert world.roots_having(frozenset({vcpu})) == [second]
