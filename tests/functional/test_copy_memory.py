@@ -29,6 +29,11 @@ def add_trait(conn, provider_id: int, trait: str) -> None:
         "INSERT INTO resource_provider_traits (resource_provider_id, trait_id, created_at)"
         " SELECT :id, id, CURRENT_TIMESTAMP FROM traits WHERE name = :name"
     ), {"id": provider_id, "name": trait})
+    bump_generation(conn, provider_id)
+
+
+def bump_generation(conn, provider_id: int) -> None:
+    """What the data layer does after every write of a provider's inventories or traits."""
     conn.execute(text("UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"),
                  {"id": provider_id})
 
@@ -127,9 +132,7 @@ def test_the_trees_having_classes_change_with_the_classes_not_with_usage(engine)
             " reserved, min_unit, max_unit, step_size, allocation_ratio, created_at)"
             " VALUES (:id, :disk, 10, 0, 1, 10, 1, 1.0, CURRENT_TIMESTAMP)"
         ), {"id": second, "disk": disk})
-        conn.execute(text(
-            "UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"
-        ), {"id": second})
+        bump_generation(conn, second)
     refresh(world, engine)
     assert world.roots_having(frozenset({vcpu, disk})) == [second]
     assert world.roots_having(frozenset({vcpu})) == [first, second]
