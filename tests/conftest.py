@@ -6,6 +6,7 @@ local binaries. Without either the PostgreSQL runs are skipped, except with
 CI=true, where that is an error.
 """
 
+import contextlib
 import os
 import uuid
 
@@ -124,6 +125,18 @@ class Api:
     def __init__(self, client, version: str = LATEST) -> None:
         self.client = client
         self.version = version
+
+    @contextlib.contextmanager
+    def as_a_new_worker(self):
+        """Requests answered as by a new worker: services that keep nothing yet (the
+        application's own are put back afterwards, with all they keep)."""
+        extensions = self.client.application.extensions
+        kept = extensions["placement"]
+        extensions["placement"] = Services.build(kept.config, kept.engine)
+        try:
+            yield
+        finally:
+            extensions["placement"] = kept
 
     def headers(self, version=None, token="admin", extra=None) -> dict:
         headers = {"OpenStack-API-Version": f"placement {version or self.version}"}

@@ -8,8 +8,8 @@ summaries show the requested classes before 1.27 and every inventory from
 cover every provider of the trees the allocations use (as upstream, a
 provider only a resourceless group is mapped to brings no tree), before only
 the providers the candidates use. A summary at 1.29 and later is the JSON
-the worker keeps with its copy of the tree (``ProviderWorld.tree_summaries``),
-written into the body as it is.
+the worker keeps per tree (``summaries.TreeSummaries``), written into the body
+as it is.
 """
 
 import re
@@ -18,25 +18,30 @@ import orjson
 
 from placement.candidates.plan import SearchPlan
 from placement.candidates.search import Candidate
+from placement.candidates.summaries import TreeSummaries, resources
 
 _PLACEHOLDER = re.compile(r"@(\d+)@")
 
 
-def body(plan: SearchPlan, candidates: list[Candidate], version) -> bytes:
+def body(
+    plan: SearchPlan, candidates: list[Candidate], version, summaries: TreeSummaries
+) -> bytes:
     """The body as JSON text, from candidates whose allocation requests
     ``AllocationRequests`` wrote: the texts are joined as they are, the requests and
-    the summaries, then the whole (every further copy of a body of hundreds of KiB
-    costs about as much as a join)."""
+    the summaries (the trees' from ``summaries``), then the whole (every further copy
+    of a body of hundreds of KiB costs about as much as a join)."""
     return b"".join([
         b'{"allocation_requests":[',
         b",".join([candidate.request for candidate in candidates]),
         b'],"provider_summaries":{',
-        b",".join(_summaries(plan, candidates, version)),
+        b",".join(_summaries(plan, candidates, version, summaries)),
         b"}}",
     ])
 
 
-def _summaries(plan: SearchPlan, candidates: list[Candidate], version) -> list[bytes]:
+def _summaries(
+    plan: SearchPlan, candidates: list[Candidate], version, summaries: TreeSummaries
+) -> list[bytes]:
     """The entries of provider_summaries, ``"uuid":{...}`` each (a tree's at a time from
     1.29)."""
     world = plan.world
@@ -53,13 +58,13 @@ def _summaries(plan: SearchPlan, candidates: list[Candidate], version) -> list[b
             }
         else:
             roots = {candidate.root for candidate in candidates}
-        return [world.tree_summaries(root) for root in sorted(roots)]
+        return [summaries.of_tree(world, root) for root in sorted(roots)]
     used = {provider for candidate in candidates for provider in candidate.providers}
     class_ids = None if version >= (1, 27) else set(plan.class_names)
     entries = []
     for provider_id in sorted(used):
         provider = providers[provider_id]
-        shown: dict = {"resources": world.resources(provider, class_ids)}
+        shown: dict = {"resources": resources(world, provider, class_ids)}
         if version >= (1, 17):
             shown["traits"] = provider.trait_names()
         entries.append(orjson.dumps(provider.uuid) + b":" + orjson.dumps(shown))

@@ -1,20 +1,23 @@
 """The front door of allocation candidates: one object per application (process).
 
 ``CandidateSearch`` searches this process's copy of the providers (the
-application's ``Replica``, shared with the translator) and keeps its answers in
-it. ``find`` takes a parsed request and gives the body to
-answer with; the view only parses and renders.
+application's ``Replica``, shared with the translator and the device search) and
+keeps, beside it, its answers per request and tree (``answers``) and the trees'
+summaries (``summaries``), dropping those of the trees changed since its last
+search. ``find`` takes a parsed request and gives the body to answer with; the
+view only parses and renders.
 """
 
 from microversion_parse import Version
 from sqlalchemy import Connection
 
 from placement.candidates import bodies, search
-from placement.candidates.answers import KeptAnswers
+from placement.candidates.answers import AnswerMemo, KeptAnswers
 from placement.candidates.plan import SearchPlan, build_plan
 from placement.candidates.request import CandidateRequest
+from placement.candidates.summaries import TreeSummaries
 from placement.candidates.unknown_names import refuse_unknown_names
-from placement.candidates.world import Replica
+from placement.candidates.world import ProviderWorld, Replica, TreeFollower
 from placement.collector import collector_paused
 from placement.config import Config
 
@@ -27,11 +30,15 @@ class CandidateSearch:
         self._cache_budget = config.allocation_candidates_cache_mib * MIB
         self._max_candidates = config.max_allocation_candidates
         self._replica = replica
+        self.answers = AnswerMemo()  # each tree's candidates, for the requests asked lately
+        self.summaries = TreeSummaries()
+        self._follower = TreeFollower()
 
     def find(self, conn: Connection, request: CandidateRequest, version: Version) -> bytes | None:
         """The JSON body of the candidates of ``request`` as ``conn`` sees the database
         (None: no candidate). 400 for an unknown class or trait where upstream refuses it."""
         with collector_paused(), self._replica.current(conn) as world:
+            self.follow(world)
             plan = build_plan(conn, world, request, nested_aware=version >= (1, 29))
             if plan is None:
                 refuse_unknown_names(conn, world, request)
@@ -46,8 +53,17 @@ class CandidateSearch:
                 body = self._search(plan, cap, kept, version)
                 if body_kept_in is not None and body is not None:
                     body_kept_in.keep_body(body_key, body, self._cache_budget)
-            world.answers.keep_within(self._cache_budget)
+            self.answers.keep_within(self._cache_budget)
         return body
+
+    def follow(self, world: ProviderWorld) -> None:
+        """Drop what is kept of the trees changed since the last search."""
+        changed = self._follower.changed(world)
+        if changed is None:
+            self.answers.clear()
+        elif changed:
+            self.answers.drop_trees(changed)
+        self.summaries.follow(world)
 
     def _search(
         self, plan: SearchPlan, cap: int | None, kept: KeptAnswers | None, version: Version
@@ -56,7 +72,8 @@ class CandidateSearch:
         candidates = search.collect(plan, cap, renderer.render, kept, shuffle=self._randomize)
         if not candidates:
             return None
-        return bodies.body(plan, candidates, version)  # (text only: no more reads)
+        # (text only: no more reads)
+        return bodies.body(plan, candidates, version, self.summaries)
 
     def _kept_answers(self, plan: SearchPlan, version: Version) -> KeptAnswers | None:
         """The answers kept for requests like this one (None: not kept, when the answers
@@ -64,7 +81,7 @@ class CandidateSearch:
         off)."""
         if plan.sharing or plan.in_tree_roots is not None or self._cache_budget == 0:
             return None
-        return plan.world.answers.kept_for((plan.signature(), version.major, version.minor))
+        return self.answers.kept_for((plan.signature(), version.major, version.minor))
 
     def _cap(self, limit: int | None) -> int | None:
         """How many candidates to return: ``limit``, bounded by max_allocation_candidates."""

@@ -44,8 +44,10 @@ answer onto the others (``placement.candidates.search``): hosts of one
 hardware model are searched once however busy they are, as long as each has
 room for the request or lacks it in the same places.
 
-And it keeps, for the requests asked lately, each tree's candidates
-(``answers``, ``placement.candidates.answers``), dropped with the tree.
+What a feature keeps per tree (the candidates' answers and summaries, the device
+nodes) it keeps itself, and drops what changed: each refresh that changes trees
+is numbered (``tree_revision``), and ``TreeFollower`` tells a keeper which trees
+changed since it last looked.
 
 At 350,000 providers the copy is what a worker's memory holds. Providers alike
 share their inventories, traits and aggregates as one object
@@ -64,11 +66,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Generic, TypeVar
 
-import orjson
 from sqlalchemy import Connection
 
 from placement import capacity
-from placement.candidates.answers import AnswerMemo
 from placement.data import provider_world as data
 from placement.interning import Interned
 
@@ -162,12 +162,9 @@ class ProviderWorld:
     _log_position: int | None = None  # where the copy stands in the change log
     _log_incarnation: str | None = None  # and in which one
     _form_numbers: dict[tuple, int] = field(default_factory=dict)
-    _tree_summaries: dict[int, bytes] = field(default_factory=dict)  # root id -> JSON
     _roots_in_order: list[int] | None = None  # of trees, sorted (None: sort them again)
     _classes_of_tree: dict[int, frozenset[int]] = field(default_factory=dict)  # by root id
     _roots_having: dict[frozenset[int], list[int]] = field(default_factory=dict)
-    # Each tree's candidates for the requests asked lately (dropped with the tree).
-    answers: AnswerMemo = field(default_factory=AnswerMemo)
 
     def roots_with_trait(
         self, trait: str, without: str | None = None, names: list[str] | None = None
@@ -254,15 +251,12 @@ class ProviderWorld:
     def _trees_changed(self, roots: frozenset[int] | None) -> None:
         self.tree_revision += 1
         self._tree_changes.append((self.tree_revision, roots))
-        if len(self._tree_changes) > 256:
-            del self._tree_changes[:128]
+        if len(self._tree_changes) > 1024:
+            del self._tree_changes[:512]
 
     def _apply(self, class_names, changed, removed, read_details) -> None:
+        # A class renamed or deleted (new ones change none): what is kept names it.
         renamed = any(class_names.get(id_) != name for id_, name in self.class_names.items())
-        if renamed:
-            # A class renamed or deleted (new ones change none): kept text names it.
-            self._tree_summaries.clear()
-            self.answers.clear()
         self.class_names = class_names
         touched_trees: set[int] = set()
         # Everything old out first, then the new in: a trait or aggregate may have
@@ -277,9 +271,7 @@ class ProviderWorld:
             details = read_details(chunk)
             for version in chunk:
                 self._add(version, details[version[0]], touched_trees)
-        self.answers.drop_trees(touched_trees)
         for root_id in touched_trees:
-            self._tree_summaries.pop(root_id, None)
             tree = self.trees.get(root_id)
             if tree:
                 tree.sort()
@@ -326,33 +318,6 @@ class ProviderWorld:
         if self._roots_in_order is None:
             self._roots_in_order = sorted(self.trees)
         return self._roots_in_order
-
-    def tree_summaries(self, root_id: int) -> bytes:
-        """The entries of a tree's providers in provider_summaries at 1.29 and later
-        (every inventory, traits, parent and root), as JSON text ``"uuid":{...},...``;
-        kept until the tree or the class names change."""
-        text = self._tree_summaries.get(root_id)
-        if text is None:
-            root_uuid = self.providers[root_id].uuid
-            entries = []
-            for provider in (self.providers[p] for p in self.trees[root_id]):
-                parent = self.providers[provider.parent_id] if provider.parent_id else None
-                entries.append(orjson.dumps(provider.uuid) + b":" + orjson.dumps({
-                    "resources": self.resources(provider, None),
-                    "traits": provider.trait_names(),
-                    "parent_provider_uuid": parent.uuid if parent else None,
-                    "root_provider_uuid": root_uuid,
-                }))
-            text = self._tree_summaries[root_id] = b",".join(entries)
-        return text
-
-    def resources(self, provider: Provider, class_ids: set[int] | None) -> dict:
-        """capacity and used of its inventories (only of ``class_ids`` unless None)."""
-        return {
-            self.class_names[class_id]: {"capacity": inventory.capacity, "used": inventory.used}
-            for class_id, inventory in provider.inventories.items()
-            if class_ids is None or class_id in class_ids
-        }
 
     def _forget(self, provider_id: int, touched_trees: set[int]) -> None:
         provider = self.providers.pop(provider_id, None)
@@ -500,6 +465,23 @@ class Replica:
         """Drop the copy and everything kept in it: the next search reads every
         provider, as a new worker's first request does."""
         self.world = ProviderWorld()
+
+
+class TreeFollower:
+    """Where one keeper of per-tree values stands in the copy's tree changes."""
+
+    def __init__(self) -> None:
+        self._incarnation: object | None = None
+        self._revision = 0
+
+    def changed(self, world: ProviderWorld) -> set[int] | None:
+        """The roots of the trees changed since the last call (None: every tree may
+        have: the first call, a copy started over, changes no longer known)."""
+        changed = None
+        if world.incarnation is self._incarnation:
+            changed = world.trees_changed_since(self._revision)
+        self._incarnation, self._revision = world.incarnation, world.tree_revision
+        return changed
 
 
 class KeptPerTree(Generic[Kept]):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from placement.candidates.world import Inventory, KeptPerTree, ProviderWorld
+from placement.candidates.world import Inventory, KeptPerTree, ProviderWorld, TreeFollower
 from placement.data import device_topologies
 from placement.devices.snapshot import (
     DeviceNode,
@@ -49,15 +49,14 @@ class _Kept:
 
 
 class _EveryNode:
-    """Every device node of the copy as of ``revision`` of its trees, grouped by kind:
+    """Every device node of the copy as its ``follower`` last saw it, grouped by kind:
     kept from one search to the next and brought up to date with the trees changed
     since, so that a search of 10,000 nodes does not find, check and group each of
     them again."""
 
-    def __init__(self, incarnation: object, naming_key: tuple) -> None:
-        self.incarnation = incarnation
+    def __init__(self, naming_key: tuple) -> None:
         self.naming_key = naming_key
-        self.revision = -1
+        self.follower = TreeFollower()
         self.kept: dict[int, _Kept] = {}  # by root id
         self.kinds: dict[object, list[DeviceNode]] = {}
         self.out_of_sync: set[str] = set()
@@ -117,12 +116,12 @@ class DeviceNodesKept:
         self, conn: Connection, world: ProviderWorld, naming: Naming, naming_key: tuple
     ) -> DeviceNodes:
         every = self._every
-        changed = None
-        if (every is not None and every.incarnation is world.incarnation
-                and every.naming_key == naming_key):
-            changed = world.trees_changed_since(every.revision)
-        if every is None or changed is None:
-            every = self._every = _EveryNode(world.incarnation, naming_key)
+        if every is None or every.naming_key != naming_key:
+            every = self._every = _EveryNode(naming_key)
+        changed = every.follower.changed(world)
+        if changed is None:
+            every = self._every = _EveryNode(naming_key)
+            every.follower.changed(world)  # (it starts where the world stands)
             roots = world.roots_with_trait(DEVICE_NODE_TRAIT)
         else:
             for root_id in changed:
@@ -135,7 +134,6 @@ class DeviceNodesKept:
             )
         for root_id, kept in self._current(conn, world, naming, naming_key, roots).items():
             every.add(root_id, kept)
-        every.revision = world.tree_revision
         return every.nodes()
 
     def _current(

@@ -8,7 +8,6 @@ used (no walk where nothing changed) and that they are exact (the body is
 byte for byte what a worker with nothing kept answers).
 """
 
-import contextlib
 import dataclasses
 import uuid
 
@@ -55,31 +54,23 @@ def the_world(api: Api):
     return api.services.replica.world
 
 
+def kept_answers(api: Api):
+    return api.services.candidates.answers
+
+
 def body_of(api: Api, tree: Providers, query: str, version: str = "1.39") -> bytes:
     response = api.get(f"/allocation_candidates?{tree.query(query)}", version=version)
     assert response.status_code == 200, response.json
     return response.data
 
 
-@contextlib.contextmanager
-def as_a_new_worker(api: Api):
-    """Requests answered by a worker that keeps nothing yet (the kept world is put back)."""
-    replica = api.services.replica
-    kept = replica.world
-    replica.forget()
-    try:
-        yield
-    finally:
-        replica.world = kept
-
-
 def cold_body(api: Api, tree: Providers, query: str, version: str = "1.39") -> bytes:
-    with as_a_new_worker(api):
+    with api.as_a_new_worker():
         return body_of(api, tree, query, version)
 
 
 def cold_candidates(tree: Providers, query: str) -> list[frozenset]:
-    with as_a_new_worker(tree.api):
+    with tree.api.as_a_new_worker():
         return tree.candidates(query)
 
 
@@ -140,7 +131,7 @@ def test_a_new_tree_is_walked_and_a_deleted_one_dropped(tree, api, walks):
     assert walks == [root_id(tree, "H3")]
     assert tree.uuid["H3"] in after.decode() and tree.uuid["H1"] not in after.decode()
     assert after == cold_body(api, tree, QUERY)
-    for kept in the_world(tree.api).answers:
+    for kept in kept_answers(tree.api):
         assert set(kept.trees) <= set(the_world(tree.api).trees)
 
 
@@ -228,7 +219,7 @@ def test_an_answer_asked_again_with_nothing_written_is_the_body_kept(tree, api, 
 
     assert looked_at == []  # not even collected
     assert again == first == cold_body(api, tree, QUERY)
-    (kept,) = the_world(tree.api).answers
+    (kept,) = kept_answers(tree.api)
     assert kept.body == first
 
 
@@ -274,7 +265,7 @@ def test_randomized_answers_keep_no_body(tree, config, engine):
     hosts(tree, ("H1", 4), ("H2", 8))
     body_of(api, tree, QUERY)
     answer = tree.candidates(QUERY)
-    (kept,) = the_world(tree.api).answers
+    (kept,) = kept_answers(tree.api)
     assert kept.body is None and len(kept.trees) == 2
     assert sorted(answer, key=sorted) == sorted(cold_candidates(tree, QUERY), key=sorted)
 
@@ -382,7 +373,7 @@ def test_a_limited_answer_is_kept_as_far_as_asked_and_a_longer_one_goes_on(tree,
     two_numa_hosts(tree, "H1", "H2", "H3")
     limited = body_of(api, tree, f"{TWO_NUMA}&limit=2")
     assert limited == cold_body(api, tree, f"{TWO_NUMA}&limit=2")
-    kept = [answers for kept in the_world(tree.api).answers for answers in kept.trees.values()]
+    kept = [answers for kept in kept_answers(tree.api) for answers in kept.trees.values()]
     assert sorted(len(answers.candidates) for answers in kept) == [1, 1]
     assert not any(answers.complete for answers in kept)
 
@@ -411,7 +402,7 @@ def test_microversions_that_write_requests_differently_are_kept_apart(
         assert body == cold_body(api, tree, query, version)
         bodies.add(body)
     assert len(bodies) == 2
-    assert len(the_world(tree.api).answers) == 2
+    assert len(kept_answers(tree.api)) == 2
 
 
 def host_and_shared_disk(tree: Providers) -> None:
@@ -426,7 +417,7 @@ def test_answers_through_sharing_providers_are_not_kept(tree, api):
     query = "resources=VCPU:1,DISK_GB:10"
     assert body_of(api, tree, query) == cold_body(api, tree, query)
     assert b"DISK_GB" in body_of(api, tree, query)
-    assert len(the_world(tree.api).answers) == 0
+    assert len(kept_answers(tree.api)) == 0
 
 
 def test_an_answer_through_a_sharing_provider_follows_its_usage(tree, api):
@@ -450,7 +441,7 @@ def test_a_cache_of_zero_keeps_nothing(tree, config, engine):
     hosts(tree, ("H1", 4))
     assert tree.uuid["H1"] in body_of(api, tree, QUERY).decode()
     assert tree.uuid["H1"] in body_of(api, tree, QUERY).decode()
-    assert len(the_world(tree.api).answers) == 0
+    assert len(kept_answers(tree.api)) == 0
 
 
 def test_the_size_kept_is_accounted_as_trees_come_and_go(tree, api):
@@ -460,7 +451,7 @@ def test_the_size_kept_is_accounted_as_trees_come_and_go(tree, api):
     body_of(api, tree, TWO_NUMA)
     claim(api, {tree.uuid["H1N0"]: {"VCPU": 1}})
     body_of(api, tree, TWO_NUMA)
-    (kept,) = the_world(tree.api).answers
+    (kept,) = kept_answers(tree.api)
     assert kept.size == KEY_BYTES + len(kept.body) + sum(
         TREE_ENTRY_BYTES + sum(ANSWER_BYTES + len(c.request) for c in answers.candidates)
         for answers in kept.trees.values()
@@ -472,13 +463,13 @@ def test_a_request_whose_trees_all_changed_is_dropped(tree, api):
     hosts(tree, ("H1", 4))
     body_of(api, tree, QUERY)
     body_of(api, tree, "resources=VCPU:1")
-    assert len(the_world(tree.api).answers) == 2
+    assert len(kept_answers(tree.api)) == 2
 
     claim(api, {tree.uuid["H1"]: {"VCPU": 1}})
     hosts(tree, ("H2", 4))  # (read in the same refresh as the claim)
 
     body_of(api, tree, QUERY)
-    (kept,) = the_world(tree.api).answers  # the other request kept nothing any more
+    (kept,) = kept_answers(tree.api)  # the other request kept nothing any more
     assert set(kept.trees) == {root_id(tree, "H1"), root_id(tree, "H2")}
 
 
@@ -486,7 +477,7 @@ def test_requests_with_in_tree_are_not_kept(tree, api):
     hosts(tree, ("H1", 4), ("H2", 8))
     query = "resources=VCPU:1&in_tree=<H2>"
     assert body_of(api, tree, query) == cold_body(api, tree, query)
-    assert len(the_world(tree.api).answers) == 0
+    assert len(kept_answers(tree.api)) == 0
 
 
 def test_a_tree_kept_from_one_kind_is_extended_from_another_tree_of_it(tree, api, walks):

@@ -27,6 +27,7 @@ from collections import defaultdict
 import pytest
 from sqlalchemy import text
 
+from placement.candidates.summaries import TreeSummaries
 from placement.candidates.world import ProviderWorld
 from placement.data import provider_world
 from tests.api.candidate_helpers import Providers, alloc
@@ -40,10 +41,9 @@ class WarmCold:
         self.tree = tree
         self.api = tree.api
         self.engine = engine
-        self.replica = tree.api.services.replica
 
     def world(self) -> ProviderWorld:
-        return self.replica.world
+        return self.api.services.replica.world
 
     def answer(self, query: str, version: str = LATEST, status: int = 200) -> dict:
         """The body of the query, the same from the warm world and from a cold one."""
@@ -54,12 +54,9 @@ class WarmCold:
         )
         warm = self.api.get(path, version=version)
         assert self.world() is warm_world, "the warm request must use the kept world"
-        self.replica.forget()
-        try:
+        with self.api.as_a_new_worker():
             cold = self.api.get(path, version=version)
             assert self.world() is not warm_world
-        finally:
-            self.replica.world = warm_world
         assert warm.status_code == cold.status_code == status, (warm.json, cold.json)
         if status != 200:  # errors differ by their request ids only
             assert _without_request_ids(warm.json) == _without_request_ids(cold.json)
@@ -98,8 +95,10 @@ class WarmCold:
                 assert _non_empty(getattr(warm, name)) == _non_empty(getattr(cold, name)), name
             assert _forms(warm) == _forms(cold)
             assert warm.roots_in_order() == sorted(cold.trees)
+            kept = self.api.services.candidates.summaries
+            kept.follow(warm)
             for root_id in cold.trees:
-                assert warm.tree_summaries(root_id) == cold.tree_summaries(root_id)
+                assert kept.of_tree(warm, root_id) == TreeSummaries().of_tree(cold, root_id)
 
 
 def _without_request_ids(body: dict) -> dict:
