@@ -15,6 +15,9 @@ Layout, from the top down (a module imports only from the layers below it):
   on ``group_resources`` (the group-resource key translator), and
   ``candidates`` (GET /allocation_candidates). ``claiming`` is the claim loop
   the two node features share.
+* ``replica``: the one copy of the providers every search reads, brought up to
+  date from the change log on each request; the features keep their own values
+  of its trees.
 * ``schemas`` validate JSON bodies (marshmallow); ``data`` is the data layer:
   functions taking a connection first, all the SQL.
 * ``query`` is the only parser of the query-string grammar; ``config`` every

@@ -3,7 +3,7 @@
 A large cloud is mostly alike: a hardware model's hosts have the same
 inventories and traits, its device nodes the same devices, and most of what is
 free of them is all or nothing. The process's copy of the providers
-(``candidates.world``) and the device nodes built from it
+(``replica.world``) and the device nodes built from it
 (``devices.replica_nodes``) keep one object per distinct value instead of one per
 provider: a fraction of the memory, and less to build. What is shared must never
 be changed in place: every value kept here is treated as frozen by its users.

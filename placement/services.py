@@ -14,10 +14,10 @@ from sqlalchemy import Engine
 
 from placement import auth
 from placement.candidates.service import CandidateSearch
-from placement.candidates.world import Replica
 from placement.config import Config
 from placement.devices.service import DeviceSearch
 from placement.group_resources.service import GroupResourceSearch
+from placement.replica.replica import Replica
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Every insert, update and delete of a ``resource_providers`` row (each write a
 candidate search can see bumps the provider's generation, see
-``placement.candidates.world``) appends the provider's id to
+``placement.replica.world``) appends the provider's id to
 ``provider_changes``, in the writer's own transaction. So each worker's copy
 of the providers reads what changed since its last request instead of every
 provider's version.

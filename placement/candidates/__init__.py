@@ -6,15 +6,16 @@ per module:
 1. ``request``: the query string -> a frozen ``CandidateRequest`` (request
    groups, group_policy, same_subtree, root_required, limit), refusing
    everything a microversion does not accept.
-2. ``world``: this worker's copy of the providers (trees, inventories with
-   usage, traits, aggregates), brought up to date on every request by
-   reading the providers logged as changed since its last request (a log
-   written by triggers in the writers' transactions) and re-reading those
-   whose version changed, in one snapshot of the database. It is exact, not
-   a cache that may lag: every write a search can see changes a version (see
-   its docstring). It also keeps each tree's *form*: its shape as a number,
-   and its free amounts. Its ``Replica`` (one per application) is shared with
-   the translator's and the device searches, which read their nodes from it.
+2. The copy it searches (``placement.replica``, below the features): this
+   worker's copy of the providers (trees, inventories with usage, traits,
+   aggregates), brought up to date on every request by reading the
+   providers logged as changed since its last request (a log written by
+   triggers in the writers' transactions) and re-reading those whose
+   version changed, in one snapshot of the database. It is exact, not a
+   cache that may lag: every write a search can see changes a version (see
+   ``placement.replica.world``). It also keeps each tree's *form*: its shape
+   as a number, and its free amounts. Its ``Replica`` (one per application)
+   is shared with the translator's and the device searches.
 3. ``plan`` (with ``slots`` and ``filters``): the request -> a
    ``SearchPlan``. A *slot* is one thing placed on one provider: each class
    of the unsuffixed group, each granular group (all its classes together),
@@ -40,17 +41,18 @@ per module:
    with its allocation request written (``bodies.AllocationRequests``:
    one JSON template per way the slots share providers).
 6. ``answers``: without sharing providers, each tree's candidates are kept
-   on the world for the next request like this one (``SearchPlan.signature``
-   and the microversion), and dropped with the tree: a repeated request
+   (``CandidateSearch.answers``) for the next request like this one
+   (``SearchPlan.signature`` and the microversion), and dropped when the copy
+   says the tree changed (``TreeFollower``): a repeated request
    walks and writes only the trees written since, and (once a request with
    the same root filter has looked at every tree) looks only at the trees
    that answer and those written since; asked again before any provider
    changed, it is answered with the body it was last time.
 7. ``bodies``: the body of the requested microversion, joined in one go
    from the candidates' allocation requests and the provider summaries,
-   which at 1.29+ are JSON kept per tree by the world.
+   which at 1.29+ are JSON kept per tree (``summaries``).
 
-No SQL runs after the plan is built: the world answers everything. What
+No SQL runs after the plan is built: the copy answers everything. What
 a request reads grows with the writes since the last one (on PostgreSQL,
 since the oldest write transaction then open), not with the database: the
 class names are few, the log names the changed providers, details are read

@@ -13,7 +13,7 @@ group_policy, same_subtree) is the search's (``placement.candidates.search``).
 
 from dataclasses import dataclass, field
 
-from placement.candidates.world import Provider
+from placement.replica.world import Provider
 
 
 @dataclass(frozen=True)

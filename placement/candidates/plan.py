@@ -17,8 +17,8 @@ from sqlalchemy import Connection
 from placement.candidates.filters import RootFilter, SlotFilter
 from placement.candidates.request import CandidateRequest
 from placement.candidates.slots import Slot, ordered_slots, slot_filter
-from placement.candidates.world import ProviderWorld
 from placement.data import names
+from placement.replica.world import ProviderWorld
 
 SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 

@@ -26,7 +26,7 @@ from typing import NamedTuple
 from placement.candidates.answers import NO_ANSWERS, KeptAnswers, TreeAnswers
 from placement.candidates.plan import SearchPlan
 from placement.candidates.walk import tree_candidates
-from placement.candidates.world import TreeForm
+from placement.replica.world import TreeForm
 
 
 class Candidate(NamedTuple):

@@ -17,9 +17,10 @@ from placement.candidates.plan import SearchPlan, build_plan
 from placement.candidates.request import CandidateRequest
 from placement.candidates.summaries import TreeSummaries
 from placement.candidates.unknown_names import refuse_unknown_names
-from placement.candidates.world import ProviderWorld, Replica, TreeFollower
 from placement.collector import collector_paused
 from placement.config import Config
+from placement.replica.replica import Replica, TreeFollower
+from placement.replica.world import ProviderWorld
 
 MIB = 1024 * 1024
 

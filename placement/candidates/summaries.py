@@ -9,7 +9,8 @@ changes every tree). Before 1.29 an answer shows only the providers it uses:
 
 import orjson
 
-from placement.candidates.world import Provider, ProviderWorld, TreeFollower
+from placement.replica.replica import TreeFollower
+from placement.replica.world import Provider, ProviderWorld
 
 
 class TreeSummaries:

@@ -21,7 +21,7 @@ from placement.candidates import search
 from placement.candidates.filters import RootFilter
 from placement.candidates.plan import build_plan, known_class_ids, known_trait_ids
 from placement.candidates.request import CandidateRequest, RequestGroup
-from placement.candidates.world import ProviderWorld
+from placement.replica.world import ProviderWorld
 
 
 def refuse_unknown_names(conn: Connection, world: ProviderWorld, request: CandidateRequest) -> None:

@@ -16,7 +16,6 @@ datasheet means, so the command refuses it rather than guess.
 import argparse
 
 from placement import errors
-from placement.candidates.world import Replica
 from placement.cli.common import (
     add_request_command,
     checked_arguments,
@@ -27,6 +26,7 @@ from placement.cli.common import (
 from placement.config import Config
 from placement.devices import bodies, service
 from placement.devices.request import DeviceRequest, parse_device_request, parse_pod
+from placement.replica.replica import Replica
 from placement.schemas import devices as schemas
 
 

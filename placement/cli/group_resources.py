@@ -9,7 +9,6 @@ from standard input.
 import argparse
 from typing import Any
 
-from placement.candidates.world import Replica
 from placement.cli.common import (
     add_request_command,
     checked_arguments,
@@ -18,6 +17,7 @@ from placement.cli.common import (
 )
 from placement.config import Config
 from placement.group_resources import bodies, service
+from placement.replica.replica import Replica
 from placement.schemas import group_resources as schemas
 
 

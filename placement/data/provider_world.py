@@ -1,8 +1,8 @@
-"""The reads behind each worker's copy of the providers (``placement.candidates.world``).
+"""The reads behind each worker's copy of the providers (``placement.replica.world``).
 
 A provider's *version* (``provider_versions``: id, generation, revision, parent, root)
 changes whenever something a candidate search looks at changes (see
-``placement.candidates.world``). A copy reads every version once; after that
+``placement.replica.world``). A copy reads every version once; after that
 it reads, on each request, only the versions of the providers logged as
 changed since its last read (``changes_since``: the ``provider_changes``
 log, written by triggers in the writers' own transactions, migration 0003),

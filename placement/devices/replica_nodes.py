@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from placement.candidates.world import Inventory, KeptPerTree, ProviderWorld, TreeFollower
 from placement.data import device_topologies
 from placement.devices.snapshot import (
     DeviceNode,
@@ -35,6 +34,8 @@ from placement.devices.stored import StoredTopologies
 from placement.group_resources.replica_nodes import tree_parts
 from placement.interning import Interned
 from placement.nodes.naming import DEVICE_NODE_TRAIT, Naming
+from placement.replica.replica import KeptPerTree, TreeFollower
+from placement.replica.world import Inventory, ProviderWorld
 
 MAX_TREES = 20_000  # nodes kept; beyond, the oldest are dropped
 MAX_STATES = 100_000  # signatures numbered; beyond, numbering goes on afresh

@@ -14,7 +14,6 @@ from fractions import Fraction
 from sqlalchemy import Connection
 
 from placement import errors
-from placement.candidates.world import Replica
 from placement.claiming import Claimant, claim_best
 from placement.collector import collector_paused
 from placement.data import device_topologies, group_nodes
@@ -34,6 +33,7 @@ from placement.group_resources import service as group_service
 from placement.group_resources import sync as group_sync
 from placement.nodes.naming import DEVICE_NODE_TRAIT, Naming, provider_name
 from placement.nodes.quantities import parse_quantity
+from placement.replica.replica import Replica
 
 MIB = 2**20
 

@@ -1,7 +1,7 @@
 """The translator's nodes as the process's copy of the providers holds them.
 
 The translator's searches (candidates, claims) read the nodes from the copy the
-candidate search keeps (``placement.candidates.world``: the application's
+candidate search keeps (``placement.replica.world``: the application's
 ``Replica``), brought up to date from the change log at the start of each
 search: no statement reads every node. What the copy holds of a tree is what
 ``data.group_nodes.read_nodes`` reads of it in the same snapshot: its providers
@@ -18,10 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from placement.candidates.world import Inventory, KeptPerTree, ProviderWorld
 from placement.data.group_nodes import ProviderRow
 from placement.group_resources.snapshot import Node, Room, build_nodes
 from placement.nodes.naming import DEVICE_NODE_TRAIT, NODE_TRAIT
+from placement.replica.replica import KeptPerTree
+from placement.replica.world import Inventory, ProviderWorld
 
 AnyRoom = TypeVar("AnyRoom")
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 
 from placement import errors
-from placement.candidates.world import Replica
 from placement.claiming import Claimant, claim_best
 from placement.collector import collector_paused
 from placement.data import device_topologies, group_nodes
@@ -23,6 +22,7 @@ from placement.group_resources.search import CandidateAnswer, Ranking, bounded_r
 from placement.group_resources.snapshot import Node, build_nodes, rooms_of
 from placement.group_resources.sync import SyncResult, require_node
 from placement.nodes.naming import Naming, path_of
+from placement.replica.replica import Replica
 
 __all__ = [
     "CandidateAnswer",

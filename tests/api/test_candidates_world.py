@@ -1,6 +1,6 @@
 """The worker's copy of the providers is exact: a warm world answers like a cold one.
 
-GET /allocation_candidates answers from ``placement.candidates.world``: a
+GET /allocation_candidates answers from ``placement.replica.world``: a
 per-worker copy of the providers, refreshed on every request by reading the
 providers logged as changed since the last one and re-reading those whose
 version changed. The claim is that
@@ -28,8 +28,8 @@ import pytest
 from sqlalchemy import text
 
 from placement.candidates.summaries import TreeSummaries
-from placement.candidates.world import ProviderWorld
 from placement.data import provider_world
+from placement.replica.world import ProviderWorld
 from tests.api.candidate_helpers import Providers, alloc
 from tests.conftest import LATEST
 

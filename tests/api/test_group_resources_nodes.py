@@ -316,7 +316,8 @@ def test_an_absurd_allocation_ratio_elsewhere_does_not_break_the_search(api):
 
 
 def test_a_claim_whose_choice_vanished_chooses_again(api, app, monkeypatch):
-    from placement.candidates.world import ProviderWorld, Replica
+    from placement.replica.replica import Replica
+    from placement.replica.world import ProviderWorld
 
     sync(api, "n1", SECTION_II_NODE)
     sync(api, "n2", {"gpu/dev0/cards": 1})  # the best node for pack: its one GPU full

@@ -1,6 +1,6 @@
 """Allocation candidates stay exact across workers: gunicorn, 4 workers, both databases.
 
-Each worker keeps its own copy of the providers (``placement.candidates.world``)
+Each worker keeps its own copy of the providers (``placement.replica.world``)
 and brings it up to date on every request. Here 20 small trees are built, every
 worker's copy is warmed, and then, 32 times, one write is made (a claim that
 fills a tree, its deletion, an inventory total, a required trait) and right after

@@ -12,7 +12,8 @@ import gc
 
 from sqlalchemy import text
 
-from placement.candidates.world import ProviderWorld, Replica
+from placement.replica.replica import Replica
+from placement.replica.world import ProviderWorld
 from tests.functional.test_provider_change_log import (
     Reads,
     add_provider,

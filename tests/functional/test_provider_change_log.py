@@ -2,7 +2,7 @@
 
 Triggers log every insert, update and delete of a provider row in the
 writer's own transaction; a warm copy of the providers
-(``placement.candidates.world``) reads only the providers logged since its
+(``placement.replica.world``) reads only the providers logged since its
 last read, and every provider's version again when the log was pruned past
 where it stood. These tests pin the log's contract: what is logged, that a
 transaction committing after a later one is not missed (PostgreSQL), that the
@@ -17,10 +17,10 @@ from datetime import datetime
 import pytest
 from sqlalchemy import text
 
-from placement.candidates.world import ProviderWorld
 from placement.data import names, provider_world
 from placement.db import migrate
 from placement.db.engine import make_engine
+from placement.replica.world import ProviderWorld
 
 MIGRATION = pathlib.Path(migrate.MIGRATIONS_DIR) / "versions" / "0003_provider_changes.py"
 
