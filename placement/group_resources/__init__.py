@@ -18,7 +18,7 @@ Nodes and requests are flat maps of hierarchical keys
 - ``search``: ranking the nodes of one request, over every node or best
   bound first, with the requested key that kept the others out.
 - ``service``: the Python API (candidates, claims, dry-run, sync, views);
-  ``query_text`` gives the equivalent GET /allocation_candidates query;
+  ``candidate_query`` gives the equivalent GET /allocation_candidates query;
   ``bodies`` the JSON answers. SQL lives in ``placement.data.group_nodes``;
   HTTP in ``placement.handlers.group_resources``; the ``placement
   group-resources`` CLI in ``placement.cli.group_resources``.

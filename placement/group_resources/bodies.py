@@ -1,7 +1,7 @@
 """The translator's answers as JSON-ready dicts, shared by the HTTP views and the CLI."""
 
 from placement.group_resources.allocator import Placement
-from placement.group_resources.query_text import MICROVERSION
+from placement.group_resources.candidate_query import MICROVERSION
 from placement.group_resources.service import CandidateAnswer, Translation
 
 

@@ -14,7 +14,7 @@ from placement.collector import collector_paused
 from placement.data import device_topologies, group_nodes
 from placement.group_resources import sync
 from placement.group_resources.allocator import Placement
-from placement.group_resources.query_text import CandidateQuery, candidate_query
+from placement.group_resources.candidate_query import CandidateQuery, candidate_query
 from placement.group_resources.replica_nodes import NodesKept, ReplicaNodes
 from placement.group_resources.request_tree import Unplaced, fit_to_levels, parse_request
 from placement.group_resources.scoring import SCORERS, score_key
