@@ -2,8 +2,9 @@
 
 A node's choice, in order of what matters:
 
-1. Joint allocation (Koordinator's device hints): the primary type's devices (``deviceTypes[0]``)
-   are chosen so that every other type's request can be made beside them:
+1. Joint allocation (Koordinator's device hints): the primary type's devices (the type asked
+   for the most devices, ``request.Joint``) are chosen so that every other type's request can
+   be made beside them:
    once per PCIe switch the primary devices touch, on that switch (scope
    ``SamePCIe``); else with all of them on one NUMA node, once on that NUMA
    node (``SameNUMA``); else once anywhere on the node (``Node``).

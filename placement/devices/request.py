@@ -26,10 +26,12 @@ is a number of devices, each whole, or one VF each with ``vfSelector``);
 ``exclusivePolicy`` ``DeviceLevel`` or ``PCIeLevel``.
 
 Joint allocation (``scheduling.koordinator.sh/device-joint-allocate``):
-``deviceTypes``, the first being the primary whose devices are chosen first;
-each other type's request is then made beside them: once per PCIe switch
-they touch, else once on the one NUMA node holding them all, else once on the
-node (``chooser``); ``requiredScope: SamePCIe`` allows the switch only.
+``deviceTypes``, in any order (the document gives the list none): the primary
+type, whose devices are chosen first, is the one asked for the most devices
+(on a tie, the first of ``gpu``, ``rdma``, ``fpga``: the document's NICs follow
+the GPUs); each other type's request is then made beside them: once per PCIe
+switch they touch, else once on the one NUMA node holding them all, else once
+on the node (``chooser``); ``requiredScope: SamePCIe`` allows the switch only.
 """
 
 import json
@@ -107,7 +109,7 @@ class TypeRequest:
 
 @dataclass(frozen=True)
 class Joint:
-    types: tuple[str, ...]  # the primary first
+    types: tuple[str, ...]  # the primary first (``_joint``), whatever the list's order
     required_scope: str | None  # SamePCIe, or None: the closest scope that works
 
 
@@ -432,4 +434,7 @@ def _joint(document: dict, types: dict[str, TypeRequest]) -> Joint:
             raise errors.BadRequest(
                 f"{where}: {device_type} cannot be allocated jointly with ApplyForAll."
             )
-    return Joint(types=joint_types, required_scope=document.get("requiredScope"))
+    # The primary first: the most devices, then the type order (not the list's order).
+    ordered = tuple(sorted(joint_types, key=lambda device_type: (
+        -(types[device_type].count or 0), DEVICE_TYPES.index(device_type))))
+    return Joint(types=ordered, required_scope=document.get("requiredScope"))

@@ -152,3 +152,27 @@ def test_selector_picks_devices_by_label(api):
         {"key": "fabric", "operator": "NotIn", "values": ["ib"]}]}}}
     [best] = candidates(api, {"koordinator.sh/rdma": 50}, hint=hint)["candidates"]
     assert minors(best, "rdma") == [0]
+
+
+def test_the_order_of_device_types_changes_nothing(api):
+    """Document 001 gives deviceTypes no order: the GPUs (asked for the most devices) lead
+    whichever type is listed first, with or without requiredScope."""
+    import_node(api, "box", EIGHT_SWITCHES)
+    import_node(api, "hetero", HETEROGENEOUS)
+    for scope in ({}, {"requiredScope": "SamePCIe"}):
+        answers = []
+        for device_types in (["gpu", "rdma"], ["rdma", "gpu"]):
+            body = candidates(api, GPU_AND_NIC, joint={"deviceTypes": device_types, **scope})
+            answers.append([
+                (c["node"], c["scope"], minors(c, "gpu"), minors(c, "rdma"))
+                for c in body["candidates"]
+            ])
+        assert answers[0] == answers[1], scope
+        box = next(a for a in answers[1] if a[0] == "box")
+        assert (box[1], len(box[2]), len(box[3])) == ("SamePCIe", 4, 4)
+    # A tie (one of each): the GPU leads, the NIC follows it on its switch.
+    for device_types in (["gpu", "rdma"], ["rdma", "gpu"]):
+        body = candidates(api, {"nvidia.com/gpu": 1, "koordinator.sh/rdma": 1},
+                          joint={"deviceTypes": device_types, "requiredScope": "SamePCIe"})
+        best = next(c for c in body["candidates"] if c["node"] == "box")
+        assert switches(best, "gpu") == switches(best, "rdma")

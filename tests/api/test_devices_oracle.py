@@ -230,6 +230,13 @@ class Ask:
     scorer: str = "pack"
     limit: int | None = None
 
+    @property
+    def primary_first(self) -> tuple[str, ...]:
+        """The joint types, the primary first: the type asked for the most devices, on a
+        tie the first of gpu, rdma, fpga (the list's own order changes nothing)."""
+        return tuple(sorted(self.joint_types, key=lambda device_type: (
+            -(self.wants[device_type].count or 0), ("gpu", "rdma", "fpga").index(device_type))))
+
     def hint(self) -> dict | None:
         hint = {}
         for want in self.wants.values():
@@ -438,8 +445,8 @@ def primary_sets(node: Node, ask: Ask, scope: str):
     """Every valid set of primary devices in the scope: on ``SamePCIe`` any set whose switches
     can each give the other types their request; on ``SameNUMA`` a set on one NUMA node that
     can; on ``Node`` any set, when the node can."""
-    primary = ask.wants[ask.joint_types[0]]
-    others = [ask.wants[t] for t in ask.joint_types[1:]]
+    primary = ask.wants[ask.primary_first[0]]
+    others = [ask.wants[t] for t in ask.primary_first[1:]]
     able = able_groups(node, others, scope)
     pool = [
         d for d in selected(node, primary) if fits(node, d, primary) and group_of(d, scope) in able
@@ -472,7 +479,7 @@ def oracle_choice(node: Node, ask: Ask) -> Choice | None:
         if not scopes:
             return None
         scope = scopes[0]
-        primary = ask.wants[ask.joint_types[0]]
+        primary = ask.wants[ask.primary_first[0]]
         chosen[primary.type] = list(
             min(
                 primary_sets(node, ask, scope),
@@ -481,7 +488,7 @@ def oracle_choice(node: Node, ask: Ask) -> Choice | None:
         )
         for group in sorted({group_of(d, scope) for d in chosen[primary.type]}):
             anchors = [d for d in chosen[primary.type] if group_of(d, scope) == group]
-            for other_type in ask.joint_types[1:]:
+            for other_type in ask.primary_first[1:]:
                 other = ask.wants[other_type]
                 there = [
                     d
@@ -550,7 +557,7 @@ def rank_key(node: Node, ask: Ask, choice: Choice) -> tuple:
     and of each type asked alone (a joint request's other types follow the primary devices,
     so they do not count), then the score, then the name."""
     scope_rank = SCOPES.index(choice.scope) if choice.scope else 0
-    ranked = [t for t in choice.devices if t not in ask.joint_types[1:]]
+    ranked = [t for t in choice.devices if t not in ask.primary_first[1:]]
     links = sum(strength(node, choice.devices[t]) for t in ranked)
     return (scope_rank, -links), node_score(node, ask, choice), node.name
 
@@ -588,16 +595,16 @@ def check_valid(node: Node, ask: Ask, candidate: dict, where: str) -> None:
             assert fits(node, device, want), f"{where}: {device_type}{device.minor} cannot give"
         if want.count is None:
             assert sorted(minors) == sorted(d.minor for d in pool), where
-        elif device_type not in ask.joint_types[1:]:
+        elif device_type not in ask.primary_first[1:]:
             assert len(chosen) == want.count, where
     if ask.joint_types:
         scope = candidate.get("scope")
         assert scope == achievable_scopes(node, ask)[0], f"{where}: scope {scope} not the best"
-        primary = devices[ask.joint_types[0]]
+        primary = devices[ask.primary_first[0]]
         groups = {group_of(d, scope) for d in primary}
         if scope == "SameNUMA":
             assert len(groups) == 1, f"{where}: SameNUMA over NUMA nodes {groups}"
-        for other_type in ask.joint_types[1:]:
+        for other_type in ask.primary_first[1:]:
             for group in groups:
                 there = [d for d in devices[other_type] if group_of(d, scope) == group]
                 assert len(there) == ask.wants[other_type].count, (
