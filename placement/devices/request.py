@@ -23,7 +23,8 @@ Hints (``scheduling.koordinator.sh/device-allocate-hint``, per device type):
 whose VF labels match); ``allocateStrategy`` ``ApplyForAll`` (every matching
 device of the node, each giving the amount) or ``RequestsAsCount`` (the amount
 is a number of devices, each whole, or one VF each with ``vfSelector``);
-``exclusivePolicy`` ``DeviceLevel`` or ``PCIeLevel``.
+``exclusivePolicy`` ``DeviceLevel`` or ``PCIeLevel``. ``RequestsAsCount`` holds for GPUs too
+(document 001 limits it to no type): ``kubernetes.io/gpu: 2`` is then two whole GPUs.
 
 Joint allocation (``scheduling.koordinator.sh/device-joint-allocate``):
 ``deviceTypes``, in any order (the document gives the list none): the primary
@@ -304,13 +305,10 @@ def _selector(document: dict | None) -> Selector | None:
 
 def _type_request(device_type: str, asked: dict[str, Fraction], hint: dict, prefix: str):
     strategy = hint.get("allocateStrategy")
-    if device_type == "gpu":
-        if strategy == schemas.REQUESTS_AS_COUNT:
-            raise errors.BadRequest(
-                f"{schemas.HINT_ANNOTATION}: RequestsAsCount is for rdma and fpga; ask whole "
-                f"GPUs with {WHOLE_GPUS}."
-            )
-        count: int | None
+    count: int | None
+    if device_type == "gpu" and strategy == schemas.REQUESTS_AS_COUNT:
+        count, per_device = _gpus_as_count(asked, prefix)
+    elif device_type == "gpu":
         count, per_device = _gpu(asked, prefix)
     else:
         count, per_device = _shared_device(
@@ -355,6 +353,24 @@ def _at_most_devices(count: int, name: str) -> int:
     if count > MAX_DEVICES_ASKED:
         raise errors.BadRequest(f"{name}: at most {MAX_DEVICES_ASKED} devices.")
     return count
+
+
+def _gpus_as_count(asked: dict[str, Fraction], prefix: str) -> tuple[int, PerDevice]:
+    """RequestsAsCount for GPUs: the amount of ``kubernetes.io/gpu`` (or ``nvidia.com/gpu``,
+    a count already) is a number of whole GPUs. The fine-grained resources are amounts of
+    one GPU, not counts: refused with it."""
+    if set(asked) == {WHOLE_GPUS}:
+        return _gpu(asked, prefix)
+    name = f"{prefix}gpu"
+    if set(asked) != {"gpu"}:
+        given = ", ".join(sorted(WHOLE_GPUS if r == WHOLE_GPUS else f"{prefix}{r}"
+                                 for r in asked))
+        raise errors.BadRequest(
+            f"{schemas.HINT_ANNOTATION}: with RequestsAsCount the GPU amount is a number of "
+            f"GPUs: ask {name} (or {WHOLE_GPUS}) alone, not {given}."
+        )
+    count = _whole_number(asked["gpu"], name)
+    return _at_most_devices(count, name), PerDevice(whole=True)
 
 
 def _gpu(asked: dict[str, Fraction], prefix: str) -> tuple[int, PerDevice]:

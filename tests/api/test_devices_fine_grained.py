@@ -219,3 +219,26 @@ def test_tenancy_grows_with_the_vfs(api):
     tree = api.get("/group_resources/nodes/n").json["groups"]
     switch = next(g for g in tree if g["key"].endswith("pcie/0"))
     assert switch["inventories"]["CUSTOM_PCIE_RDMA_TENANCY"]["total"] == 1000 + 2 * 1200
+
+
+def test_requests_as_count_counts_whole_gpus(api):
+    """Document 001 limits RequestsAsCount to no device type: kubernetes.io/gpu: 2 is then
+    two whole GPUs (without it, 2% of one)."""
+    import_node(api, "n", switch_box(gpus_per_switch=(2, 2), nics_per_switch=(0, 0),
+                                     switches_per_numa=2))
+    as_count = {"gpu": {"allocateStrategy": "RequestsAsCount"}}
+    [best] = candidates(api, {"kubernetes.io/gpu": 2}, hint=as_count, limit=1)["candidates"]
+    assert len(minors(best, "gpu")) == 2
+    assert {gpu["resources"]["kubernetes.io/gpu-core"] for gpu in best["devices"]["gpu"]} == {100}
+    [share] = candidates(api, {"kubernetes.io/gpu": 2}, limit=1)["candidates"]
+    assert [gpu["resources"]["kubernetes.io/gpu-core"] for gpu in share["devices"]["gpu"]] == [2]
+    # nvidia.com/gpu counts already: the same two GPUs.
+    [counted] = candidates(api, {"nvidia.com/gpu": 2}, hint=as_count, limit=1)["candidates"]
+    assert minors(counted, "gpu") == minors(best, "gpu")
+    # Fine-grained amounts are amounts of one GPU, not counts.
+    refused = candidates(api, {"kubernetes.io/gpu-core": 2, "kubernetes.io/gpu-memory-ratio": 2},
+                         hint=as_count, expect=400)
+    assert "RequestsAsCount" in refused["errors"][0]["detail"]
+    # Claimed: two whole GPUs allocated.
+    claimed = claim(api, {"kubernetes.io/gpu": 2}, hint=as_count)
+    assert len(minors(claimed, "gpu")) == 2
