@@ -46,6 +46,7 @@ def parse_device_list(document: object) -> Topology:
             vfs=entry.get("vfs", 0),
             labels=entry.get("labels", {}),
             vf_labels=entry.get("vf_labels", {}),
+            switch_group=entry.get("switch_group", -1),
         )
         for i, entry in enumerate(entries)
     )

@@ -39,6 +39,10 @@ class Device:
     vfs: int = 0  # rdma: SR-IOV virtual functions (0: none)
     labels: Mapping[str, str] = field(default_factory=dict)
     vf_labels: Mapping[str, str] = field(default_factory=dict)
+    # The upstream switch several PCIe switches hang from, under one host bridge (what
+    # nvidia-smi prints as PXB between their devices), node-wide; -1: none (its switch
+    # hangs from the host bridge alone, PHB to the others).
+    switch_group: int = -1
 
     @property
     def name(self) -> str:
@@ -99,6 +103,7 @@ class Topology:
                 vfs=d.get("vfs", 0),
                 labels=table(d.get("labels", {}).items()),
                 vf_labels=table(d.get("vfLabels", {}).items()),
+                switch_group=d.get("switchGroup", -1),
             )
             for d in document["devices"]
         )
@@ -127,6 +132,8 @@ def device_entry(device: Device) -> dict:
         entry["labels"] = dict(device.labels)
     if device.vf_labels:
         entry["vfLabels"] = dict(device.vf_labels)
+    if device.switch_group >= 0:
+        entry["switchGroup"] = device.switch_group
     return entry
 
 
@@ -137,7 +144,8 @@ def check_topology(topology: Topology) -> None:
     if len(topology.devices) > MAX_DEVICES:
         raise errors.BadRequest(f"A node has at most {MAX_DEVICES} devices.")
     seen: set[tuple[str, int]] = set()
-    switch_place: dict[int, tuple[int, int]] = {}
+    switch_place: dict[int, tuple[int, int, int]] = {}
+    group_bridge: dict[int, int] = {}
     bridge_numa: dict[int, int] = {}
     identities: set[str] = set()
     for device in topology.devices:
@@ -158,16 +166,30 @@ def check_topology(topology: Topology) -> None:
                             ("vfs", device.vfs), ("memory", device.memory_mb)):
             if value < 0:
                 raise errors.BadRequest(f"Device {device.name}: {what} cannot be negative.")
+        if device.switch_group < -1:
+            raise errors.BadRequest(f"Device {device.name}: switchGroup cannot be negative.")
         if device.type == "gpu" and device.memory_mb <= 0:
             raise errors.BadRequest(f"Device {device.name}: a GPU needs its memory.")
         if device.type != "gpu" and device.memory_mb:
             raise errors.BadRequest(f"Device {device.name}: only GPUs have memory here.")
         if device.type != "rdma" and (device.vfs or device.vf_labels):
             raise errors.BadRequest(f"Device {device.name}: only rdma devices have VFs.")
-        place = switch_place.setdefault(device.switch, (device.bridge, device.numa))
-        if place != (device.bridge, device.numa):
+        place = switch_place.setdefault(
+            device.switch, (device.bridge, device.numa, device.switch_group))
+        if place[:2] != (device.bridge, device.numa):
             raise errors.BadRequest(
                 f"PCIe switch {device.switch} is placed under two host bridges or NUMA nodes "
+                f"(device {device.name})."
+            )
+        if place[2] != device.switch_group:
+            raise errors.BadRequest(
+                f"PCIe switch {device.switch} is placed in two switch groups "
+                f"(device {device.name})."
+            )
+        if device.switch_group >= 0 and group_bridge.setdefault(
+                device.switch_group, device.bridge) != device.bridge:
+            raise errors.BadRequest(
+                f"Switch group {device.switch_group} is placed under two host bridges "
                 f"(device {device.name})."
             )
         if bridge_numa.setdefault(device.bridge, device.numa) != device.numa:

@@ -1,8 +1,10 @@
 """Reads the matrix ``nvidia-smi topo -m`` prints into a ``Topology``.
 
-The matrix says how each pair of devices is connected: PIX (one PCIe switch),
-PXB or PHB (one PCIe host bridge), NODE (one NUMA node), SYS (across NUMA
-nodes; SOC in old drivers) or NV# (# NVLinks). Positions are rebuilt from those
+The matrix says how each pair of devices is connected: PIX (one PCIe switch;
+PSB, two GPUs of one board, through its on-board switch, is read as PIX), PXB
+(switches under one upstream switch: a switch group), PHB (one PCIe host
+bridge), NODE (one NUMA node), SYS (across NUMA nodes; SOC in old drivers) or
+NV# (# NVLinks). Positions are rebuilt from those
 relations by union-find; what the matrix does not say (memory, UUIDs, labels,
 VFs) comes in ``MatrixDetails``. Any text gives a ``Topology`` or a 400 that
 names what is wrong with it.
@@ -16,11 +18,14 @@ from placement import errors
 from placement.devices.topology import MAX_DEVICES, MAX_NVLINKS, Device, Topology
 
 # Levels of closeness: two devices share every grouping from their level up.
-SWITCH, BRIDGE, NUMA, APART = range(4)
-LEVEL_NAMES = {SWITCH: "PCIe switch", BRIDGE: "PCIe host bridge", NUMA: "NUMA node"}
-PCIE_RELATIONS = {"PIX": SWITCH, "PXB": BRIDGE, "PHB": BRIDGE, "NODE": NUMA, "SYS": APART}
+SWITCH, SWITCH_GROUP, BRIDGE, NUMA, APART = range(5)
+LEVEL_NAMES = {SWITCH: "PCIe switch", SWITCH_GROUP: "upstream PCIe switch",
+               BRIDGE: "PCIe host bridge", NUMA: "NUMA node"}
+PCIE_RELATIONS = {
+    "PSB": SWITCH, "PIX": SWITCH, "PXB": SWITCH_GROUP, "PHB": BRIDGE, "NODE": NUMA, "SYS": APART,
+}
 OLD_SPELLINGS = {"SOC": "SYS"}  # drivers before 384 printed SOC for SYS
-KNOWN_CELLS = "X, NV1..NV18, PIX, PXB, PHB, NODE or SYS"
+KNOWN_CELLS = "X, NV1..NV18, PSB, PIX, PXB, PHB, NODE or SYS"
 
 # The columns after the devices, in the order nvidia-smi prints them.
 AFFINITY_HEADER = re.compile(r"(?:^| )CPU Affinity(?P<numa> NUMA Affinity)?(?P<gpu> GPU NUMA ID)?$")
@@ -75,9 +80,9 @@ def parse_matrix(text: str, details: MatrixDetails) -> Topology:
             f"{len(details.gpu_ids)} GPU ids were given for the {gpus} GPUs of the matrix."
         )
     closeness, nvlinks = _read_cells(matrix)
-    switches, bridges, numas = _place(matrix, closeness)
+    switches, switch_groups, bridges, numas = _place(matrix, closeness)
     devices = tuple(
-        _device(column, matrix, details, numas[i], bridges[i], switches[i])
+        _device(column, matrix, details, numas[i], bridges[i], switches[i], switch_groups[i])
         for i, column in enumerate(matrix.columns)
     )
     return Topology(devices=devices, nvlinks=nvlinks, node_resources=dict(details.node_resources))
@@ -312,10 +317,11 @@ class _Groups:
 
 def _place(
     matrix: _Matrix, closeness: dict[tuple[int, int], int]
-) -> tuple[list[int], list[int], list[int]]:
-    """Switch, bridge and NUMA node of each device, by column."""
+) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Switch, switch group (-1: a switch alone under its host bridge), bridge and NUMA
+    node of each device, by column."""
     names = [column.name for column in matrix.columns]
-    groups = {level: _Groups(len(names)) for level in (SWITCH, BRIDGE, NUMA)}
+    groups = {level: _Groups(len(names)) for level in (SWITCH, SWITCH_GROUP, BRIDGE, NUMA)}
     for (i, j), level in closeness.items():
         for grouping, joined in groups.items():
             if level <= grouping:
@@ -323,7 +329,7 @@ def _place(
     # Each cell must say exactly how close the groupings put its pair: PIX chains can only
     # form a switch, and no other cell may join what SYS (or NODE, PXB, PHB) keeps apart.
     for (i, j), level in closeness.items():
-        for grouping in (SWITCH, BRIDGE, NUMA):
+        for grouping in (SWITCH, SWITCH_GROUP, BRIDGE, NUMA):
             if grouping < level and groups[grouping].find(i) == groups[grouping].find(j):
                 raise _malformed(
                     f"cell {names[i]}/{names[j]} says {matrix.cells[i][j]}, but other cells put "
@@ -336,7 +342,21 @@ def _place(
                 f"cell {names[i]}/{names[j]} says {matrix.cells[i][j]}, but NUMA Affinity puts "
                 f"both on NUMA node {numas[i]}."
             )
-    return groups[SWITCH].numbers(), groups[BRIDGE].numbers(), numas
+    switches = groups[SWITCH].numbers()
+    return switches, _switch_groups(switches, groups[SWITCH_GROUP].numbers()), \
+        groups[BRIDGE].numbers(), numas
+
+
+def _switch_groups(switches: list[int], grouped: list[int]) -> list[int]:
+    """Each device's switch group, numbered in order, -1 for a group of one switch."""
+    switches_of: dict[int, set[int]] = {}
+    for switch, group in zip(switches, grouped, strict=True):
+        switches_of.setdefault(group, set()).add(switch)
+    numbers: dict[int, int] = {}
+    return [
+        numbers.setdefault(group, len(numbers)) if len(switches_of[group]) > 1 else -1
+        for group in grouped
+    ]
 
 
 def _numa_nodes(matrix: _Matrix, groups: _Groups) -> list[int]:
@@ -372,7 +392,8 @@ def _numa_nodes(matrix: _Matrix, groups: _Groups) -> list[int]:
 
 
 def _device(
-    column: _Column, matrix: _Matrix, details: MatrixDetails, numa: int, bridge: int, switch: int
+    column: _Column, matrix: _Matrix, details: MatrixDetails, numa: int, bridge: int, switch: int,
+    switch_group: int,
 ) -> Device:
     if column.type == "gpu":
         identity = details.gpu_ids[column.minor] if details.gpu_ids else column.name
@@ -383,6 +404,7 @@ def _device(
             numa=numa,
             bridge=bridge,
             switch=switch,
+            switch_group=switch_group,
             memory_mb=details.gpu_memory_mb,
             labels=dict(details.gpu_labels),
         )
@@ -393,6 +415,7 @@ def _device(
         numa=numa,
         bridge=bridge,
         switch=switch,
+        switch_group=switch_group,
         vfs=details.rdma_vfs,
         labels=dict(details.rdma_labels),
         vf_labels=dict(details.rdma_vf_labels),

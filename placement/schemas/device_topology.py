@@ -35,6 +35,8 @@ class DeviceEntry(ExtensionSchema):
     numa = StrictInteger(required=True)
     pcie = StrictInteger(required=True)  # the PCIe switch
     bridge = StrictInteger()  # the PCIe host bridge; default: its switch's, or one of its own
+    # The upstream switch the PCIe switch hangs from (PXB between switches of one group)
+    switch_group = StrictInteger(data_key="switchGroup")
     memory = fields.Raw()  # gpu: a quantity ("16Gi") or a number of bytes
     vfs = StrictInteger()
     labels = _labels()

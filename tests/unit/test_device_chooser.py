@@ -149,3 +149,20 @@ def test_stored_documents_of_one_model_share_their_layout_and_tables():
     bigger = Topology(devices=other.devices, nvlinks=other.nvlinks,
                       node_resources={"cpu": 96})
     assert stored.read(json.dumps(bigger.to_document())).layout is not first.layout
+
+
+def test_switches_under_one_upstream_switch_beat_switches_apart_under_the_host_bridge():
+    """nvidia-smi's order (document 002): PIX > PXB > PHB. GPU1 and GPU2 hang from one
+    upstream switch (PXB), GPU0 only from the host bridge (PHB to both): the pair of
+    GPU1 and GPU2 wins, although the lowest minors would be GPU0 and GPU1."""
+    devices = (
+        Device(type="gpu", minor=0, identity="G0", numa=0, bridge=0, switch=0, memory_mb=1024),
+        Device(type="gpu", minor=1, identity="G1", numa=0, bridge=0, switch=1, memory_mb=1024,
+               switch_group=0),
+        Device(type="gpu", minor=2, identity="G2", numa=0, bridge=0, switch=2, memory_mb=1024,
+               switch_group=0),
+    )
+    node = _node(Topology(devices=devices))
+    assert chooser.pair_strength(node, 1, 2) > chooser.pair_strength(node, 0, 1)
+    assert chooser.pair_strength(node, 0, 1) == chooser.pair_strength(node, 0, 2)
+    assert chooser.best_set(node, [0, 1, 2], 2, pack=True) == [1, 2]

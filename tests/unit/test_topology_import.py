@@ -609,3 +609,45 @@ def test_malformed_device_lists_are_refused_naming_the_field(document, problem):
 )
 def test_cross_device_problems_come_from_the_topology_check(devices, nvlinks, problem):
     assert problem in list_refused({"devices": devices, "nvlinks": nvlinks})
+
+
+# --- PCIe link types in nvidia-smi's order (document 002) ----------------------------------------
+
+
+def test_pxb_is_a_switch_group_between_pix_and_phb():
+    """GPU0/GPU1 share a switch (PIX); GPU2 hangs from the same upstream switch (PXB);
+    GPU3 only from the same host bridge (PHB)."""
+    topology = parse_matrix(matrix([
+        "GPU0 X PIX PXB PHB 0-7",
+        "GPU1 PIX X PXB PHB 0-7",
+        "GPU2 PXB PXB X PHB 0-7",
+        "GPU3 PHB PHB PHB X 0-7",
+    ]), DETAILS)
+    gpu0, gpu1, gpu2, gpu3 = topology.devices
+    assert gpu0.switch == gpu1.switch != gpu2.switch
+    assert gpu0.switch_group == gpu2.switch_group >= 0
+    assert gpu3.switch_group == -1 and gpu3.bridge == gpu0.bridge
+    # Stored and read back as it was (the device list's switchGroup).
+    assert Topology.from_document(topology.to_document()) == topology
+    assert parse_device_list(topology.to_document()) == topology
+
+
+def test_psb_reads_as_one_switch():
+    """PSB (two GPUs of one board, through its on-board switch) is no longer refused."""
+    topology = parse_matrix(matrix(["GPU0 X PSB 0-7", "GPU1 PSB X 0-7"]), DETAILS)
+    assert topology.devices[0].switch == topology.devices[1].switch
+
+
+def test_a_cell_that_contradicts_the_switch_groups_is_refused():
+    problem = refused(matrix([
+        "GPU0 X PXB PHB 0-7",
+        "GPU1 PXB X PXB 0-7",
+        "GPU2 PHB PXB X 0-7",
+    ]))
+    assert "upstream PCIe switch" in problem
+
+
+def test_a_switch_in_two_groups_is_refused():
+    problem = list_refused({"devices": [
+        gpu(0, pcie=0, switchGroup=0), gpu(1, pcie=0, switchGroup=1)]})
+    assert "PCIe switch 0 is placed in two switch groups" in problem
