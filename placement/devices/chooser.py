@@ -274,9 +274,9 @@ def device_take(state: DeviceState, per: PerDevice, exclusive: str | None) -> di
         if per.ratio:
             memory = memory_total * per.ratio // 100
             ratio = per.ratio
-        else:
+        else:  # memory asked as an amount: accounted as that amount, its ratio rounded down
             memory = per.memory_mb
-            ratio = math.ceil(100 * per.memory_mb / memory_total) if memory_total else 101
+            ratio = 100 * per.memory_mb // memory_total if memory_total else 101
         amounts = {"core": per.core, "memory": memory, "memory-ratio": ratio}
     else:
         amounts = {"share": per.share, "vf": per.vfs}

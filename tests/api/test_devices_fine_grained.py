@@ -242,3 +242,36 @@ def test_requests_as_count_counts_whole_gpus(api):
     # Claimed: two whole GPUs allocated.
     claimed = claim(api, {"kubernetes.io/gpu": 2}, hint=as_count)
     assert len(minors(claimed, "gpu")) == 2
+
+
+ONE_8G_GPU = switch_box(gpus_per_switch=(1,), nics_per_switch=(0,), switches_per_numa=1,
+                        memory="8Gi")
+
+
+def test_memory_asked_as_an_amount_can_fill_a_gpu(api):
+    """Issue 18's examples on one 8 GiB GPU: core 50 + 4097Mi, then core 50 + 4095Mi (exactly
+    the rest), both fit; so do three of core 33 + 2730Mi. Memory asked as an amount is
+    accounted as that amount (its ratio rounded down), and neither form over-commits."""
+    import_node(api, "one", ONE_8G_GPU)
+    first = claim(api, {"kubernetes.io/gpu-core": 50, "kubernetes.io/gpu-memory": "4097Mi"})
+    assert gpus(first)[0]["resources"]["kubernetes.io/gpu-memory-ratio"] == 50
+    second = claim(api, {"kubernetes.io/gpu-core": 50, "kubernetes.io/gpu-memory": "4095Mi"})
+    assert gpus(second)[0]["resources"]["kubernetes.io/gpu-memory"] == "4095Mi"
+
+
+def test_a_gpu_filled_by_memory_amounts_takes_no_more_memory_in_either_form(api):
+    import_node(api, "one", ONE_8G_GPU)
+    claim(api, {"kubernetes.io/gpu-core": 40, "kubernetes.io/gpu-memory": "4097Mi"})
+    claim(api, {"kubernetes.io/gpu-core": 40, "kubernetes.io/gpu-memory": "4095Mi"})
+    # Core is left, and 1 % of the ratio, but no memory: neither form gets any.
+    claim(api, {"kubernetes.io/gpu-core": 10, "kubernetes.io/gpu-memory": "1Mi"}, expect=409)
+    claim(api, {"kubernetes.io/gpu-core": 10, "kubernetes.io/gpu-memory-ratio": 1}, expect=409)
+
+
+def test_three_thirds_of_memory_fit_and_a_ratio_cannot_overcommit_them(api):
+    import_node(api, "one", ONE_8G_GPU)
+    for _ in range(3):
+        claim(api, {"kubernetes.io/gpu-core": 33, "kubernetes.io/gpu-memory": "2730Mi"})
+    # 2 MiB and 1 % of the ratio are left: a ratio of 1 % (81 MiB) does not fit the memory.
+    claim(api, {"kubernetes.io/gpu-core": 1, "kubernetes.io/gpu-memory-ratio": 1}, expect=409)
+    claim(api, {"kubernetes.io/gpu-core": 1, "kubernetes.io/gpu-memory": "2Mi"})

@@ -319,7 +319,7 @@ def take(device: Dev, want: Want) -> dict[str, int] | None:
         else:
             amounts = {
                 "memory": want.memory_mb,
-                "memory-ratio": -(-100 * want.memory_mb // memory_total),
+                "memory-ratio": 100 * want.memory_mb // memory_total,
             }
         amounts["core"] = want.core
     else:
