@@ -18,6 +18,7 @@ from placement.handlers import (
     allocation_candidate,
     devices,
     group_resources,
+    health,
     inventory,
     reshaper,
     resource_class,
@@ -145,7 +146,17 @@ ACCEPT_CHECKED_VIEWS = frozenset(
 )
 
 
+# Probes (``handlers.health``): answered outside the API, without a token, a microversion or a
+# transaction of their own (GET, and HEAD as Flask adds it).
+PROBES: dict[str, Callable[[], flask.Response]] = {
+    "/healthcheck": health.live,
+    "/healthcheck/ready": health.ready,
+}
+
+
 def register_routes(app: flask.Flask) -> None:
+    for path, view in PROBES.items():
+        app.add_url_rule(path, endpoint=f"probe {path}", view_func=view, methods=["GET"])
     for path, methods in ROUTES.items():
         for method, view in methods.items():
             writes = method not in READ_METHODS and view not in READ_ONLY_POSTS

@@ -38,6 +38,16 @@ class Services:
     devices: DeviceSearch
     serving_lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def check_ready(self) -> dict:
+        """Whether this process can serve now, for a readiness probe: in its turn, the
+        database answers and the copy of the providers is brought up to date from it.
+        The database's error when it cannot (the API's 503)."""
+        with self.serving_lock, self.engine.connect() as conn:
+            if conn.dialect.name == "postgresql":
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin(), self.replica.current(conn) as world:
+                return {"providers": len(world.providers)}
+
     @classmethod
     def build(cls, config: Config, engine: Engine) -> "Services":
         replica = Replica()
