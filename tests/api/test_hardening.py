@@ -5,6 +5,7 @@ on every entry point), bodies over ``max_request_body_mib`` (413) and a database
 that cannot be reached (503 with Retry-After, then recovery without a restart).
 """
 
+import contextlib
 import dataclasses
 import gc
 import importlib
@@ -258,20 +259,28 @@ UNREACHABLE_URLS = [
 ]
 
 
-@pytest.mark.parametrize("url", UNREACHABLE_URLS, ids=["postgresql", "sqlite"])
-def test_an_unreachable_database_is_503_then_recovers(api, app, url):
+@contextlib.contextmanager
+def unreachable_database(app, url: str):
+    """The application's services on a database at ``url`` that cannot be reached, then
+    its own again."""
     services = app.extensions["placement"]
     dead = make_engine(url) if url.startswith("postgresql") else sa.create_engine(url)
     app.extensions["placement"] = dataclasses.replace(services, engine=dead)
     try:
+        yield
+    finally:
+        app.extensions["placement"] = services
+        dead.dispose()
+
+
+@pytest.mark.parametrize("url", UNREACHABLE_URLS, ids=["postgresql", "sqlite"])
+def test_an_unreachable_database_is_503_then_recovers(api, app, url):
+    with unreachable_database(app, url):
         response = api.get("/resource_providers")
         error = assert_error(response, 503)
         assert response.headers["Retry-After"] == "5"
         assert "database" in error["detail"]
         assert_error(api.post("/resource_providers", json={"name": "down"}), 503)
-    finally:
-        app.extensions["placement"] = services
-        dead.dispose()
     # The same application answers again once the database is back.
     assert api.post("/resource_providers", json={"name": "up"}).status_code == 200
 

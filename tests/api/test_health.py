@@ -2,14 +2,11 @@
 the database or another request's turn, readiness that reads the database (both
 databases, and one that cannot be reached)."""
 
-import dataclasses
 import threading
 
 import pytest
-import sqlalchemy as sa
 
-from placement.db.engine import make_engine
-from tests.api.test_hardening import UNREACHABLE_URLS, assert_error
+from tests.api.test_hardening import UNREACHABLE_URLS, assert_error, unreachable_database
 
 
 def test_liveness_needs_no_token_and_no_microversion(api):
@@ -52,16 +49,10 @@ def test_probes_answer_remote_clients_under_noauth2(api):
 
 @pytest.mark.parametrize("url", UNREACHABLE_URLS, ids=["postgresql", "sqlite"])
 def test_readiness_is_503_while_the_database_cannot_be_reached(api, app, url):
-    services = app.extensions["placement"]
-    dead = make_engine(url) if url.startswith("postgresql") else sa.create_engine(url)
-    app.extensions["placement"] = dataclasses.replace(services, engine=dead)
-    try:
+    with unreachable_database(app, url):
         assert api.client.get("/healthcheck").status_code == 200  # alive all the same
         response = api.client.get("/healthcheck/ready")
         error = assert_error(response, 503)
         assert response.headers["Retry-After"] == "5"
         assert "database" in error["detail"]
-    finally:
-        app.extensions["placement"] = services
-        dead.dispose()
     assert api.client.get("/healthcheck/ready").status_code == 200
