@@ -1,5 +1,5 @@
-"""The request context handed to every view: connection, version, config, and the
-application's services (its searches' front doors)."""
+"""The request context handed to every view: connection, version, and the
+application's services (its configuration and its searches' front doors)."""
 
 from dataclasses import dataclass
 
@@ -15,10 +15,14 @@ from placement.services import Services
 class RequestContext:
     conn: Connection
     version: Version
-    config: Config
     request: flask.Request
     request_id: str
     services: Services
+
+    @property
+    def config(self) -> Config:
+        """The application's configuration (its services')."""
+        return self.services.config
 
     def at_least(self, major: int, minor: int) -> bool:
         """Whether the request's microversion is ``major.minor`` or later."""

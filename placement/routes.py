@@ -186,7 +186,6 @@ def _transactional(view, write: bool, snapshot: bool = False):
                 ctx = RequestContext(
                     conn=conn,
                     version=flask.g.version,
-                    config=services.config,
                     request=flask.request,
                     request_id=flask.g.request_id,
                     services=services,
