@@ -10,6 +10,7 @@ from placement.context import RequestContext
 from placement.data import device_topologies
 from placement.devices import bodies, service
 from placement.devices.request import DeviceRequest, parse_device_request, parse_pod
+from placement.handlers.group_resources import claim_options
 from placement.http import json_response, load_body, no_content
 from placement.schemas import devices as schemas
 
@@ -59,15 +60,7 @@ def claim(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.DeviceClaim())
     request = _device_request(ctx, data)
     candidate = ctx.services.devices.claim(
-        ctx.conn,
-        request,
-        ctx.config.group_naming(),
-        consumer_uuid=data["consumer_uuid"],
-        project_id=data["project_id"],
-        user_id=data["user_id"],
-        consumer_type=data.get("consumer_type"),
-        scorer=data.get("scorer", "pack"),
-        node_names=data.get("nodes"),
+        ctx.conn, request, ctx.config.group_naming(), **claim_options(data)
     )
     body = {"consumer_uuid": data["consumer_uuid"], **bodies.candidate_body(candidate, request)}
     return json_response(ctx, body)

@@ -13,6 +13,19 @@ from placement.http import json_response, load_body, no_content
 from placement.schemas import group_resources as schemas
 
 
+def claim_options(data: dict) -> dict:
+    """What a claim body says beside what it asks for (the translator's and the device
+    claims take the same): the new consumer, the scorer and the nodes to choose among."""
+    return {
+        "consumer_uuid": data["consumer_uuid"],
+        "project_id": data["project_id"],
+        "user_id": data["user_id"],
+        "consumer_type": data.get("consumer_type"),
+        "scorer": data.get("scorer", "pack"),
+        "node_names": data.get("nodes"),
+    }
+
+
 def list_nodes(ctx: RequestContext) -> flask.Response:
     nodes = [{"name": name, "uuid": uuid} for name, uuid in group_nodes.node_names(ctx.conn)]
     return json_response(ctx, {"nodes": nodes})
@@ -61,15 +74,7 @@ def find_candidates(ctx: RequestContext) -> flask.Response:
 def claim(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.Claim())
     placement = ctx.services.group_resources.claim(
-        ctx.conn,
-        data["resources"],
-        ctx.config.group_naming(),
-        consumer_uuid=data["consumer_uuid"],
-        project_id=data["project_id"],
-        user_id=data["user_id"],
-        consumer_type=data.get("consumer_type"),
-        scorer=data.get("scorer", "pack"),
-        node_names=data.get("nodes"),
+        ctx.conn, data["resources"], ctx.config.group_naming(), **claim_options(data)
     )
     body = {
         "consumer_uuid": data["consumer_uuid"],

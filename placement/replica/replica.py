@@ -47,8 +47,9 @@ class Replica:
                 gc.freeze()
 
     def forget(self) -> None:
-        """Drop the copy and everything kept in it: the next search reads every
-        provider, as a new worker's first request does."""
+        """Drop the copy: the next search reads every provider, as a new worker's first
+        request does, and what the features keep per tree is dropped as they follow the
+        new copy (``TreeFollower``)."""
         self.world = ProviderWorld()
 
 

@@ -4,7 +4,7 @@ A candidate search looks at every provider's place in its tree, inventories
 and usage, traits and aggregates. Reading all of that for every request is
 most of what a large answer costs, and it hardly changes between two
 requests. So each worker keeps a ``ProviderWorld`` (its application's
-``CandidateSearch`` owns it) and, on every request,
+``Replica`` owns it, and every search reads it) and, on every request,
 reads the **versions** (``placement.data.provider_world``: id, generation,
 parent, root) of the providers logged as changed since its last request, and
 reads again the details of those whose version changed, and only those. (The
@@ -59,7 +59,6 @@ providers moves them out of the cyclic collector's sight (``Replica``).
 import sys
 import threading
 from dataclasses import dataclass, field
-from functools import partial
 
 from sqlalchemy import Connection
 
@@ -156,7 +155,6 @@ class ProviderWorld:
     _log_incarnation: str | None = None  # and in which one
     _form_numbers: dict[tuple, int] = field(default_factory=dict)
     _roots_in_order: list[int] | None = None  # of trees, sorted (None: sort them again)
-    _classes_of_tree: dict[int, frozenset[int]] = field(default_factory=dict)  # by root id
     _roots_having: dict[frozenset[int], list[int]] = field(default_factory=dict)
 
     def roots_with_trait(
@@ -268,16 +266,13 @@ class ProviderWorld:
             tree = self.trees.get(root_id)
             if tree:
                 tree.sort()
+                before = self.form_of_tree.get(root_id)
                 form = self.form_of_tree[root_id] = self._form(tree)
-                class_ids = tuple(sorted(form.least_free))
-                classes = self._shared.get(("classes", class_ids), partial(frozenset, class_ids))
-                if self._classes_of_tree.get(root_id) != classes:
-                    self._classes_of_tree[root_id] = classes
-                    self._roots_having.clear()
+                if before is None or before.least_free.keys() != form.least_free.keys():
+                    self._roots_having.clear()  # a tree gained or lost a class
             else:
                 self.trees.pop(root_id, None)
                 self.form_of_tree.pop(root_id, None)
-                self._classes_of_tree.pop(root_id, None)
                 self._roots_having.clear()
                 self._roots_in_order = None
         self._shared.trim(len(self.providers))
@@ -302,9 +297,10 @@ class ProviderWorld:
         if roots is None:
             if len(self._roots_having) >= 64:
                 self._roots_having.clear()
-            having = self._classes_of_tree
+            form_of_tree = self.form_of_tree
             roots = self._roots_having[classes] = [
-                root_id for root_id in self._sorted_roots() if classes <= having[root_id]]
+                root_id for root_id in self._sorted_roots()
+                if classes <= form_of_tree[root_id].least_free.keys()]
         return list(roots)
 
     def _sorted_roots(self) -> list[int]:
