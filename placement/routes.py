@@ -115,8 +115,20 @@ READ_ONLY_POSTS = frozenset(
     {group_resources.translate, group_resources.find_candidates, devices.find_candidates}
 )
 # Views whose several reads must see one snapshot of the database. SQLite's transactions
-# always do; PostgreSQL's at READ COMMITTED see each statement's own.
-SNAPSHOT_VIEWS = frozenset({allocation_candidate.list_allocation_candidates})
+# always do; PostgreSQL's at READ COMMITTED see each statement's own. The reads of the
+# copy of the providers: what they answer is what the database held at their start.
+SNAPSHOT_VIEWS = frozenset(
+    {
+        allocation_candidate.list_allocation_candidates,
+        group_resources.list_nodes,
+        group_resources.show_node,
+        group_resources.translate,
+        group_resources.find_candidates,
+        devices.list_nodes,
+        devices.show_node,
+        devices.find_candidates,
+    }
+)
 
 
 # GET views that answer 406 to an ``Accept`` without JSON, before policy, as upstream's

@@ -38,6 +38,7 @@ _POSITION = {
     "postgresql": "pg_snapshot_xmin(pg_current_snapshot())::text::bigint",
     "sqlite": "COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'provider_changes'), 0) + 1",
 }
+_CLASS_NAMES = "SELECT id, name FROM resource_classes"
 _POSITION_COLUMN = {"postgresql": "transaction_id", "sqlite": "id"}
 
 
@@ -80,7 +81,7 @@ def changes_since(conn: Connection, since: int | None) -> Changes:
     position = _POSITION[dialect]
     columns = ", ".join(f"rp.{column}" for column in _version_columns(conn))
     statements = [
-        "SELECT id, name FROM resource_classes",
+        _CLASS_NAMES,
         f"SELECT {position}, pruned_below, incarnation FROM provider_changes_state",
     ]
     if since is not None:
@@ -102,6 +103,11 @@ def changes_since(conn: Connection, since: int | None) -> Changes:
     if since is not None:
         changed = {row[0]: (row if row[1] is not None else None) for row in results[2]}
     return Changes(dict(results[0]), log, changed)
+
+
+def class_names(conn: Connection) -> dict[int, str]:
+    """Every resource class's name, by id."""
+    return dict(_fetch(conn, _CLASS_NAMES))
 
 
 def _version_columns(conn: Connection) -> tuple[str, ...]:

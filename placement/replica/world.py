@@ -210,10 +210,16 @@ class ProviderWorld:
 
             def read_details(chunk: list[tuple]) -> dict[int, data.ProviderDetails]:
                 if not reading_all:
-                    return data.provider_details(conn, [version[0] for version in chunk])
-                if len(chunk) == len(changed):
-                    return data.provider_details(conn, None)
-                return data.provider_details(conn, range(chunk[0][0], chunk[-1][0] + 1))
+                    details = data.provider_details(conn, [version[0] for version in chunk])
+                elif len(chunk) == len(changed):
+                    details = data.provider_details(conn, None)
+                else:
+                    details = data.provider_details(conn, range(chunk[0][0], chunk[-1][0] + 1))
+                if any(class_id not in class_names
+                       for found in details.values() for class_id in found.inventories):
+                    # A class created since the names were read (READ COMMITTED).
+                    class_names.update(data.class_names(conn))
+                return details
 
             try:
                 self._apply(class_names, changed, removed, read_details)
@@ -261,7 +267,14 @@ class ProviderWorld:
             chunk = changed[start:start + self.read_chunk]
             details = read_details(chunk)
             for version in chunk:
-                self._add(version, details[version[0]], touched_trees)
+                found = details.get(version[0])
+                # None: deleted since its version was read. A write request reads at
+                # READ COMMITTED on PostgreSQL, each statement seeing what committed
+                # before it; the deletion is logged after the position kept, so the next
+                # refresh reads it again. (So is any change the details show that
+                # their version does not: the copy is never behind the log.)
+                if found is not None:
+                    self._add(version, found, touched_trees)
         for root_id in touched_trees:
             tree = self.trees.get(root_id)
             if tree:

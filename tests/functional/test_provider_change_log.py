@@ -446,3 +446,87 @@ def test_truncating_the_providers_starts_the_log_over(postgresql_engine):
     refresh(world, engine)
     assert set(world.providers) == {fresh}
     assert vcpu_total(world, fresh) == 2
+
+
+def _refresh_while(world: ProviderWorld, engine, monkeypatch, meanwhile) -> list[set[int]]:
+    """A write request's refresh: READ COMMITTED on PostgreSQL, each statement seeing what
+    committed before it. ``meanwhile(conn)`` commits on another connection between the read
+    of the log and the read of the details. The ids whose details were found, per read."""
+    details, found = provider_world.provider_details, []
+
+    def details_after_a_commit(conn, provider_ids):
+        with engine.begin() as other:
+            meanwhile(other)
+        read = details(conn, provider_ids)
+        found.append(set(read))
+        return read
+
+    monkeypatch.setattr(provider_world, "provider_details", details_after_a_commit)
+    with engine.connect() as conn, conn.begin():
+        world.refresh(conn)
+    monkeypatch.setattr(provider_world, "provider_details", details)
+    return found
+
+
+def test_a_provider_deleted_after_the_log_was_read_is_left_out(postgresql_engine, monkeypatch):
+    engine = postgresql_engine
+    with engine.begin() as conn:
+        kept, doomed = add_provider(conn, "cn1", 4), add_provider(conn, "cn2", 4)
+    world = ProviderWorld()
+    refresh(world, engine)
+    with engine.begin() as conn:
+        set_vcpu(conn, kept, 8)
+        set_vcpu(conn, doomed, 8)  # logged: its details are read next
+
+    def delete_doomed(conn):
+        conn.execute(text("DELETE FROM inventories WHERE resource_provider_id = :id"),
+                     {"id": doomed})
+        conn.execute(text("DELETE FROM resource_providers WHERE id = :id"), {"id": doomed})
+
+    assert _refresh_while(world, engine, monkeypatch, delete_doomed) == [{kept}]
+    assert set(world.providers) == {kept} and vcpu_total(world, kept) == 8
+    refresh(world, engine)
+    assert set(world.providers) == {kept} and vcpu_total(world, kept) == 8
+
+
+def test_a_change_committed_after_the_log_was_read_is_read_again(postgresql_engine, monkeypatch):
+    engine = postgresql_engine
+    with engine.begin() as conn:
+        provider_id = add_provider(conn, "cn", 4)
+    world = ProviderWorld()
+    refresh(world, engine)
+    with engine.begin() as conn:
+        set_vcpu(conn, provider_id, 8)
+    _refresh_while(world, engine, monkeypatch, lambda conn: set_vcpu(conn, provider_id, 16))
+    assert vcpu_total(world, provider_id) == 16  # (the details are the newer ones)
+    version = world.providers[provider_id].version
+    refresh(world, engine)
+    assert vcpu_total(world, provider_id) == 16
+    assert world.providers[provider_id].version != version  # read again, now exact
+
+
+def test_a_class_created_after_the_log_was_read_is_named(postgresql_engine, monkeypatch):
+    engine = postgresql_engine
+    with engine.begin() as conn:
+        provider_id = add_provider(conn, "cn", 4)
+    world = ProviderWorld()
+    refresh(world, engine)
+    with engine.begin() as conn:
+        set_vcpu(conn, provider_id, 8)
+
+    def add_custom_inventory(conn):
+        class_id = conn.execute(text(
+            "INSERT INTO resource_classes (name, created_at) VALUES ('CUSTOM_LATE', :now)"
+            " RETURNING id"), {"now": datetime.now()}).scalar_one()
+        conn.execute(text(
+            "INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved,"
+            " min_unit, max_unit, step_size, allocation_ratio, created_at)"
+            " VALUES (:id, :class_id, 2, 0, 1, 2, 1, 1.0, :now)"
+        ), {"id": provider_id, "class_id": class_id, "now": datetime.now()})
+        conn.execute(text(
+            "UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"
+        ), {"id": provider_id})
+
+    _refresh_while(world, engine, monkeypatch, add_custom_inventory)
+    named = {world.class_names[class_id] for class_id in world.providers[provider_id].inventories}
+    assert named == {"VCPU", "CUSTOM_LATE"}
