@@ -6,6 +6,9 @@ STAMP := $(VENV)/.installed
 # upstream openstack-placement 16.0.0 in its own virtualenv: the oracle of tests/upstream
 UPSTREAM_VENV := .venv-upstream
 UPSTREAM_STAMP := $(UPSTREAM_VENV)/.installed
+# a real Keystone (keystone 30.0.0) in its own virtualenv: tests/keystone serve it
+KEYSTONE_VENV := .venv-keystone
+KEYSTONE_STAMP := $(KEYSTONE_VENV)/.installed
 
 .PHONY: help run test lint typing sample-config benchmark clean
 
@@ -24,10 +27,16 @@ $(UPSTREAM_STAMP): tests/upstream/constraints.txt
 	$(UPSTREAM_VENV)/bin/pip install --quiet -c tests/upstream/constraints.txt openstack-placement
 	touch $(UPSTREAM_STAMP)
 
+$(KEYSTONE_STAMP): tests/keystone/constraints.txt
+	$(PYTHON) -m venv $(KEYSTONE_VENV)
+	$(KEYSTONE_VENV)/bin/pip install --quiet --upgrade pip
+	$(KEYSTONE_VENV)/bin/pip install --quiet -c tests/keystone/constraints.txt keystone
+	touch $(KEYSTONE_STAMP)
+
 run: $(STAMP)  ## run the service on SQLite at http://127.0.0.1:8780
 	$(BIN)/placement serve
 
-test: $(STAMP) $(UPSTREAM_STAMP)  ## run the whole test suite on SQLite and PostgreSQL, and against upstream
+test: $(STAMP) $(UPSTREAM_STAMP) $(KEYSTONE_STAMP)  ## run the whole test suite on SQLite and PostgreSQL, against upstream and a real Keystone
 	$(BIN)/pytest
 
 lint: $(STAMP)  ## ruff
@@ -36,9 +45,10 @@ lint: $(STAMP)  ## ruff
 typing: $(STAMP)  ## mypy on placement/
 	$(BIN)/mypy placement
 
-sample-config: $(STAMP)  ## regenerate etc/placement.conf.sample
+sample-config: $(STAMP)  ## regenerate etc/placement.conf.sample and etc/policy.yaml.sample
 	$(BIN)/placement sample-config > etc/placement.conf.sample
+	$(BIN)/placement policy-sample > etc/policy.yaml.sample
 
 clean:  ## remove the virtualenv, caches and the SQLite database of `make run` (stop it first)
-	rm -rf $(VENV) $(UPSTREAM_VENV) .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) $(UPSTREAM_VENV) $(KEYSTONE_VENV) .pytest_cache .ruff_cache .mypy_cache
 	rm -f placement.sqlite placement.sqlite-*

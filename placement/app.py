@@ -28,12 +28,15 @@ from placement.config import Config, load_config
 from placement.data.names import sync_standard_names
 from placement.db import migrate
 from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine
+from placement.policy import Policy
 from placement.routes import PROBES, register_routes
 from placement.services import Services
 
 LOG = logging.getLogger(__name__)
 REQUEST_ID_HEADER = "X-Openstack-Request-Id"
 UNAUTHENTICATED = frozenset({("GET", "/"), ("HEAD", "/")})
+# What keystonemiddleware lets by without a token: the root (as upstream) and the probes.
+OPEN_PATHS = frozenset({"/", *PROBES})
 NOT_FOUND = "The resource could not be found."
 MIB = 1024 * 1024
 # Seconds a client is asked to wait when the database cannot be reached.
@@ -67,6 +70,12 @@ def create_app(config: Config | None = None, engine: Engine | None = None) -> fl
     # Werkzeug refuses a longer body (declared, or streamed in chunks) with a 413.
     app.config["MAX_CONTENT_LENGTH"] = config.max_request_body_mib * MIB
     app.extensions["placement"] = Services.build(config, engine)
+    if config.auth_strategy == "keystone":
+        from placement import keystone  # (keystonemiddleware: loaded only to be used)
+
+        assert config.source_file is not None  # enforced by Config
+        app.wsgi_app = keystone.protect(  # type: ignore[method-assign]
+            app.wsgi_app, config.source_file, OPEN_PATHS)
     register_routes(app)
     app.before_request(_before_request)
     app.after_request(_after_request)
@@ -97,10 +106,23 @@ def _before_request() -> None:
     if getattr(view, "checks_accept", False) and not _accepts_json(request):
         raise errors.NotAcceptable("Only application/json is provided.")
     if credentials is not None:
-        auth.authorize(credentials, request.method, request.path, request.args)
+        _authorize(services.policy, credentials, request)
     if _has_nul(request):
         # No name or uuid contains NUL, and PostgreSQL cannot even compare with one.
         raise errors.BadRequest("NUL characters are not allowed in the URL.")
+
+
+def _authorize(policy: Policy, credentials: auth.Credentials, request: flask.Request) -> None:
+    """The policy's judgement of the route's rule, on upstream's target: the project the
+    request is about (``GET /usages``: the one asked about), else the caller's own."""
+    rule = policy.rule_of(request.method, request.url_rule.rule)  # type: ignore[union-attr]
+    if rule is None:
+        raise errors.Forbidden("Policy does not allow this request to be performed.")
+    if request.path == "/usages":
+        target = {"project_id": request.args.get("project_id")}
+    else:
+        target = {"project_id": credentials.project_id, "user_id": credentials.user_id}
+    policy.authorize(rule, credentials.policy_values(), target)
 
 
 def is_loopback(host: str) -> bool:

@@ -1,38 +1,53 @@
-"""Who is asking, and what they may do.
-
-Two strategies:
+"""Who is asking: each authentication strategy turns a request's headers into
+``Credentials``, which ``placement.policy`` then judges.
 
 * ``noauth2`` (development), as upstream's: the token is ``user[:project]``;
   the roles come from the ``X-Roles`` header, or, without one, the user
   ``admin`` is an admin (so ``admin`` and ``admin:admin`` are); the project
-  is ``X-Project-Id`` or the token's; no token is 401.
-* ``token`` (production): bearer tokens from a file map to one role each.
-  Tokens arrive as ``X-Auth-Token`` or ``Authorization: Bearer``; they are
-  compared in constant time and never logged.
-
-Policy: ``admin`` and ``service`` may do everything. A ``reader`` token may
-read everything (GET, HEAD). With noauth2, as upstream's default policy, a
-user with the ``reader`` role may only read the usages of its own project
-(``GET /usages?project_id=`` equal to its ``X-Project-Id``). Anyone else is
-refused with 403.
+  is ``X-Project-Id`` or the token's, none when ``OpenStack-System-Scope`` is
+  sent; no token is 401.
+* ``keystone`` (production in an OpenStack cloud): keystonemiddleware's
+  ``auth_token`` (``placement.keystone``) has checked the token and put who it
+  belongs to in the ``X-*`` headers; they are read as oslo.context reads them,
+  so the policy sees exactly what upstream's sees.
+* ``token`` (production without Keystone): bearer tokens from a file map to one
+  role each. Tokens arrive as ``X-Auth-Token`` or ``Authorization: Bearer``;
+  they are compared in constant time and never logged. A ``reader`` token
+  reads everything (the policy's ``reader_token_api``).
 """
 
 import hmac
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from oslo_context import context as oslo_context
+
 from placement import errors
 
 ROLES = ("admin", "service", "reader")
-READ_METHODS = frozenset({"GET", "HEAD"})
+SYSTEM_SCOPE_HEADER = "OpenStack-System-Scope"
 
 
 @dataclass(frozen=True)
 class Credentials:
     roles: frozenset[str]
     project_id: str | None = None
-    # Token readers read everything; noauth2 readers only their project's usages.
+    user_id: str | None = None
+    system_scope: str | None = None
+    domain_id: str | None = None
+    # The token strategy's readers (``reader_token_api``).
     reads_everything: bool = False
+
+    def policy_values(self) -> dict:
+        """What the policy's checks read (oslo.context's names)."""
+        return {
+            "roles": sorted(self.roles),
+            "project_id": self.project_id,
+            "user_id": self.user_id,
+            "system_scope": self.system_scope,
+            "domain_id": self.domain_id,
+            "reads_everything": self.reads_everything,
+        }
 
 
 class NoAuth2:
@@ -48,7 +63,30 @@ class NoAuth2:
             roles = frozenset(r.strip().lower() for r in roles_header.split(",") if r.strip())
         else:
             roles = frozenset({"admin"}) if user == "admin" else frozenset()
-        return Credentials(roles, project_id=headers.get("X-Project-Id") or project or user)
+        system_scope = headers.get(SYSTEM_SCOPE_HEADER) or None
+        project_id = None if system_scope else headers.get("X-Project-Id") or project or user
+        return Credentials(
+            roles, project_id=project_id, user_id=user, system_scope=system_scope
+        )
+
+
+class KeystoneAuth:
+    """Credentials from the headers keystonemiddleware's ``auth_token`` sets once it has
+    validated the token (it answers 401 itself to a missing or invalid one)."""
+
+    def authenticate(self, headers: Mapping[str, str]) -> Credentials:
+        if headers.get("X-Identity-Status") != "Confirmed":
+            raise errors.Unauthorized("This request needs a valid token.")
+        environ = {f"HTTP_{name.upper().replace('-', '_')}": value
+                   for name, value in headers.items()}
+        values = oslo_context.RequestContext.from_environ(environ).to_policy_values()
+        return Credentials(
+            frozenset(role.lower() for role in values["roles"]),
+            project_id=values["project_id"],
+            user_id=values["user_id"],
+            system_scope=values["system_scope"],
+            domain_id=values["domain_id"],
+        )
 
 
 class TokenAuth:
@@ -98,20 +136,3 @@ def _presented_token(headers: Mapping[str, str]) -> str | None:
     if scheme.lower() == "bearer" and value.strip():
         return value.strip()
     return headers.get("X-Auth-Token") or None
-
-
-def authorize(
-    credentials: Credentials, method: str, path: str, args: Mapping[str, str]
-) -> None:
-    """Raise Forbidden unless ``credentials`` allow ``method`` on ``path``."""
-    if credentials.roles & {"admin", "service"}:
-        return
-    if "reader" in credentials.roles and method in READ_METHODS:
-        if credentials.reads_everything:
-            return
-        own_project = credentials.project_id is not None and (
-            args.get("project_id") == credentials.project_id
-        )
-        if path == "/usages" and own_project:
-            return
-    raise errors.Forbidden("Policy does not allow this request to be performed.")

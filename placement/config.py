@@ -22,7 +22,7 @@ from placement.nodes.naming import (
 
 DEFAULT_CONFIG_FILE = "/etc/placement/placement.conf"
 DEFAULT_DATABASE_URL = "sqlite:///placement.sqlite"
-AUTH_STRATEGIES = ("noauth2", "token")
+AUTH_STRATEGIES = ("noauth2", "keystone", "token")
 
 
 def _parse_bool(text: str) -> bool:
@@ -76,8 +76,30 @@ OPTIONS: tuple[Option, ...] = (
         "PLACEMENT_AUTH_STRATEGY",
         str,
         "noauth2: development mode; the token 'admin' is an admin, any other token is a "
-        "user whose roles come from the X-Roles header. token: bearer tokens listed in "
+        "user whose roles come from the X-Roles header. keystone: Keystone tokens, checked "
+        "by keystonemiddleware's auth_token, configured by the [keystone_authtoken] section "
+        "of this file as upstream Placement's is. token: bearer tokens listed in "
         "tokens_file map to roles (admin, service, reader).",
+    ),
+    Option(
+        "policy_file",
+        "oslo_policy",
+        "policy_file",
+        "PLACEMENT_POLICY_FILE",
+        str,
+        "A policy file in oslo.policy's format (YAML) overriding any rule's default; an "
+        "upstream Placement policy file works unchanged. Read again when it changes. "
+        "'placement policy-sample' writes every rule with its default.",
+    ),
+    Option(
+        "enforce_new_defaults",
+        "oslo_policy",
+        "enforce_new_defaults",
+        "PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS",
+        _parse_bool,
+        "false: the rules' defaults also let an admin do what the new defaults keep for "
+        "the service role (POST /reshaper) and for project readers (GET /usages), as "
+        "before them. true: only the new defaults (upstream's own default).",
     ),
     Option(
         "tokens_file",
@@ -217,6 +239,8 @@ class Config:
     database_url: str = DEFAULT_DATABASE_URL
     auth_strategy: str = "noauth2"
     tokens_file: str | None = None
+    policy_file: str | None = None
+    enforce_new_defaults: bool = False
     bind_host: str = "127.0.0.1"
     bind_port: int = 8780
     workers: int = 2
@@ -234,6 +258,9 @@ class Config:
         default_factory=lambda: dict(DEFAULT_BYTE_UNITS)
     )
     log_level: str = "INFO"
+    # Not an option: the file the configuration was read from (its [keystone_authtoken]
+    # section configures keystonemiddleware).
+    source_file: str | None = None
 
     def __post_init__(self) -> None:
         if self.auth_strategy not in AUTH_STRATEGIES:
@@ -243,6 +270,11 @@ class Config:
             )
         if self.auth_strategy == "token" and not self.tokens_file:
             raise ConfigError("auth_strategy = token needs tokens_file")
+        if self.auth_strategy == "keystone" and not self.source_file:
+            raise ConfigError(
+                "auth_strategy = keystone needs a configuration file with a "
+                "[keystone_authtoken] section"
+            )
         if self.threads < 1:
             raise ConfigError("threads must be 1 or more")
         if not self.client_timeout_seconds > 0:
@@ -307,7 +339,7 @@ def load_config(
     for option in OPTIONS:
         if option.env in environ:
             values[option.field] = _parse(option, environ[option.env])
-    return Config(**values)
+    return Config(**values, source_file=path or None)
 
 
 def _parse(option: Option, text: str) -> Any:

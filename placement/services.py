@@ -17,6 +17,7 @@ from placement.candidates.service import CandidateSearch
 from placement.config import Config
 from placement.devices.service import DeviceSearch
 from placement.group_resources.service import GroupResourceSearch
+from placement.policy import Policy
 from placement.replica.replica import Replica
 
 
@@ -31,7 +32,8 @@ class Services:
 
     config: Config
     engine: Engine
-    authenticator: auth.NoAuth2 | auth.TokenAuth
+    authenticator: auth.NoAuth2 | auth.KeystoneAuth | auth.TokenAuth
+    policy: Policy
     replica: Replica
     candidates: CandidateSearch
     group_resources: GroupResourceSearch
@@ -52,13 +54,16 @@ class Services:
     def build(cls, config: Config, engine: Engine) -> "Services":
         replica = Replica()
         return cls(
-            config, engine, _authenticator(config), replica,
+            config, engine, _authenticator(config),
+            Policy(config.policy_file, config.enforce_new_defaults), replica,
             CandidateSearch(config, replica), GroupResourceSearch(replica),
             DeviceSearch(replica),
         )
 
 
-def _authenticator(config: Config) -> auth.NoAuth2 | auth.TokenAuth:
+def _authenticator(config: Config) -> auth.NoAuth2 | auth.KeystoneAuth | auth.TokenAuth:
+    if config.auth_strategy == "keystone":
+        return auth.KeystoneAuth()
     if config.auth_strategy == "token":
         assert config.tokens_file is not None  # enforced by Config
         return auth.TokenAuth.from_file(config.tokens_file)

@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="placement",
         description="Run and administer the placement service: db, serve, group-resources, "
-        "devices, sample-config. COMMAND -h describes each.",
+        "devices, sample-config, policy-sample. COMMAND -h describes each.",
     )
     parser.add_argument("--config-file", help="INI configuration file (see etc/)")
     parser.add_argument(
@@ -68,7 +68,17 @@ def _parser() -> argparse.ArgumentParser:
 
     sample = commands.add_parser("sample-config", help="print the sample configuration file")
     sample.set_defaults(run=lambda config, args: print(render_sample()) or 0)
+    policy_sample = commands.add_parser(
+        "policy-sample", help="print every policy rule with its default (oslo.policy's YAML)")
+    policy_sample.set_defaults(run=_policy_sample)
     return parser
+
+
+def _policy_sample(config: Config, args) -> int:
+    from placement import policy
+
+    policy.write_sample()
+    return 0
 
 
 def _db_upgrade(config: Config, args) -> int:

@@ -11,17 +11,15 @@ that is a failure.
 
 import contextlib
 import os
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
+from tests.side_process import IN_CI, free_port, python_of, require, stop
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = Path(__file__).with_name("serve_upstream.py")
-IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
 class UpstreamUnavailable(RuntimeError):
@@ -29,13 +27,7 @@ class UpstreamUnavailable(RuntimeError):
 
 
 def upstream_python() -> Path:
-    given = os.environ.get("PLACEMENT_UPSTREAM_PYTHON")
-    python = Path(given) if given else REPO / ".venv-upstream" / "bin" / "python"
-    if not python.exists():
-        raise UpstreamUnavailable(
-            f"{python} does not exist: run `make test`, or set PLACEMENT_UPSTREAM_PYTHON"
-        )
-    return python
+    return python_of(".venv-upstream", "PLACEMENT_UPSTREAM_PYTHON", UpstreamUnavailable)
 
 
 def upstream_package_dir() -> Path:
@@ -56,31 +48,21 @@ def upstream_package_dir() -> Path:
 
 def require_upstream() -> Path:
     """The upstream interpreter, or skip (fail with ``CI=true``)."""
-    try:
-        return upstream_python()
-    except UpstreamUnavailable as exc:
-        if IN_CI:
-            pytest.fail(f"CI=true and the upstream oracle is missing: {exc}")
-        pytest.skip(str(exc))
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return require(upstream_python, "the upstream oracle")
 
 
 @contextlib.contextmanager
-def upstream_server(folder: Path) -> Iterator[str]:
-    """Run upstream on a new SQLite database in ``folder``; yield its base URL."""
+def upstream_server(folder: Path, policy: str = "legacy") -> Iterator[str]:
+    """Run upstream on a new SQLite database in ``folder``, with the policy ``policy``
+    (see ``POLICIES``); yield its base URL."""
     python = upstream_python()
-    port = _free_port()
+    port = free_port()
     database = folder / f"upstream-{port}.sqlite"
     log = open(folder / f"upstream-{port}.log", "w")  # noqa: SIM115 - closed below
     # Upstream's package must not be shadowed by ours (also named placement).
     environment = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     process = subprocess.Popen(
-        [str(python), str(LAUNCHER), f"sqlite:///{database}", str(port)],
+        [str(python), str(LAUNCHER), f"sqlite:///{database}", str(port), policy],
         stdout=subprocess.PIPE,
         stderr=log,
         text=True,
@@ -97,14 +79,7 @@ def upstream_server(folder: Path) -> Iterator[str]:
             )
         yield f"http://127.0.0.1:{port}"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+        stop(process)
         log.close()
 
 
@@ -116,3 +91,27 @@ __all__ = [
     "upstream_python",
     "upstream_server",
 ]
+
+
+# The policies upstream's gabbi files ask for, by the fixture that names each.
+POLICIES = {
+    "LegacyRBACPolicyFixture": "legacy",  # enforce_new_defaults false (also the default)
+    "SecureRBACPolicyFixture": "secure",  # enforce_new_defaults true
+    "OpenPolicyFixture": "open",  # every rule but admin_api is "@" (a policy file)
+}
+OPEN_POLICY_EXCEPT = "admin_api"
+
+
+def policy_of(fixtures: list[str]) -> str:
+    """The policy a gabbi file's fixtures ask the server for."""
+    asked = {POLICIES[name] for name in fixtures if name in POLICIES}
+    assert len(asked) <= 1, f"fixtures ask for several policies: {fixtures}"
+    return asked.pop() if asked else "legacy"
+
+
+def open_policy_file(rule_names, folder: Path) -> Path:
+    """A policy file opening every rule of ``rule_names`` but ``admin_api`` to anyone."""
+    path = folder / "open-policy.yaml"
+    path.write_text("".join(
+        f'"{name}": "@"\n' for name in rule_names if name != OPEN_POLICY_EXCEPT))
+    return path

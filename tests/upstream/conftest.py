@@ -11,7 +11,8 @@ from placement.db.engine import make_engine
 
 @pytest.fixture
 def fresh_service(request, empty_database_url):
-    """This service (a Flask app) on a new, migrated database of the backend in ``request.param``.
+    """A maker of this service (a Flask app, given the configuration's settings) on a new,
+    migrated database of the backend in ``request.param``.
 
     A gabbi file expects an empty service, so each file gets its own database (and
     its own application, so nothing kept by an earlier file's is seen).
@@ -22,7 +23,7 @@ def fresh_service(request, empty_database_url):
     engine = make_engine(url)
     migrate.upgrade(engine)
     try:
-        yield create_app(Config(database_url=url), engine=engine)
+        yield lambda **settings: create_app(Config(database_url=url, **settings), engine=engine)
     finally:
         engine.dispose()
         if server_url is not None:

@@ -31,8 +31,9 @@ upstream, where every test passes):
 - Upstream names its providers' UUIDs with per-process random sentinels; here
   they are random UUIDs too.
 
-Not reproducible over HTTP, hence not here: the policy fixtures (policy rules
-are server configuration; the policy YAML files are out of scope) and
+The policy fixtures create nothing: the policy is the server's configuration,
+which the tests choose from the file's fixtures before they start the server
+(``tests.upstream.policy_settings``). Not reproducible at all, hence not here:
 ``CORSFixture`` (CORS middleware is server configuration, and this service has
 no CORS support). ``tests/upstream/test_upstream_gabbits.py`` excludes the
 files that need them, with the reason.
@@ -549,6 +550,19 @@ class NeutronQoSMultiSegmentFixture(APIFixture):
         self.client.set_traits(provider, *traits)
 
 
+class LegacyRBACPolicyFixture(APIFixture):
+    """The policy's legacy defaults (``enforce_new_defaults`` false): the server's
+    configuration, chosen from the file's fixtures by ``policy_settings``."""
+
+
+class SecureRBACPolicyFixture(APIFixture):
+    """The policy's new defaults only (``enforce_new_defaults`` true): as above."""
+
+
+class OpenPolicyFixture(APIFixture):
+    """Every rule but ``admin_api`` open to anyone (a policy file): as above."""
+
+
 FIXTURES: tuple[type[APIFixture], ...] = (
     APIFixture,
     AllocationFixture,
@@ -559,6 +573,9 @@ FIXTURES: tuple[type[APIFixture], ...] = (
     NonSharedStorageFixture,
     GranularFixture,
     NeutronQoSMultiSegmentFixture,
+    LegacyRBACPolicyFixture,
+    SecureRBACPolicyFixture,
+    OpenPolicyFixture,
 )
 
 

@@ -28,8 +28,11 @@ import httpx
 import pytest
 from gabbi import handlers, suitemaker, utils
 
+from placement.policy import list_rules
 from tests.upstream import (
     UpstreamUnavailable,
+    open_policy_file,
+    policy_of,
     require_upstream,
     upstream_package_dir,
     upstream_server,
@@ -38,9 +41,6 @@ from tests.upstream.gabbi_fixtures import PlacementClient, bind_fixtures
 
 # Files not run, by name pattern, and why.
 EXCLUDED = {
-    "*-policy.yaml": "policy files aside: they need policy rules set on the server",
-    "*-legacy-rbac.yaml": "policy files aside: they need the legacy RBAC policy defaults",
-    "*-secure-rbac.yaml": "policy files aside: they need the secure RBAC policy defaults",
     "cors.yaml": (
         "CORSFixture turns on upstream's CORS middleware, which is server configuration that "
         "no API request can set; this service has no CORS support to turn on"
@@ -226,7 +226,8 @@ def test_upstream_passes_its_own_gabbit(gabbit, tmp_path):
     """Against upstream itself every test passes (but for the socket's limits): the fixtures
     rebuild its data faithfully."""
     path = gabbit_path(gabbit)
-    with upstream_server(tmp_path) as base_url, httpx.Client(base_url=base_url) as http:
+    policy = policy_of(utils.load_yaml(yaml_file=str(path)).get("fixtures", []))
+    with upstream_server(tmp_path, policy) as base_url, httpx.Client(base_url=base_url) as http:
         address = urllib.parse.urlsplit(base_url)
         names, problems = run_gabbit(
             path, PlacementClient(http), host=address.hostname, port=address.port, intercept=None
@@ -236,10 +237,11 @@ def test_upstream_passes_its_own_gabbit(gabbit, tmp_path):
 
 @pytest.mark.parametrize("fresh_service", BACKENDS, indirect=True)
 @pytest.mark.parametrize("gabbit", GABBITS)
-def test_service_passes_upstream_gabbit(gabbit, fresh_service):
+def test_service_passes_upstream_gabbit(gabbit, fresh_service, tmp_path):
     """Against this service exactly the known failures fail."""
     path = gabbit_path(gabbit)
-    app = as_served(fresh_service)
+    policy = policy_of(utils.load_yaml(yaml_file=str(path)).get("fixtures", []))
+    app = as_served(fresh_service(**policy_settings(policy, tmp_path)))
     with httpx.Client(transport=httpx.WSGITransport(app=app), base_url=SERVICE_URL) as http:
         names, problems = run_gabbit(
             path,
@@ -249,6 +251,14 @@ def test_service_passes_upstream_gabbit(gabbit, fresh_service):
             intercept=lambda: app,
         )
     check_failures(gabbit, names, problems, KNOWN_FAILURES, "this service")
+
+
+def policy_settings(policy: str, folder: Path) -> dict:
+    """This service's configuration for one of upstream's policies (``POLICIES``)."""
+    if policy == "open":
+        names = [rule.name for rule in list_rules()]
+        return {"policy_file": str(open_policy_file(names, folder))}
+    return {"enforce_new_defaults": policy == "secure"}
 
 
 def test_every_upstream_gabbit_is_run_or_excluded():

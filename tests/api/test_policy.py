@@ -1,0 +1,96 @@
+"""Policy: each route's rule, upstream's names and defaults, overridden by a policy file.
+
+Upstream's own policy suites (``*-policy.yaml``, ``*-secure-rbac.yaml``,
+``*-legacy-rbac.yaml``) run against this service in ``tests/upstream``; these
+tests cover the table of rules and the policy file.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from placement.app import create_app
+from placement.policy import API_RULES, Policy, list_rules, operation_path
+from placement.routes import ROUTES
+from tests.conftest import Api
+
+REPO = Path(__file__).resolve().parents[2]
+OPEN_ROUTES = {("GET", "/")}
+
+
+def test_every_route_has_one_rule_and_every_rule_names_routes():
+    policy = Policy(None, enforce_new_defaults=False)
+    without = [(method, path) for path, methods in ROUTES.items() for method in methods
+               if (method, path) not in OPEN_ROUTES and policy.rule_of(method, path) is None]
+    assert not without, f"routes without a policy rule: {without}"
+    routes = {(method, operation_path(path)) for path, methods in ROUTES.items()
+              for method in methods}
+    named = [(rule.name, operation["method"], operation["path"])
+             for rule in API_RULES for operation in rule.operations]
+    assert len({(m, p) for _, m, p in named}) == len(named), "an operation has two rules"
+    assert [n for n in named if (n[1], n[2]) not in routes] == []
+    assert len(named) == len(routes) - len(OPEN_ROUTES)
+
+
+def test_upstream_rules_keep_upstream_names():
+    names = {rule.name for rule in list_rules()}
+    for name in ("placement:resource_providers:list", "placement:usages",
+                 "placement:reshaper:reshape", "placement:allocations:manage",
+                 "admin_or_service_api", "project_reader_api"):
+        assert name in names
+
+
+@pytest.fixture
+def policy_api(config, engine, tmp_path):
+    def make(rules: str) -> Api:
+        path = tmp_path / "policy.yaml"
+        path.write_text(rules)
+        return Api(create_app(config.replace(policy_file=str(path)), engine=engine).test_client())
+
+    return make
+
+
+def test_a_policy_file_overrides_the_defaults(policy_api):
+    api = policy_api('"placement:resource_providers:list": "role:reader"\n'
+                     '"placement:resource_providers:create": "!"\n')
+    reader = {"X-Roles": "reader"}
+    assert api.get("/resource_providers", token="someone", headers=reader).status_code == 200
+    refused = api.post("/resource_providers", json={"name": "cn"})
+    assert refused.status_code == 403
+    assert refused.json["errors"][0]["detail"] == (
+        "Policy does not allow placement:resource_providers:create to be performed.")
+    # The rules the file leaves alone keep their defaults.
+    assert api.get("/traits", token="someone", headers=reader).status_code == 403
+    assert api.get("/traits").status_code == 200
+
+
+def test_a_changed_policy_file_is_read_again(policy_api, tmp_path):
+    api = policy_api('"placement:traits:list": "!"\n')
+    assert api.get("/traits").status_code == 403
+    path = tmp_path / "policy.yaml"
+    path.write_text('"placement:traits:list": "@"\n')
+    later = os.stat(path).st_mtime + 5
+    os.utime(path, (later, later))
+    assert api.get("/traits", token="someone").status_code == 200
+
+
+def test_a_missing_policy_file_stops_the_start(config, engine, tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        create_app(config.replace(policy_file=str(tmp_path / "nowhere.yaml")), engine=engine)
+
+
+def test_noauth2_system_scope_is_refused_by_the_project_scoped_rules(api):
+    answer = api.get("/resource_providers", headers={"OpenStack-System-Scope": "all"})
+    assert answer.status_code == 403
+
+
+def test_the_sample_policy_file_is_current():
+    written = subprocess.run(
+        [sys.executable, "-m", "placement.cli.main", "policy-sample"],
+        capture_output=True, text=True, check=True, cwd=REPO,
+    ).stdout
+    sample = (REPO / "etc" / "policy.yaml.sample").read_text()
+    assert written == sample, "etc/policy.yaml.sample is stale: run `make sample-config`"
