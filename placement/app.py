@@ -28,12 +28,11 @@ from placement.config import Config, load_config
 from placement.data.names import sync_standard_names
 from placement.db import migrate
 from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine
-from placement.routes import PROBES, register_routes
+from placement.routes import ANONYMOUS, PROBES, register_routes
 from placement.services import Services
 
 LOG = logging.getLogger(__name__)
 REQUEST_ID_HEADER = "X-Openstack-Request-Id"
-UNAUTHENTICATED = frozenset({("GET", "/"), ("HEAD", "/")})
 NOT_FOUND = "The resource could not be found."
 MIB = 1024 * 1024
 # Seconds a client is asked to wait when the database cannot be reached.
@@ -86,7 +85,7 @@ def _before_request() -> None:
         version_error = None
     except errors.PlacementError as exc:  # answered after authentication, as upstream
         version_error = exc
-    anonymous = (request.method, request.path) in UNAUTHENTICATED
+    anonymous = (request.method, request.path) in ANONYMOUS
     credentials = None if anonymous else services.authenticator.authenticate(request.headers)
     if version_error is not None:
         raise version_error

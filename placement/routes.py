@@ -29,6 +29,8 @@ from placement.handlers import (
 )
 
 READ_METHODS = frozenset({"GET", "HEAD"})
+# The API's requests answered without a token: the version document.
+ANONYMOUS = frozenset({("GET", "/"), ("HEAD", "/")})
 
 ROUTES: dict[str, dict[str, Callable]] = {
     "/": {"GET": root.home},
