@@ -1,5 +1,5 @@
-"""The ``placement`` command: ``db``, ``serve``, ``group-resources``, ``devices`` and
-``sample-config``."""
+"""The ``placement`` command: ``db``, ``serve``, ``group-resources``, ``devices``,
+``sample-config`` and ``openapi``."""
 
 import argparse
 import logging
@@ -12,6 +12,7 @@ from placement.cli import group_resources as group_commands
 from placement.config import Config, ConfigError, load_config, render_sample
 from placement.db import migrate
 from placement.db.engine import is_sqlite, make_engine
+from placement.openapi.document import render as render_openapi
 
 LOG = logging.getLogger("placement")
 
@@ -37,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="placement",
         description="Run and administer the placement service: db, serve, group-resources, "
-        "devices, sample-config. COMMAND -h describes each.",
+        "devices, sample-config, openapi. COMMAND -h describes each.",
     )
     parser.add_argument("--config-file", help="INI configuration file (see etc/)")
     parser.add_argument(
@@ -68,7 +69,16 @@ def _parser() -> argparse.ArgumentParser:
 
     sample = commands.add_parser("sample-config", help="print the sample configuration file")
     sample.set_defaults(run=lambda config, args: print(render_sample()) or 0)
+    openapi = commands.add_parser(
+        "openapi", help="print the OpenAPI document of the API (JSON; api-ref/openapi.json)"
+    )
+    openapi.set_defaults(run=_openapi)
     return parser
+
+
+def _openapi(config: Config, args) -> int:
+    sys.stdout.write(render_openapi())
+    return 0
 
 
 def _db_upgrade(config: Config, args) -> int:
