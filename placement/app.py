@@ -28,7 +28,9 @@ from placement.config import Config, load_config
 from placement.data.names import sync_standard_names
 from placement.db import migrate
 from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine
-from placement.routes import ANONYMOUS, PROBES, register_routes
+from placement.handlers import openapi as openapi_view
+from placement.openapi.document import DocumentCache
+from placement.routes import ANONYMOUS, OUTSIDE_THE_API, register_routes
 from placement.services import Services
 
 LOG = logging.getLogger(__name__)
@@ -66,6 +68,7 @@ def create_app(config: Config | None = None, engine: Engine | None = None) -> fl
     # Werkzeug refuses a longer body (declared, or streamed in chunks) with a 413.
     app.config["MAX_CONTENT_LENGTH"] = config.max_request_body_mib * MIB
     app.extensions["placement"] = Services.build(config, engine)
+    app.extensions[openapi_view.EXTENSION] = DocumentCache()
     register_routes(app)
     app.before_request(_before_request)
     app.after_request(_after_request)
@@ -76,7 +79,7 @@ def create_app(config: Config | None = None, engine: Engine | None = None) -> fl
 def _before_request() -> None:
     flask.g.request_id = f"req-{uuid.uuid4()}"
     request = flask.request
-    if request.path in PROBES:  # no token, no microversion: see handlers.health
+    if request.path in OUTSIDE_THE_API:  # no token, no microversion: probes, documents
         return
     services = flask.current_app.extensions["placement"]
     _refuse_remote_noauth(services.config, request)

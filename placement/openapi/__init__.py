@@ -3,9 +3,10 @@ marshmallow schemas (apispec).
 
 A layer above ``routes``: nothing below imports it. ``document`` builds it,
 ``operations`` says what the document says of each view that the routes and schemas
-do not (its request body, its own answers, its page of api-ref/). ``placement
-openapi`` prints it, and ``make openapi`` commits it as ``api-ref/openapi.json``,
-which a test keeps equal to what is built now.
+do not (its request body, its own answers, its page of api-ref/). ``app`` serves it
+at ``GET /openapi.json``, built once per application (``document.DocumentCache``);
+``placement openapi`` prints it, and ``make openapi`` commits it as
+``api-ref/openapi.json``, which a test keeps equal to what is built now.
 
 It says of every route and method: its path parameters, the microversion header, the
 request body where the view reads one (the schema of the latest microversion: earlier

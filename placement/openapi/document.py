@@ -4,6 +4,7 @@ microversion header, the token)."""
 
 import json
 import re
+import threading
 from collections.abc import Callable
 
 import marshmallow
@@ -13,7 +14,7 @@ from marshmallow import fields
 
 from placement import microversion
 from placement.openapi import operations
-from placement.routes import ACCEPT_CHECKED_VIEWS, ANONYMOUS, PROBES, ROUTES
+from placement.routes import ACCEPT_CHECKED_VIEWS, ANONYMOUS, OUTSIDE_THE_API, ROUTES
 from placement.schemas.fields import (
     StrictDict,
     StrictInteger,
@@ -51,7 +52,8 @@ here is that of the latest one, and api-ref/ (one page per noun, named by each o
 describes every body and answer field by field. Every error is answered as
 `{{"errors": [{{"status", "title", "detail", "code", "request_id"}}]}}` (`code` from 1.23).
 
-The probes (/healthcheck, /healthcheck/ready) are outside the API: no token, no microversion.
+The probes (/healthcheck, /healthcheck/ready) and this document (/openapi.json) are outside the
+API: no token, no microversion.
 """
 
 
@@ -75,6 +77,22 @@ class Errors(marshmallow.Schema):
     """The body of every error answer (``app._handle_error``)."""
 
     errors = fields.List(fields.Nested(Error), required=True)
+
+
+class DocumentCache:
+    """An application's document as served: built at its first request, not by
+    ``create_app`` (most applications, a test's, never serve it), then kept. Under the
+    lock, as the threads of a worker may ask at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._text: bytes | None = None
+
+    def text(self) -> bytes:
+        with self._lock:
+            if self._text is None:
+                self._text = render().encode()
+            return self._text
 
 
 def render() -> str:
@@ -128,7 +146,7 @@ def build() -> dict:
             for method, view in methods.items()
         }
         _add_path(spec, path, by_method)
-    for path, view in PROBES.items():
+    for path, view in OUTSIDE_THE_API.items():
         _add_path(spec, path, {"GET": _outside_operation(view)})
     for tag in sorted({operations.page(view) for view in _all_views()}):
         spec.tag({"name": tag, "description": f"api-ref/{tag}.md"})
@@ -142,7 +160,7 @@ def _schema_name(schema) -> str:
 
 def _all_views() -> list[Callable]:
     return [view for methods in ROUTES.values() for view in methods.values()] + list(
-        PROBES.values()
+        OUTSIDE_THE_API.values()
     )
 
 

@@ -20,6 +20,7 @@ from placement.handlers import (
     group_resources,
     health,
     inventory,
+    openapi,
     reshaper,
     resource_class,
     resource_provider,
@@ -44,6 +45,7 @@ PAGES = {
     "group_resources": "group_resources",
     "health": "root",
     "inventory": "inventories",
+    "openapi": "root",
     "reshaper": "reshaper",
     "resource_class": "resource_classes",
     "resource_provider": "resource_providers",
@@ -98,6 +100,7 @@ ANSWERS: dict[Callable, dict[int, str]] = {
     root.home: {200: "The version document."},
     health.live: {200: "Alive."},
     health.ready: {200: "Ready.", 503: "The database cannot be reached (Retry-After)."},
+    openapi.document: {200: "This document."},
     resource_provider.list_providers: {
         200: "The providers.",
         400: "A malformed query parameter, an unknown resource class or trait.",

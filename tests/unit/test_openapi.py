@@ -15,7 +15,7 @@ from placement.cli import main as cli
 from placement.handlers import aggregate, allocation, devices, group_resources, inventory
 from placement.handlers import resource_provider as provider
 from placement.openapi import document, operations
-from placement.routes import PROBES, ROUTES
+from placement.routes import OUTSIDE_THE_API, ROUTES
 from placement.schemas import validate as load
 
 API_REF = pathlib.Path(__file__).resolve().parents[2] / "api-ref"
@@ -58,13 +58,13 @@ def test_it_has_every_route_and_method_and_nothing_else(spec):
         (method, document.openapi_path(path))
         for path, methods in ROUTES.items()
         for method in methods
-    } | {("GET", path) for path in PROBES}
+    } | {("GET", path) for path in OUTSIDE_THE_API}
     assert set(_operations(spec)) == routed
 
 
 def test_every_view_has_its_answers_and_each_write_its_body_or_none():
     views = {view for methods in ROUTES.values() for view in methods.values()}
-    views |= set(PROBES.values())
+    views |= set(OUTSIDE_THE_API.values())
     assert set(operations.ANSWERS) == views
     writes = {
         view for methods in ROUTES.values()
@@ -91,7 +91,7 @@ def test_path_parameters_and_security(spec):
     by_route = _operations(spec)
     assert by_route[("GET", "/")]["security"] == []
     assert "401" not in by_route[("GET", "/")]["responses"]
-    for path in PROBES:
+    for path in OUTSIDE_THE_API:
         assert by_route[("GET", path)]["security"] == []
         assert "parameters" not in by_route[("GET", path)]  # no microversion
     microversion = {"$ref": "#/components/parameters/Microversion"}
