@@ -5,9 +5,10 @@ Layout, from the top down (a module imports only from the layers below it):
 * Entry points: ``cli`` (the ``placement`` command: ``main``, and the admin
   commands of the node features), ``server`` (how ``placement serve`` runs
   gunicorn) and ``wsgi`` (the WSGI application).
-* ``app`` builds the Flask application; ``routes`` is the one table of URLs
-  and methods; ``handlers`` hold one thin view module per noun: parse, call
-  one front door, render.
+* ``app`` builds the Flask application; ``openapi`` builds the OpenAPI
+  document from ``routes`` and ``schemas``; ``routes`` is the one table of
+  URLs and methods; ``handlers`` hold one thin view module per noun: parse,
+  call one front door, render.
 * ``http`` (JSON in and out), ``context`` (what a view is handed) and
   ``services`` (what the application owns: its engine, authenticator and the
   front doors of its searches, with the state they keep between requests).

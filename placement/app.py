@@ -28,15 +28,17 @@ from placement.config import Config, load_config
 from placement.data.names import sync_standard_names
 from placement.db import migrate
 from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine
+from placement.handlers import openapi as openapi_view
+from placement.openapi.document import DocumentCache
 from placement.policy import Policy
-from placement.routes import PROBES, register_routes
+from placement.routes import ANONYMOUS, OUTSIDE_THE_API, register_routes
 from placement.services import Services
 
 LOG = logging.getLogger(__name__)
 REQUEST_ID_HEADER = "X-Openstack-Request-Id"
-UNAUTHENTICATED = frozenset({("GET", "/"), ("HEAD", "/")})
-# What keystonemiddleware lets by without a token: the root (as upstream) and the probes.
-OPEN_PATHS = frozenset({"/", *PROBES})
+# What keystonemiddleware lets by without a token: the root (as upstream), the probes
+# and the documents.
+OPEN_PATHS = frozenset({"/", *OUTSIDE_THE_API})
 NOT_FOUND = "The resource could not be found."
 MIB = 1024 * 1024
 # Seconds a client is asked to wait when the database cannot be reached.
@@ -70,6 +72,7 @@ def create_app(config: Config | None = None, engine: Engine | None = None) -> fl
     # Werkzeug refuses a longer body (declared, or streamed in chunks) with a 413.
     app.config["MAX_CONTENT_LENGTH"] = config.max_request_body_mib * MIB
     app.extensions["placement"] = Services.build(config, engine)
+    app.extensions[openapi_view.EXTENSION] = DocumentCache()
     if config.auth_strategy == "keystone":
         from placement import keystone  # (keystonemiddleware: loaded only to be used)
 
@@ -86,7 +89,7 @@ def create_app(config: Config | None = None, engine: Engine | None = None) -> fl
 def _before_request() -> None:
     flask.g.request_id = f"req-{uuid.uuid4()}"
     request = flask.request
-    if request.path in PROBES:  # no token, no microversion: see handlers.health
+    if request.path in OUTSIDE_THE_API:  # no token, no microversion: probes, documents
         return
     services = flask.current_app.extensions["placement"]
     _refuse_remote_noauth(services.config, request)
@@ -95,7 +98,7 @@ def _before_request() -> None:
         version_error = None
     except errors.PlacementError as exc:  # answered after authentication, as upstream
         version_error = exc
-    anonymous = (request.method, request.path) in UNAUTHENTICATED
+    anonymous = (request.method, request.path) in ANONYMOUS
     credentials = None if anonymous else services.authenticator.authenticate(request.headers)
     if version_error is not None:
         raise version_error

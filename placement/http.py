@@ -1,6 +1,7 @@
 """HTTP helpers shared by the views: JSON bodies in, JSON responses out."""
 
 import datetime
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -88,12 +89,11 @@ def requires_json(view: Callable) -> Callable:
     anything up, as upstream's views that take a body do. Outside ``min_version``
     where upstream checks the type first (aggregates), inside it elsewhere."""
 
+    @functools.wraps(view)
     def guarded(ctx: RequestContext, **kwargs: Any) -> Any:
         refuse_other_media_types(ctx)
         return view(ctx, **kwargs)
 
-    guarded.__name__ = view.__name__
-    guarded.__doc__ = view.__doc__
     return guarded
 
 
@@ -167,9 +167,11 @@ def modified_at(row: Any) -> datetime.datetime:
 
 
 def min_version(major: int, minor: int) -> Callable:
-    """Views decorated with this answer 404 below microversion ``major.minor``."""
+    """Views decorated with this answer 404 below microversion ``major.minor``, which they
+    carry as ``min_version`` (for the OpenAPI document)."""
 
     def decorate(view: Callable) -> Callable:
+        @functools.wraps(view)
         def guarded(ctx: RequestContext, **kwargs: Any) -> Any:
             if not ctx.at_least(major, minor):
                 # Upstream's sentence, then which version the route needs: a newcomer
@@ -181,8 +183,7 @@ def min_version(major: int, minor: int) -> Callable:
                 )
             return view(ctx, **kwargs)
 
-        guarded.__name__ = view.__name__
-        guarded.__doc__ = view.__doc__
+        guarded.min_version = (major, minor)  # type: ignore[attr-defined]
         return guarded
 
     return decorate

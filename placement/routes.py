@@ -20,6 +20,7 @@ from placement.handlers import (
     group_resources,
     health,
     inventory,
+    openapi,
     reshaper,
     resource_class,
     resource_provider,
@@ -29,6 +30,8 @@ from placement.handlers import (
 )
 
 READ_METHODS = frozenset({"GET", "HEAD"})
+# The API's requests answered without a token: the version document.
+ANONYMOUS = frozenset({("GET", "/"), ("HEAD", "/")})
 
 ROUTES: dict[str, dict[str, Callable]] = {
     "/": {"GET": root.home},
@@ -164,11 +167,15 @@ PROBES: dict[str, Callable[[], flask.Response]] = {
     "/healthcheck": health.live,
     "/healthcheck/ready": health.ready,
 }
+# Documents about the API, served as the probes are.
+DOCUMENTS: dict[str, Callable[[], flask.Response]] = {"/openapi.json": openapi.document}
+# Everything answered outside the API (``app._before_request`` lets it through).
+OUTSIDE_THE_API = {**PROBES, **DOCUMENTS}
 
 
 def register_routes(app: flask.Flask) -> None:
-    for path, view in PROBES.items():
-        app.add_url_rule(path, endpoint=f"probe {path}", view_func=view, methods=["GET"])
+    for path, view in OUTSIDE_THE_API.items():
+        app.add_url_rule(path, endpoint=f"outside {path}", view_func=view, methods=["GET"])
     for path, methods in ROUTES.items():
         for method, view in methods.items():
             writes = method not in READ_METHODS and view not in READ_ONLY_POSTS

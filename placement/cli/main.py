@@ -1,5 +1,5 @@
-"""The ``placement`` command: ``db``, ``serve``, ``group-resources``, ``devices`` and
-``sample-config``."""
+"""The ``placement`` command: ``db``, ``serve``, ``group-resources``, ``devices``,
+``sample-config`` and ``openapi``."""
 
 import argparse
 import logging
@@ -12,6 +12,7 @@ from placement.cli import group_resources as group_commands
 from placement.config import Config, ConfigError, load_config, render_sample
 from placement.db import migrate
 from placement.db.engine import is_sqlite, make_engine
+from placement.openapi.document import render as render_openapi
 
 LOG = logging.getLogger("placement")
 
@@ -37,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="placement",
         description="Run and administer the placement service: db, serve, group-resources, "
-        "devices, sample-config, policy-sample. COMMAND -h describes each.",
+        "devices, sample-config, policy-sample, openapi. COMMAND -h describes each.",
     )
     parser.add_argument("--config-file", help="INI configuration file (see etc/)")
     parser.add_argument(
@@ -71,6 +72,10 @@ def _parser() -> argparse.ArgumentParser:
     policy_sample = commands.add_parser(
         "policy-sample", help="print every policy rule with its default (oslo.policy's YAML)")
     policy_sample.set_defaults(run=_policy_sample)
+    openapi = commands.add_parser(
+        "openapi", help="print the OpenAPI document of the API (JSON; api-ref/openapi.json)"
+    )
+    openapi.set_defaults(run=_openapi)
     return parser
 
 
@@ -78,6 +83,11 @@ def _policy_sample(config: Config, args) -> int:
     from placement import policy
 
     policy.write_sample()
+    return 0
+
+
+def _openapi(config: Config, args) -> int:
+    sys.stdout.write(render_openapi())
     return 0
 
 

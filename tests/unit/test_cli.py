@@ -136,7 +136,9 @@ def test_is_loopback(host, expected):
 def test_help_lists_every_command(environment, capsys):
     parser = cli._parser()
     [commands] = [action.choices for action in parser._actions if action.dest == "==SUPPRESS=="]
-    assert set(commands) == {"db", "serve", "group-resources", "devices", "sample-config"}
+    assert set(commands) == {
+        "db", "serve", "group-resources", "devices", "sample-config", "policy-sample", "openapi"
+    }
     with pytest.raises(SystemExit):
         cli.main(["-h"])
     help_text = capsys.readouterr().out

@@ -58,6 +58,7 @@ log_level = DEBUG
         randomize_allocation_candidates=True,
         max_allocation_candidates=-1,
         log_level="DEBUG",
+        source_file=path,
     )
 
 
@@ -99,10 +100,13 @@ def test_every_option_has_an_environment_variable(tmp_path):
         "group_resource_classes": "cpu:VCPU, ram:MEMORY_MB",
         "group_resource_byte_units": "ram:MB, vram:GB",
         "log_level": "ERROR",
+        "policy_file": "/etc/placement/policy.yaml",
+        "enforce_new_defaults": "true",
     }
     assert {option.field for option in OPTIONS} == set(values)
     environ = {option.env: values[option.field] for option in OPTIONS}
-    config = load_config(_write(tmp_path, ""), environ=environ)
+    path = _write(tmp_path, "")
+    config = load_config(path, environ=environ)
     assert config == Config(
         database_url="sqlite:///x.sqlite",
         auth_strategy="token",
@@ -120,6 +124,9 @@ def test_every_option_has_an_environment_variable(tmp_path):
         group_resource_classes={"cpu": "VCPU", "ram": "MEMORY_MB"},
         group_resource_byte_units={"ram": "MB", "vram": "GB"},
         log_level="ERROR",
+        policy_file="/etc/placement/policy.yaml",
+        enforce_new_defaults=True,
+        source_file=path,
     )
 
 
@@ -141,7 +148,7 @@ def test_inconsistent_group_resource_options_are_refused(tmp_path, classes, unit
         load_config(_write(tmp_path, ""), environ=environ)
 
 
-@pytest.mark.parametrize("strategy", ["keystone", "", "NOAUTH2"])
+@pytest.mark.parametrize("strategy", ["ldap", "", "NOAUTH2"])
 def test_an_invalid_auth_strategy_is_refused(tmp_path, strategy):
     with pytest.raises(ConfigError, match="auth_strategy"):
         load_config(_write(tmp_path, ""), environ={"PLACEMENT_AUTH_STRATEGY": strategy})
@@ -230,7 +237,14 @@ def test_the_sample_file_is_current():
 
 
 def test_the_sample_file_loads_to_the_defaults(tmp_path):
-    assert load_config(str(SAMPLE), environ={}) == Config()
+    assert load_config(str(SAMPLE), environ={}) == Config(source_file=str(SAMPLE))
+
+
+def test_keystone_needs_a_file_for_its_authtoken_section(tmp_path):
+    with pytest.raises(ConfigError, match="keystone_authtoken"):
+        Config(auth_strategy="keystone")
+    path = _write(tmp_path, "[api]\nauth_strategy = keystone\n")
+    assert load_config(path, environ={}).source_file == path
 
 
 def test_the_sample_documents_every_option():
