@@ -33,6 +33,7 @@ class Credentials:
     project_id: str | None = None
     # Token readers read everything; noauth2 readers only their project's usages.
     reads_everything: bool = False
+    user_id: str | None = None  # noauth2's user (for the log); a token names no user
 
 
 class NoAuth2:
@@ -48,7 +49,9 @@ class NoAuth2:
             roles = frozenset(r.strip().lower() for r in roles_header.split(",") if r.strip())
         else:
             roles = frozenset({"admin"}) if user == "admin" else frozenset()
-        return Credentials(roles, project_id=headers.get("X-Project-Id") or project or user)
+        return Credentials(
+            roles, project_id=headers.get("X-Project-Id") or project or user, user_id=user
+        )
 
 
 class TokenAuth:

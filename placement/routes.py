@@ -20,6 +20,7 @@ from placement.handlers import (
     group_resources,
     health,
     inventory,
+    metrics,
     reshaper,
     resource_class,
     resource_provider,
@@ -166,9 +167,15 @@ PROBES: dict[str, Callable[[], flask.Response]] = {
 }
 
 
+# Prometheus metrics (``handlers.metrics``): outside the API like the probes, but for a token
+# that policy allows, unless ``[metrics] unauthenticated`` (``app``).
+METRICS_PATH = "/metrics"
+
+
 def register_routes(app: flask.Flask) -> None:
     for path, view in PROBES.items():
         app.add_url_rule(path, endpoint=f"probe {path}", view_func=view, methods=["GET"])
+    app.add_url_rule(METRICS_PATH, endpoint="metrics", view_func=metrics.show, methods=["GET"])
     for path, methods in ROUTES.items():
         for method, view in methods.items():
             writes = method not in READ_METHODS and view not in READ_ONLY_POSTS
