@@ -1,14 +1,16 @@
 """The application factory: ``create_app(config)`` builds the WSGI app.
 
-Per request, in upstream's order (``before_request``): a request id,
+Per request, in upstream's order (``before_request``): a request id
+(``observability.request_log``),
 the noauth2 loopback guard (403), authentication (401), microversion
 negotiation (400/406), the Content-Length and Content-Type headers of a body
 (400, 413 over ``max_request_body_mib``), routing (404/405),
 the ``Accept`` check of the views that make it (406), policy (403); then the
 view inside one transaction (see routes);
-the version, ``Vary`` and request-id headers on every response
-(``after_request``); and one error handler that answers every failure in the
-API's error format.
+the version, ``Vary`` and request-id headers on every response, and the request
+counted in the metrics and logged (``after_request``); and one error handler that
+answers every failure in the API's error format. The probes and /metrics are
+answered outside the API: no microversion, no transaction.
 """
 
 import gc
@@ -29,15 +31,16 @@ from placement.data.names import sync_standard_names
 from placement.db import migrate
 from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine
 from placement.handlers import openapi as openapi_view
+from placement.observability import request_log
 from placement.openapi.document import DocumentCache
 from placement.policy import Policy
-from placement.routes import ANONYMOUS, OUTSIDE_THE_API, register_routes
+from placement.routes import ANONYMOUS, METRICS_PATH, OUTSIDE_THE_API, register_routes
 from placement.services import Services
 
 LOG = logging.getLogger(__name__)
-REQUEST_ID_HEADER = "X-Openstack-Request-Id"
+REQUEST_ID_HEADER = request_log.REQUEST_ID_HEADER
 # What keystonemiddleware lets by without a token: the root (as upstream), the probes
-# and the documents.
+# and the documents (and the metrics when they are open: ``[metrics] unauthenticated``).
 OPEN_PATHS = frozenset({"/", *OUTSIDE_THE_API})
 NOT_FOUND = "The resource could not be found."
 MIB = 1024 * 1024
@@ -78,7 +81,8 @@ def create_app(config: Config | None = None, engine: Engine | None = None) -> fl
 
         assert config.source_file is not None  # enforced by Config
         app.wsgi_app = keystone.protect(  # type: ignore[method-assign]
-            app.wsgi_app, config.source_file, OPEN_PATHS)
+            app.wsgi_app, config.source_file,
+            OPEN_PATHS | ({METRICS_PATH} if config.metrics_unauthenticated else set()))
     register_routes(app)
     app.before_request(_before_request)
     app.after_request(_after_request)
@@ -87,11 +91,14 @@ def create_app(config: Config | None = None, engine: Engine | None = None) -> fl
 
 
 def _before_request() -> None:
-    flask.g.request_id = f"req-{uuid.uuid4()}"
     request = flask.request
+    request_log.begin(request)
     if request.path in OUTSIDE_THE_API:  # no token, no microversion: probes, documents
         return
     services = flask.current_app.extensions["placement"]
+    if request.path == METRICS_PATH:
+        _check_metrics_access(services, request)
+        return
     _refuse_remote_noauth(services.config, request)
     try:
         flask.g.version = microversion.negotiate(request.headers)
@@ -100,6 +107,7 @@ def _before_request() -> None:
         version_error = exc
     anonymous = (request.method, request.path) in ANONYMOUS
     credentials = None if anonymous else services.authenticator.authenticate(request.headers)
+    flask.g.credentials = credentials  # for the request's log line
     if version_error is not None:
         raise version_error
     _check_body_headers(request)
@@ -126,6 +134,20 @@ def _authorize(policy: Policy, credentials: auth.Credentials, request: flask.Req
     else:
         target = {"project_id": credentials.project_id, "user_id": credentials.user_id}
     policy.authorize(rule, credentials.policy_values(), target)
+
+
+def _check_metrics_access(services, request: flask.Request) -> None:
+    """/metrics needs a token that policy allows to read the metrics (401, 403), unless
+    ``[metrics] unauthenticated`` opens it to every client (even a remote one under
+    noauth2, whose tokens are not trusted: none is asked for)."""
+    if services.config.metrics_unauthenticated:
+        return
+    _refuse_remote_noauth(services.config, request)
+    credentials = services.authenticator.authenticate(request.headers)
+    flask.g.credentials = credentials
+    if request.routing_exception is not None:  # a method other than GET or HEAD: 405
+        raise request.routing_exception
+    _authorize(services.policy, credentials, request)
 
 
 def is_loopback(host: str) -> bool:
@@ -194,6 +216,7 @@ def _after_request(response: flask.Response) -> flask.Response:
     response.vary.add(microversion.HEADER.lower())
     if "request_id" in flask.g:
         response.headers[REQUEST_ID_HEADER] = flask.g.request_id
+    request_log.finish(response, flask.current_app.extensions["placement"].metrics)
     return response
 
 

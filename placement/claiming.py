@@ -6,13 +6,16 @@ when a concurrent claim committed first (the write fails placement's capacity
 check, or meets a provider deleted meanwhile) choose again (never after another
 refusal: a bad request is answered as such, not as contention), at random among
 the choices as good as the best, so that claimers racing for one node spread
-out. ``claim_best`` is that loop; the choosing is the caller's.
+out. ``claim_best`` is that loop; the choosing is the caller's. Each retry is
+logged as a warning, and each claim's end (granted or refused) and retries are told
+to a ``ClaimRecorder`` (the application's metrics).
 """
 
+import logging
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from sqlalchemy import Connection
 
@@ -20,16 +23,36 @@ from placement import errors
 from placement.data import allocations as allocation_data
 from placement.data import consumers as consumer_data
 
+LOG = logging.getLogger(__name__)
 CLAIM_ATTEMPTS = 10
 RETRY_CHOICES = 16  # choices a retried claim looks at, if they rank as well as the best
 
 Choice = TypeVar("Choice")
 
 
+class ClaimRecorder(Protocol):
+    def claim_retried(self, kind: str) -> None:
+        """A claim of ``kind`` lost a race and chooses again."""
+
+    def claim_ended(self, kind: str, granted: bool) -> None:
+        """A claim of ``kind`` was granted (its allocations written) or refused."""
+
+
+class NotRecorded:
+    """A ``ClaimRecorder`` that keeps nothing (the CLI's claims)."""
+
+    def claim_retried(self, kind: str) -> None:
+        pass
+
+    def claim_ended(self, kind: str, granted: bool) -> None:
+        pass
+
+
 @dataclass(frozen=True)
 class Claimant(Generic[Choice]):
     """How one kind of claim chooses."""
 
+    kind: str  # what is claimed, as logs and metrics name it: group_resources, devices
     # limit -> the best choices first (at most ``limit``), or the error to answer with
     choose: Callable[[int], Sequence[Choice] | errors.PlacementError]
     standing: Callable[[Choice], object]  # equal for choices ranked as well as each other
@@ -43,6 +66,25 @@ def claim_best(
     project_id: str,
     user_id: str,
     consumer_type: str | None,
+    recorder: ClaimRecorder,
+) -> Choice:
+    try:
+        best = _claim(conn, claimant, consumer_uuid, project_id, user_id, consumer_type, recorder)
+    except errors.PlacementError:
+        recorder.claim_ended(claimant.kind, granted=False)
+        raise
+    recorder.claim_ended(claimant.kind, granted=True)
+    return best
+
+
+def _claim(
+    conn: Connection,
+    claimant: Claimant[Choice],
+    consumer_uuid: str,
+    project_id: str,
+    user_id: str,
+    consumer_type: str | None,
+    recorder: ClaimRecorder,
 ) -> Choice:
     last_conflict = None
     for attempt in range(CLAIM_ATTEMPTS):
@@ -75,6 +117,13 @@ def claim_best(
             # Taken, changed or deleted by a transaction that committed after our read:
             # choose again from fresh data. Any other refusal is the answer.
             last_conflict = exc
+            if attempt + 1 < CLAIM_ATTEMPTS:
+                LOG.warning(
+                    "Claim (%s) for consumer %s lost a race on attempt %d of %d, choosing "
+                    "again: %s", claimant.kind, consumer_uuid, attempt + 1, CLAIM_ATTEMPTS,
+                    exc.detail,
+                )
+                recorder.claim_retried(claimant.kind)
             continue
         return best
     raise errors.Conflict(

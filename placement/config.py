@@ -23,6 +23,8 @@ from placement.nodes.naming import (
 DEFAULT_CONFIG_FILE = "/etc/placement/placement.conf"
 DEFAULT_DATABASE_URL = "sqlite:///placement.sqlite"
 AUTH_STRATEGIES = ("noauth2", "keystone", "token")
+LOG_FORMATS = ("text", "json")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 def _parse_bool(text: str) -> bool:
@@ -223,11 +225,29 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "log_level",
-        "DEFAULT",
-        "log_level",
+        "logging",
+        "level",
         "PLACEMENT_LOG_LEVEL",
         str,
-        "Logging level: DEBUG, INFO, WARNING or ERROR.",
+        "Logging level: DEBUG, INFO (one line per request), WARNING or ERROR.",
+    ),
+    Option(
+        "log_format",
+        "logging",
+        "format",
+        "PLACEMENT_LOG_FORMAT",
+        str,
+        "text: one human-readable line per record; json: one JSON object per line "
+        "(timestamp, level, logger, message, and each request's fields).",
+    ),
+    Option(
+        "metrics_unauthenticated",
+        "metrics",
+        "unauthenticated",
+        "PLACEMENT_METRICS_UNAUTHENTICATED",
+        _parse_bool,
+        "GET /metrics (Prometheus) without a token. When false, it asks for a token "
+        "that policy allows to read the metrics, as the API does.",
     ),
 )
 
@@ -261,6 +281,8 @@ class Config:
     # Not an option: the file the configuration was read from (its [keystone_authtoken]
     # section configures keystonemiddleware).
     source_file: str | None = None
+    log_format: str = "text"
+    metrics_unauthenticated: bool = False
 
     def __post_init__(self) -> None:
         if self.auth_strategy not in AUTH_STRATEGIES:
@@ -268,6 +290,12 @@ class Config:
                 f"auth_strategy must be one of {', '.join(AUTH_STRATEGIES)}, "
                 f"not {self.auth_strategy!r}"
             )
+        if self.log_format not in LOG_FORMATS:
+            raise ConfigError(f"[logging] format must be one of {', '.join(LOG_FORMATS)}, "
+                              f"not {self.log_format!r}")
+        if self.log_level.upper() not in LOG_LEVELS:
+            raise ConfigError(f"[logging] level must be one of {', '.join(LOG_LEVELS)}, "
+                              f"not {self.log_level!r}")
         if self.auth_strategy == "token" and not self.tokens_file:
             raise ConfigError("auth_strategy = token needs tokens_file")
         if self.auth_strategy == "keystone" and not self.source_file:

@@ -194,6 +194,9 @@ API_RULES = [
               "Find devices for a request.", ("POST", "/group_resources/device_candidates")),
     _api_rule("group_resources:device_claims:create", ADMIN_OR_SERVICE,
               "Claim the best devices for a request.", ("POST", "/group_resources/device_claims")),
+    _api_rule("metrics:show", "rule:admin_api",
+              "Read the Prometheus metrics (unless [metrics] unauthenticated opens them).",
+              ("GET", "/metrics")),
 ]
 
 

@@ -20,6 +20,7 @@ from placement.handlers import (
     group_resources,
     health,
     inventory,
+    metrics,
     openapi,
     reshaper,
     resource_class,
@@ -173,9 +174,15 @@ DOCUMENTS: dict[str, Callable[[], flask.Response]] = {"/openapi.json": openapi.d
 OUTSIDE_THE_API = {**PROBES, **DOCUMENTS}
 
 
+# Prometheus metrics (``handlers.metrics``): outside the API like the probes, but for a token
+# that policy allows, unless ``[metrics] unauthenticated`` (``app``).
+METRICS_PATH = "/metrics"
+
+
 def register_routes(app: flask.Flask) -> None:
     for path, view in OUTSIDE_THE_API.items():
         app.add_url_rule(path, endpoint=f"outside {path}", view_func=view, methods=["GET"])
+    app.add_url_rule(METRICS_PATH, endpoint="metrics", view_func=metrics.show, methods=["GET"])
     for path, methods in ROUTES.items():
         for method, view in methods.items():
             writes = method not in READ_METHODS and view not in READ_ONLY_POSTS

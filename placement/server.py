@@ -17,10 +17,15 @@ holds a thread for a bounded time. (TLS connections keep gunicorn's behaviour; p
 TLS in the reverse proxy, which the README recommends in front of the service.)
 """
 
+import contextlib
 import errno
+import os
 import selectors
+import shutil
 import socket
+import tempfile
 import time
+from collections.abc import Iterator, MutableMapping
 from functools import partial
 from typing import Any
 
@@ -28,6 +33,7 @@ from gunicorn.workers.gthread import TConn
 from gunicorn.workers.gthread import ThreadWorker as GunicornThreadWorker
 
 from placement.config import Config
+from placement.observability import MULTIPROCESS_DIRECTORY, gunicorn_hooks
 
 WORKER_CLASS = "placement.server.ThreadWorker"
 
@@ -57,15 +63,39 @@ def serve(config: Config) -> None:
             self.cfg.set("bind", f"{config.bind_host}:{config.bind_port}")
             for name, value in worker_settings(config).items():
                 self.cfg.set(name, value)
-            self.cfg.set("accesslog", "-")
+            # No access log: the application logs one line per request itself
+            # (observability.request_log), with what gunicorn's lacks (request ids, route,
+            # user, project) and in the configured format. What never reaches the
+            # application (a malformed request, a client timed out) is in the error log.
+            self.cfg.set("accesslog", None)
             self.cfg.set("loglevel", config.log_level.lower())
+            self.cfg.set("child_exit", gunicorn_hooks.child_exit)
 
         def load(self):
             application = create_app(config)
             freeze_startup_objects()
             return application
 
-    PlacementServer().run()
+    with shared_metrics(config, os.environ):
+        PlacementServer().run()
+
+
+@contextlib.contextmanager
+def shared_metrics(config: Config, environ: MutableMapping[str, str]) -> Iterator[str | None]:
+    """With several workers, a fresh folder for their metrics (``PROMETHEUS_MULTIPROC_DIR``,
+    removed afterwards) unless the environment names one; yields the folder in use. Set
+    before the workers build their applications: prometheus-client reads it at import."""
+    given = environ.get(MULTIPROCESS_DIRECTORY)
+    if given or config.workers < 2:
+        yield given or None
+        return
+    folder = tempfile.mkdtemp(prefix="placement-metrics-")
+    environ[MULTIPROCESS_DIRECTORY] = folder
+    try:
+        yield folder
+    finally:
+        del environ[MULTIPROCESS_DIRECTORY]
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class ClientSocket(socket.socket):

@@ -2,13 +2,15 @@
 
 The state a process keeps between requests hangs off this object, never off a
 module: the copy of the providers every search reads (``replica``), and what
-each search keeps beside it. A test that wants a fresh
+each search keeps beside it, and the metrics they all count in
+(``observability.metrics``). A test that wants a fresh
 process's behaviour builds a new application or asks the copy to forget
 (``Replica.forget``).
 """
 
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
@@ -19,6 +21,9 @@ from placement.devices.service import DeviceSearch
 from placement.group_resources.service import GroupResourceSearch
 from placement.policy import Policy
 from placement.replica.replica import Replica
+
+if TYPE_CHECKING:
+    from placement.observability.metrics import Metrics
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,7 @@ class Services:
     candidates: CandidateSearch
     group_resources: GroupResourceSearch
     devices: DeviceSearch
+    metrics: "Metrics"
     serving_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def check_ready(self) -> dict:
@@ -52,12 +58,18 @@ class Services:
 
     @classmethod
     def build(cls, config: Config, engine: Engine) -> "Services":
-        replica = Replica()
+        # Imported here, not above: prometheus-client decides at its import whether the
+        # workers share their values (see observability.metrics), and ``placement serve``
+        # imports this module before it sets the variable that decides.
+        from placement.observability.metrics import Metrics
+
+        metrics = Metrics(engine)
+        replica = Replica(recorder=metrics)
         return cls(
             config, engine, _authenticator(config),
             Policy(config.policy_file, config.enforce_new_defaults), replica,
-            CandidateSearch(config, replica), GroupResourceSearch(replica),
-            DeviceSearch(replica),
+            CandidateSearch(config, replica, metrics), GroupResourceSearch(replica, metrics),
+            DeviceSearch(replica, metrics), metrics,
         )
 
 

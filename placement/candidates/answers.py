@@ -228,6 +228,10 @@ class AnswerMemo:
             _, dropped = self._by_request.popitem(last=False)
             total -= dropped.size
 
+    def bytes_kept(self) -> int:
+        """The estimated size of everything kept (``KeptAnswers.size``)."""
+        return sum(kept.size for kept in self._by_request.values())
+
     def __len__(self) -> int:
         return len(self._by_request)
 

@@ -15,12 +15,14 @@ tree's candidates are kept for the next request like this one
 (``placement.candidates.answers``): a repeated request walks only the trees
 that changed since, and writes only their candidates; the trees known to
 answer nothing (once a request with the same root filter looked at every
-tree) it does not look at.
+tree) it does not look at. What one search did (``SearchCounts``) is counted for
+the service's metrics.
 """
 
 
 import random
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from placement.candidates.answers import NO_ANSWERS, KeptAnswers, TreeAnswers
@@ -41,9 +43,17 @@ class Candidate(NamedTuple):
 Render = Callable[[tuple[int, ...], tuple | None], bytes]
 
 
+@dataclass
+class SearchCounts:
+    """What one search did."""
+
+    trees_looked_at: int = 0  # trees whose first candidate was looked for
+    trees_reused: int = 0  # of those, answered from the answers kept for the request
+
+
 def collect(
     plan: SearchPlan, cap: int | None, render: Render, kept: KeptAnswers | None = None,
-    shuffle: bool = False,
+    shuffle: bool = False, counts: SearchCounts | None = None,
 ) -> list[Candidate]:
     """Up to ``cap`` candidates (all when None), round-robin over the trees a candidate
     may be anchored in (``SearchPlan.candidate_roots``), in root id order: the first of
@@ -51,12 +61,14 @@ def collect(
     are taken in random order and the candidates shuffled. Without sharing providers,
     the answers ``kept`` from an earlier request like this one are taken as they are
     (they are the same: see ``placement.candidates.answers``), what is found is added
-    to them, and the trees they tell need no look are not looked at."""
+    to them, and the trees they tell need no look are not looked at. ``counts``, when
+    given, is told what the search did."""
+    counts = counts if counts is not None else SearchCounts()
     if plan.sharing:
         roots = plan.candidate_roots()
         if shuffle:
             random.shuffle(roots)
-        found = _collect_with_sharing(plan, roots, cap, render)
+        found = _collect_with_sharing(plan, roots, cap, render, counts)
     else:
         if kept is None:
             kept = KeptAnswers()
@@ -64,8 +76,11 @@ def collect(
         roots = plan.candidate_roots(among=to_look_at.for_request(plan.root_filter))
         if shuffle:
             random.shuffle(roots)
-        found, looked = _collect_by_form(plan, roots, cap, _KindSearch(plan, render), kept)
+        found, looked = _collect_by_form(
+            plan, roots, cap, _KindSearch(plan, render), kept, counts
+        )
         to_look_at.looked_at(plan.root_filter, roots[:looked], every_one=looked == len(roots))
+        counts.trees_looked_at += looked
     if shuffle:
         random.shuffle(found)
     return found
@@ -73,7 +88,7 @@ def collect(
 
 def _collect_by_form(
     plan: SearchPlan, roots: list[int], cap: int | None, kinds: "_KindSearch",
-    kept: KeptAnswers,
+    kept: KeptAnswers, counts: SearchCounts,
 ) -> tuple[list[Candidate], int]:
     """Without sharing providers: each tree's answers are those kept, or else those of
     its kind (``_KindSearch``), added to the kept ones as they are found. Also how many
@@ -96,8 +111,10 @@ def _collect_by_form(
             answers = TreeAnswers()
             answers.candidates.append(first)
             kept.add_tree(root, answers)
-        elif not answers.candidates:
-            continue
+        else:
+            counts.trees_reused += 1
+            if not answers.candidates:
+                continue
         found.append(answers.candidates[0])
         if cap is not None and len(found) >= cap:
             return found, index + 1
@@ -203,7 +220,7 @@ def tree_key(form: TreeForm, demand: dict[int, int], demand_items) -> object:
 
 
 def _collect_with_sharing(
-    plan: SearchPlan, roots: list[int], cap: int | None, render: Render
+    plan: SearchPlan, roots: list[int], cap: int | None, render: Render, counts: SearchCounts
 ) -> list[Candidate]:
     """Each tree searched on its own, with the sharing providers that serve it."""
     found: list[Candidate] = []
@@ -228,6 +245,7 @@ def _collect_with_sharing(
     chains: dict[int, list[int]] = {}
     live: list[tuple[Iterator[tuple[int, ...]], int]] = []
     for root in roots:
+        counts.trees_looked_at += 1
         placements = tree_candidates(plan, plan.tree_options(root), chains)
         if advance(placements, root):
             live.append((placements, root))

@@ -5,8 +5,12 @@ application's ``Replica``, shared with the translator and the device search) and
 keeps, beside it, its answers per request and tree (``answers``) and the trees'
 summaries (``summaries``), dropping those of the trees changed since its last
 search. ``find`` takes a parsed request and gives the body to answer with; the
-view only parses and renders.
+view only parses and renders. What each search did (``SearchReport``) is told to
+its ``SearchRecorder`` (the application's metrics).
 """
+
+from dataclasses import dataclass
+from typing import Protocol
 
 from microversion_parse import Version
 from sqlalchemy import Connection
@@ -25,8 +29,33 @@ from placement.replica.world import ProviderWorld
 MIB = 1024 * 1024
 
 
+@dataclass(frozen=True)
+class SearchReport:
+    """What one search of candidates did."""
+
+    body_reused: bool  # the body answered last time to the same request, nothing searched
+    trees_looked_at: int
+    trees_reused: int  # of those, answered from the answers kept for the request
+    # What cut the answer short when it reached its cap (more candidates may exist):
+    # "limit" (the client's) or "max_allocation_candidates"; None when it did not.
+    capped_by: str | None
+    requests_kept: int  # the requests whose answers are kept now, and their estimated size
+    bytes_kept: int
+
+
+class SearchRecorder(Protocol):
+    def candidates_searched(self, report: SearchReport) -> None: ...
+
+
+class _NotRecorded:
+    def candidates_searched(self, report: SearchReport) -> None:
+        pass
+
+
 class CandidateSearch:
-    def __init__(self, config: Config, replica: Replica) -> None:
+    def __init__(
+        self, config: Config, replica: Replica, recorder: SearchRecorder | None = None
+    ) -> None:
         self._randomize = config.randomize_allocation_candidates
         self._cache_budget = config.allocation_candidates_cache_mib * MIB
         self._max_candidates = config.max_allocation_candidates
@@ -34,15 +63,18 @@ class CandidateSearch:
         self.answers = AnswerMemo()  # each tree's candidates, for the requests asked lately
         self.summaries = TreeSummaries()
         self._follower = TreeFollower()
+        self._recorder = recorder or _NotRecorded()
 
     def find(self, conn: Connection, request: CandidateRequest, version: Version) -> bytes | None:
         """The JSON body of the candidates of ``request`` as ``conn`` sees the database
         (None: no candidate). 400 for an unknown class or trait where upstream refuses it."""
+        counts = search.SearchCounts()
         with collector_paused(), self._replica.current(conn) as world:
             self.follow(world)
             plan = build_plan(conn, world, request, nested_aware=version >= (1, 29))
             if plan is None:
                 refuse_unknown_names(conn, world, request)
+                self._report(False, counts, None)
                 return None
             cap = self._cap(request.limit)
             kept = self._kept_answers(plan, version)
@@ -50,12 +82,28 @@ class CandidateSearch:
             body_kept_in = None if self._randomize else kept
             body_key = (cap, plan.root_filter)
             body = body_kept_in.body_for(body_key) if body_kept_in is not None else None
+            body_reused = body is not None
+            found = 0
             if body is None:
-                body = self._search(plan, cap, kept, version)
+                body, found = self._search(plan, cap, kept, version, counts)
                 if body_kept_in is not None and body is not None:
                     body_kept_in.keep_body(body_key, body, self._cache_budget)
             self.answers.keep_within(self._cache_budget)
+        capped = cap is not None and found >= cap
+        self._report(body_reused, counts, self._capped_by(request.limit) if capped else None)
         return body
+
+    def _report(
+        self, body_reused: bool, counts: search.SearchCounts, capped_by: str | None
+    ) -> None:
+        self._recorder.candidates_searched(SearchReport(
+            body_reused=body_reused,
+            trees_looked_at=counts.trees_looked_at,
+            trees_reused=counts.trees_reused,
+            capped_by=capped_by,
+            requests_kept=len(self.answers),
+            bytes_kept=self.answers.bytes_kept(),
+        ))
 
     def follow(self, world: ProviderWorld) -> None:
         """Drop what is kept of the trees changed since the last search."""
@@ -67,14 +115,18 @@ class CandidateSearch:
         self.summaries.follow(world)
 
     def _search(
-        self, plan: SearchPlan, cap: int | None, kept: KeptAnswers | None, version: Version
-    ) -> bytes | None:
+        self, plan: SearchPlan, cap: int | None, kept: KeptAnswers | None, version: Version,
+        counts: search.SearchCounts,
+    ) -> tuple[bytes | None, int]:
+        """The body of the candidates found (None: none), and how many were found."""
         renderer = bodies.AllocationRequests(plan, version)
-        candidates = search.collect(plan, cap, renderer.render, kept, shuffle=self._randomize)
+        candidates = search.collect(
+            plan, cap, renderer.render, kept, shuffle=self._randomize, counts=counts
+        )
         if not candidates:
-            return None
+            return None, 0
         # (text only: no more reads)
-        return bodies.body(plan, candidates, version, self.summaries)
+        return bodies.body(plan, candidates, version, self.summaries), len(candidates)
 
     def _kept_answers(self, plan: SearchPlan, version: Version) -> KeptAnswers | None:
         """The answers kept for requests like this one (None: not kept, when the answers
@@ -83,6 +135,12 @@ class CandidateSearch:
         if plan.sharing or plan.in_tree_roots is not None or self._cache_budget == 0:
             return None
         return self.answers.kept_for((plan.signature(), version.major, version.minor))
+
+    def _capped_by(self, limit: int | None) -> str:
+        """Which bound a capped answer met (``_cap``)."""
+        if limit is not None and (self._max_candidates < 0 or limit <= self._max_candidates):
+            return "limit"
+        return "max_allocation_candidates"
 
     def _cap(self, limit: int | None) -> int | None:
         """How many candidates to return: ``limit``, bounded by max_allocation_candidates."""

@@ -12,6 +12,7 @@ from placement.cli import group_resources as group_commands
 from placement.config import Config, ConfigError, load_config, render_sample
 from placement.db import migrate
 from placement.db.engine import is_sqlite, make_engine
+from placement.observability.request_log import configure_logging
 from placement.openapi.document import render as render_openapi
 
 LOG = logging.getLogger("placement")
@@ -28,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"placement: configuration error: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=config.log_level.upper(), format="%(levelname)s %(name)s %(message)s")
+    configure_logging(config)
     # Alembic says which migrations run at INFO on every command; worth seeing only on request.
     logging.getLogger("alembic").setLevel(logging.NOTSET if args.verbose else logging.WARNING)
     return args.run(config, args)

@@ -14,7 +14,7 @@ from fractions import Fraction
 from sqlalchemy import Connection
 
 from placement import errors
-from placement.claiming import Claimant, claim_best
+from placement.claiming import Claimant, ClaimRecorder, NotRecorded, claim_best
 from placement.collector import collector_paused
 from placement.data import device_topologies, group_nodes
 from placement.data import provider_traits as trait_data
@@ -153,10 +153,12 @@ class DeviceSearch:
     """The front door of device searches and claims, one per application (process):
     it reads the device nodes from the application's copy of the providers
     (``Replica``), and owns the stored topologies read so far and the nodes built
-    from them, kept until their trees change (``replica_nodes``)."""
+    from them, kept until their trees change (``replica_nodes``). Claims are told to
+    ``claims`` (the application's metrics)."""
 
-    def __init__(self, replica: Replica) -> None:
+    def __init__(self, replica: Replica, claims: ClaimRecorder | None = None) -> None:
         self._replica = replica
+        self._claims = claims or NotRecorded()
         self._stored = StoredTopologies()
         self._nodes = DeviceNodesKept(self._stored)
 
@@ -217,11 +219,14 @@ class DeviceSearch:
             return answer.candidates or unplaceable(answer)
 
         claimant = Claimant(
+            kind="devices",
             choose=choose,
             standing=_standing,
             allocations=lambda candidate: candidate.allocations(request),
         )
-        return claim_best(conn, claimant, consumer_uuid, project_id, user_id, consumer_type)
+        return claim_best(
+            conn, claimant, consumer_uuid, project_id, user_id, consumer_type, self._claims
+        )
 
 
 def _standing(candidate: DeviceCandidate) -> tuple:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 
 from placement import errors
-from placement.claiming import Claimant, claim_best
+from placement.claiming import Claimant, ClaimRecorder, NotRecorded, claim_best
 from placement.collector import collector_paused
 from placement.data import device_topologies, group_nodes
 from placement.group_resources import sync
@@ -61,11 +61,13 @@ class GroupResourceSearch:
     """The front door of the translator's searches and claims, one per application:
     they read the nodes from its copy of the providers (``Replica``), brought up to
     date at the start of each search; what they build of each tree is kept until the
-    tree changes (``replica_nodes.NodesKept``)."""
+    tree changes (``replica_nodes.NodesKept``). Claims are told to ``claims`` (the
+    application's metrics)."""
 
-    def __init__(self, replica: Replica) -> None:
+    def __init__(self, replica: Replica, claims: ClaimRecorder | None = None) -> None:
         self._replica = replica
         self._kept = NodesKept()
+        self._claims = claims or NotRecorded()
 
     def find_candidates(
         self,
@@ -123,11 +125,14 @@ class GroupResourceSearch:
             return answer.placements or unplaceable(answer)
 
         claimant = Claimant(
+            kind="group_resources",
             choose=choose,
             standing=lambda placement: score_key(placement.score),
             allocations=lambda placement: placement.allocations,
         )
-        return claim_best(conn, claimant, consumer_uuid, project_id, user_id, consumer_type)
+        return claim_best(
+            conn, claimant, consumer_uuid, project_id, user_id, consumer_type, self._claims
+        )
 
 
 def unplaceable(answer: CandidateAnswer) -> errors.Conflict:

@@ -14,7 +14,13 @@ from marshmallow import fields
 
 from placement import microversion
 from placement.openapi import operations
-from placement.routes import ACCEPT_CHECKED_VIEWS, ANONYMOUS, OUTSIDE_THE_API, ROUTES
+from placement.routes import (
+    ACCEPT_CHECKED_VIEWS,
+    ANONYMOUS,
+    METRICS_PATH,
+    OUTSIDE_THE_API,
+    ROUTES,
+)
 from placement.schemas.fields import (
     StrictDict,
     StrictInteger,
@@ -148,6 +154,7 @@ def build() -> dict:
         _add_path(spec, path, by_method)
     for path, view in OUTSIDE_THE_API.items():
         _add_path(spec, path, {"GET": _outside_operation(view)})
+    _add_path(spec, METRICS_PATH, {"GET": METRICS_OPERATION})
     for tag in sorted({operations.page(view) for view in _all_views()}):
         spec.tag({"name": tag, "description": f"api-ref/{tag}.md"})
     return spec.to_dict()
@@ -220,6 +227,25 @@ def _outside_operation(view: Callable) -> dict:
         "description": "Outside the API: no token, no microversion (HEAD answers as GET).",
         "responses": _answers(operations.ANSWERS[view]),
     }
+
+
+# /metrics: outside the API as the probes are, but protected (``app._check_metrics_access``).
+METRICS_OPERATION = {
+    "operationId": "metrics.show",
+    "tags": ["root"],
+    "description": (
+        "Outside the API: no microversion (HEAD answers as GET). Needs a token that the "
+        "policy rule placement:metrics:show allows, unless [metrics] unauthenticated."
+    ),
+    "responses": {
+        "200": {
+            "description": "Every metric, in Prometheus' text format.",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        },
+        "401": {"description": "No valid token.", "content": {JSON: {"schema": Errors}}},
+        "403": {"description": "The policy refuses.", "content": {JSON: {"schema": Errors}}},
+    },
+}
 
 
 def operation_id(view: Callable) -> str:

@@ -2,22 +2,40 @@
 values of its trees.
 
 ``Replica`` holds the copy (``world.ProviderWorld``) and brings it up to date for
-each search; ``TreeFollower`` tells a keeper which trees changed since it last
+each search, telling its ``RefreshRecorder`` (the application's metrics) what each
+refresh took; ``TreeFollower`` tells a keeper which trees changed since it last
 looked; ``KeptPerTree`` keeps a value per tree while the tree has the form it was
 made from.
 """
 
 import gc
 import itertools
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from sqlalchemy import Connection
 
 from placement.replica.world import ProviderWorld, TreeForm
 
 Kept = TypeVar("Kept")
+
+
+class RefreshRecorder(Protocol):
+    def replica_refreshed(
+        self, seconds: float, providers_read: int, providers: int, trees: int
+    ) -> None:
+        """One refresh took ``seconds`` and read ``providers_read`` providers again (how
+        far the copy was behind the database); the copy now holds ``providers`` in
+        ``trees``."""
+
+
+class _NotRecorded:
+    def replica_refreshed(
+        self, seconds: float, providers_read: int, providers: int, trees: int
+    ) -> None:
+        pass
 
 
 class Replica:
@@ -33,15 +51,22 @@ class Replica:
     at 350,000 providers, a pause for whichever request triggers it). The price is
     that the cyclic garbage of that one request, if any, is never freed."""
 
-    def __init__(self, freeze_after: int = 10_000) -> None:
+    def __init__(
+        self, freeze_after: int = 10_000, recorder: RefreshRecorder | None = None
+    ) -> None:
         self.world = ProviderWorld()
         self._freeze_after = freeze_after
+        self._recorder = recorder or _NotRecorded()
 
     @contextmanager
     def current(self, conn: Connection) -> Iterator[ProviderWorld]:
         world = self.world
         with world.lock:
+            started = time.perf_counter()
             read = world.refresh(conn)
+            self._recorder.replica_refreshed(
+                time.perf_counter() - started, read, len(world.providers), len(world.trees)
+            )
             yield world
             if read >= self._freeze_after:
                 gc.freeze()

@@ -14,7 +14,7 @@ import pytest
 
 from placement.app import create_app
 from placement.policy import API_RULES, Policy, list_rules, operation_path
-from placement.routes import ROUTES
+from placement.routes import METRICS_PATH, ROUTES
 from tests.conftest import Api
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,7 +27,7 @@ def test_every_route_has_one_rule_and_every_rule_names_routes():
                if (method, path) not in OPEN_ROUTES and policy.rule_of(method, path) is None]
     assert not without, f"routes without a policy rule: {without}"
     routes = {(method, operation_path(path)) for path, methods in ROUTES.items()
-              for method in methods}
+              for method in methods} | {("GET", METRICS_PATH)}
     named = [(rule.name, operation["method"], operation["path"])
              for rule in API_RULES for operation in rule.operations]
     assert len({(m, p) for _, m, p in named}) == len(named), "an operation has two rules"

@@ -9,7 +9,7 @@ import pathlib
 import re
 
 from placement import errors
-from placement.routes import OUTSIDE_THE_API, ROUTES
+from placement.routes import METRICS_PATH, OUTSIDE_THE_API, ROUTES
 
 API_REF = pathlib.Path(__file__).resolve().parents[2] / "api-ref"
 HEADING = re.compile(r"^###\s+([A-Z]+)\s+(/\S*)\s*$")
@@ -36,7 +36,7 @@ def _routed() -> set[tuple[str, str]]:
         (method, FLASK_VARIABLE.sub(r"{\1}", path))
         for path, methods in ROUTES.items()
         for method in methods
-    } | {("GET", path) for path in OUTSIDE_THE_API}
+    } | {("GET", path) for path in OUTSIDE_THE_API} | {("GET", METRICS_PATH)}
 
 
 def test_api_ref_directory_exists():

@@ -42,8 +42,12 @@ allow_noauth_on_public_address = yes
 randomize_allocation_candidates = true
 max_allocation_candidates = -1
 
-[DEFAULT]
-log_level = DEBUG
+[logging]
+level = DEBUG
+format = json
+
+[metrics]
+unauthenticated = true
 """,
     )
     config = load_config(path, environ={})
@@ -59,6 +63,8 @@ log_level = DEBUG
         max_allocation_candidates=-1,
         log_level="DEBUG",
         source_file=path,
+        log_format="json",
+        metrics_unauthenticated=True,
     )
 
 
@@ -102,6 +108,8 @@ def test_every_option_has_an_environment_variable(tmp_path):
         "log_level": "ERROR",
         "policy_file": "/etc/placement/policy.yaml",
         "enforce_new_defaults": "true",
+        "log_format": "json",
+        "metrics_unauthenticated": "yes",
     }
     assert {option.field for option in OPTIONS} == set(values)
     environ = {option.env: values[option.field] for option in OPTIONS}
@@ -127,6 +135,8 @@ def test_every_option_has_an_environment_variable(tmp_path):
         policy_file="/etc/placement/policy.yaml",
         enforce_new_defaults=True,
         source_file=path,
+        log_format="json",
+        metrics_unauthenticated=True,
     )
 
 
@@ -253,3 +263,17 @@ def test_the_sample_documents_every_option():
         assert f"[{option.section}]" in sample
         assert f"#{option.key} = " in sample
         assert option.env in sample
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("[logging]\nformat = xml\n", "format"), ("[logging]\nlevel = LOUD\n", "level")],
+)
+def test_an_unknown_log_format_or_level_is_refused(tmp_path, text, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(_write(tmp_path, text), environ={})
+
+
+def test_logs_are_text_at_info_and_metrics_protected_by_default():
+    assert (Config().log_format, Config().log_level) == ("text", "INFO")
+    assert Config().metrics_unauthenticated is False

@@ -15,7 +15,7 @@ from placement.cli import main as cli
 from placement.handlers import aggregate, allocation, devices, group_resources, inventory
 from placement.handlers import resource_provider as provider
 from placement.openapi import document, operations
-from placement.routes import OUTSIDE_THE_API, ROUTES
+from placement.routes import METRICS_PATH, OUTSIDE_THE_API, ROUTES
 from placement.schemas import validate as load
 
 API_REF = pathlib.Path(__file__).resolve().parents[2] / "api-ref"
@@ -58,7 +58,7 @@ def test_it_has_every_route_and_method_and_nothing_else(spec):
         (method, document.openapi_path(path))
         for path, methods in ROUTES.items()
         for method in methods
-    } | {("GET", path) for path in OUTSIDE_THE_API}
+    } | {("GET", path) for path in OUTSIDE_THE_API} | {("GET", METRICS_PATH)}
     assert set(_operations(spec)) == routed
 
 
