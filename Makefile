@@ -15,11 +15,25 @@ KEYSTONE_STAMP := $(KEYSTONE_VENV)/.installed
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+# requirements.lock: the exact versions every install uses (pyproject.toml keeps ranges for
+# those who install the package elsewhere); `make lock` refreshes it.
+LOCK := requirements.lock
+LOCK_VENV := .venv-lock
+
+$(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,dev]'
+	$(BIN)/pip install --quiet -c $(LOCK) -e '.[test,dev]'
 	touch $(STAMP)
+
+lock:  ## refresh requirements.lock: the newest versions pyproject.toml allows (then run make test)
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/pip install --quiet --upgrade pip
+	$(LOCK_VENV)/bin/pip install --quiet -e '.[test,dev]'
+	echo "# Exact versions for make run, make test and CI; refreshed by make lock." > $(LOCK)
+	$(LOCK_VENV)/bin/pip freeze --exclude-editable >> $(LOCK)
+	rm -rf $(LOCK_VENV)
 
 $(UPSTREAM_STAMP): tests/upstream/constraints.txt
 	$(PYTHON) -m venv $(UPSTREAM_VENV)
@@ -37,7 +51,7 @@ run: $(STAMP)  ## run the service on SQLite at http://127.0.0.1:8780
 	$(BIN)/placement serve
 
 test: $(STAMP) $(UPSTREAM_STAMP) $(KEYSTONE_STAMP)  ## run the whole test suite on SQLite and PostgreSQL, against upstream and a real Keystone
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto
 
 lint: $(STAMP)  ## ruff
 	$(BIN)/ruff check placement tests benchmarks migrations
