@@ -5,13 +5,15 @@ Layout, from the top down (a module imports only from the layers below it):
 * Entry points: ``cli`` (the ``placement`` command: ``main``, and the admin
   commands of the node features), ``server`` (how ``placement serve`` runs
   gunicorn) and ``wsgi`` (the WSGI application).
-* ``app`` builds the Flask application; ``openapi`` builds the OpenAPI
-  document from ``routes`` and ``schemas``; ``routes`` is the one table of
-  URLs and methods; ``handlers`` hold one thin view module per noun: parse,
-  call one front door, render.
+* ``app`` builds the Flask application (``keystone`` puts keystonemiddleware in
+  front of it); ``openapi`` builds the OpenAPI document from ``routes`` and
+  ``schemas``; ``routes`` is the one table of URLs and methods; ``handlers``
+  hold one thin view module per noun: parse, call one front door, render.
 * ``http`` (JSON in and out), ``context`` (what a view is handed) and
-  ``services`` (what the application owns: its engine, authenticator and the
-  front doors of its searches, with the state they keep between requests).
+  ``services`` (what the application owns: its engine, authenticator, policy,
+  metrics and the front doors of its searches, with the state they keep
+  between requests); ``observability`` (metrics, request ids and log lines);
+  ``policy`` (each route's oslo.policy rule).
 * The features: ``devices`` (device topologies: GPUs and NICs as wired), built
   on ``group_resources`` (the group-resource key translator), and
   ``candidates`` (GET /allocation_candidates). ``claiming`` is the claim loop

@@ -344,6 +344,11 @@ class ConfigError(ValueError):
     """The configuration cannot be used as given."""
 
 
+# Options that moved, by field: their old key in [DEFAULT], still read when the new one is
+# not given (a file written for an earlier release keeps working).
+MOVED_KEYS = {"log_level": "log_level"}
+
+
 def load_config(
     path: str | None = None, environ: Mapping[str, str] | None = None
 ) -> Config:
@@ -364,6 +369,9 @@ def load_config(
         for option in OPTIONS:
             if parser.has_option(option.section, option.key):
                 values[option.field] = _parse(option, parser.get(option.section, option.key))
+            elif option.field in MOVED_KEYS and MOVED_KEYS[option.field] in parser.defaults():
+                text = parser.defaults()[MOVED_KEYS[option.field]]
+                values[option.field] = _parse(option, text)
     for option in OPTIONS:
         if option.env in environ:
             values[option.field] = _parse(option, environ[option.env])

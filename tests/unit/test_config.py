@@ -277,3 +277,10 @@ def test_an_unknown_log_format_or_level_is_refused(tmp_path, text, message):
 def test_logs_are_text_at_info_and_metrics_protected_by_default():
     assert (Config().log_format, Config().log_level) == ("text", "INFO")
     assert Config().metrics_unauthenticated is False
+
+
+def test_the_log_level_of_an_earlier_release_is_still_read(tmp_path):
+    assert load_config(_write(tmp_path, "[DEFAULT]\nlog_level = ERROR\n"), environ={}).log_level \
+        == "ERROR"
+    both = _write(tmp_path, "[DEFAULT]\nlog_level = ERROR\n[logging]\nlevel = DEBUG\n")
+    assert load_config(both, environ={}).log_level == "DEBUG"
