@@ -371,6 +371,7 @@ def scenario_nested(ctx: Context, loads: list[str]) -> list[report.Row]:
         more = size - len(loaded.roots)
         loaded.extend(load(ctx, load_trees.NESTED, more, len(loaded.roots), loaded.aggregate))
         rows += query_rows(ctx, loaded, nested_queries)
+        rows += [explain_row(ctx, loaded, query) for query in explained_queries(loaded)]
     loads.append(describe_load(loaded))
     if ctx.args.busy:
         busy = make_busy(ctx, loaded)
@@ -378,6 +379,37 @@ def scenario_nested(ctx: Context, loads: list[str]) -> list[report.Row]:
                      f"{len(busy.full)} trees full, in {busy.seconds:.0f} s")
         rows += query_rows(ctx, loaded, busy_queries, busy.full)
     return rows
+
+
+def explained_queries(loaded: LoadedTrees) -> list[Query]:
+    """The nested query, and one no tree can answer (3 FPGAs under one NUMA node)."""
+    [nested] = nested_queries(loaded)
+    return [nested, replace(nested, label="nested, no tree answers",
+                            params=nested.params.replace("FPGA:1", "FPGA:3"), per_tree=0)]
+
+
+def explain_row(ctx: Context, loaded: LoadedTrees, query: Query) -> report.Row:
+    """GET /allocation_candidates/explain of ``query``: timed, its answer checked (the trees
+    it says answer, against the candidates' own count per tree)."""
+    url = f"{ctx.base_url}/allocation_candidates/explain?{query.params}"
+    name = f"explain {query.label}, {len(loaded.roots)} {loaded.shape.unit}"
+    print(f"running {name}...", file=sys.stderr, flush=True)
+    with client.new_session() as session:
+        answer = session.get(url, timeout=client.REQUEST_TIMEOUT_S)
+    if answer.status_code != 200:
+        return report.Row(name, None, None, f"first answer: {answer.status_code} (EXPECTED 200)")
+    body = answer.json()
+    answering = body["trees"][-1]["passing"]
+    expected = len(loaded.roots) if query.per_tree else 0
+    note = f"{answering} trees answer" + ("" if answering >= expected else
+                                          f" (EXPECTED at least {expected})")
+    note += f"; empties at: {body['empties_at']}" if body["empties_at"] else ""
+
+    def request(session, index):
+        return session.get(url, timeout=client.REQUEST_TIMEOUT_S)
+
+    seq = client.sequential(request, ctx.args.requests, ctx.args.max_seconds)
+    return report.Row(name, seq, None, note)
 
 
 def scenario_gpu(ctx: Context, loads: list[str]) -> list[report.Row]:

@@ -84,6 +84,10 @@ ROUTES: dict[str, dict[str, Callable]] = {
     },
     "/usages": {"GET": usage.project_usages},
     "/allocation_candidates": {"GET": allocation_candidate.list_allocation_candidates},
+    # Why a request finds what it finds (not part of the Placement API).
+    "/allocation_candidates/explain": {
+        "GET": allocation_candidate.explain_allocation_candidates
+    },
     "/reshaper": {"POST": reshaper.reshape},
     "/traits": {"GET": trait.list_traits},
     # The group-resource key translator (not part of the Placement API).
@@ -124,6 +128,7 @@ READ_ONLY_POSTS = frozenset(
 SNAPSHOT_VIEWS = frozenset(
     {
         allocation_candidate.list_allocation_candidates,
+        allocation_candidate.explain_allocation_candidates,
         group_resources.list_nodes,
         group_resources.show_node,
         group_resources.translate,
@@ -143,6 +148,7 @@ ACCEPT_CHECKED_VIEWS = frozenset(
         allocation.show_allocations,
         allocation.provider_allocations,
         allocation_candidate.list_allocation_candidates,
+        allocation_candidate.explain_allocation_candidates,
         inventory.list_inventories,
         inventory.show_inventory,
         resource_class.show_resource_class,

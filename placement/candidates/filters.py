@@ -11,9 +11,21 @@ one provider, traits spread over the unsuffixed group's providers,
 group_policy, same_subtree) is the search's (``placement.candidates.search``).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from placement import capacity
 from placement.replica.world import Provider
+
+
+@dataclass(frozen=True)
+class Check:
+    """One of a slot filter's checks, named for an explanation (``candidates.explain``)."""
+
+    name: str
+    test: Callable[[Provider, Provider], bool]  # (provider, its root) -> passes
+    # The amounts the provider lacks (a free-amount check), else None.
+    short: Callable[[Provider], dict[str, int] | None] = lambda provider: None
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,78 @@ class SlotFilter:
                 if any_of.isdisjoint(aggregates):
                     return False
         return True
+
+    def checks(self, class_names: dict[int, str], names: dict[str, dict[int, str]]) -> list[Check]:
+        """``matches`` one check at a time, in its order (so that a provider passes them
+        all exactly when it matches), each named with ``class_names`` and the trait and
+        aggregate names of ``names``."""
+        checks = []
+        for class_id, amount in self.amounts:
+            checks.extend(_amount_checks(class_id, class_names[class_id], amount))
+        if self.tree_root_id is not None:
+            tree_root_id = self.tree_root_id
+            checks.append(Check("in_tree", lambda p, r: p.root_id == tree_root_id))
+        traits, aggregates = names["traits"], names["aggregates"]
+        if self.forbidden_traits:
+            forbidden = self.forbidden_traits
+            checks.append(Check(f"without traits {_listed(forbidden, traits)}",
+                                lambda p, r: forbidden.isdisjoint(p.traits)))
+        for any_of in self.required_traits:
+            checks.append(Check(f"with {_one_of('trait', any_of, traits)}",
+                                _shares(any_of, lambda p, r: p.traits)))
+        span = self.aggregates_span_root
+
+        def aggregates_of(p: Provider, r: Provider) -> frozenset[int]:
+            return p.aggregates | r.aggregates if span else p.aggregates
+
+        if self.forbidden_aggregates:
+            shunned = self.forbidden_aggregates
+            checks.append(Check(f"in none of aggregates {_listed(shunned, aggregates)}",
+                                lambda p, r: shunned.isdisjoint(aggregates_of(p, r))))
+        for any_of in self.member_of:
+            checks.append(Check(f"in {_one_of('aggregate', any_of, aggregates)}",
+                                _shares(any_of, aggregates_of)))
+        return checks
+
+
+def _shares(
+    any_of: frozenset[int], ids_of: Callable[[Provider, Provider], frozenset[int]]
+) -> Callable[[Provider, Provider], bool]:
+    """A test: the provider's ids (``ids_of(provider, root)``) include one of ``any_of``."""
+    return lambda p, r: not any_of.isdisjoint(ids_of(p, r))
+
+
+def _amount_checks(class_id: int, name: str, amount: int) -> list[Check]:
+    def has(p: Provider, r: Provider) -> bool:
+        return class_id in p.inventories
+
+    def units_allow(p: Provider, r: Provider) -> bool:
+        i = p.inventories.get(class_id)
+        return i is not None and capacity.units_allow(amount, i.min_unit, i.max_unit, i.step_size)
+
+    def free(p: Provider, r: Provider) -> bool:
+        i = p.inventories.get(class_id)
+        return i is not None and amount <= i.free
+
+    def short(p: Provider) -> dict[str, int] | None:
+        i = p.inventories.get(class_id)
+        return {name: amount - i.free} if i is not None else None
+
+    return [
+        Check(f"has {name}", has),
+        Check(f"{name}: min_unit, max_unit and step_size allow {amount}", units_allow),
+        Check(f"{name}: {amount} free (capacity less usage)", free, short),
+    ]
+
+
+def _listed(ids: frozenset[int], names: dict[int, str]) -> str:
+    return ", ".join(sorted(names.get(i, str(i)) for i in ids))
+
+
+def _one_of(kind: str, ids: frozenset[int], names: dict[int, str]) -> str:
+    if len(ids) == 1:
+        return f"{kind} {_listed(ids, names)}"
+    return f"one of {kind}s {_listed(ids, names)}"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Protocol
 from microversion_parse import Version
 from sqlalchemy import Connection
 
-from placement.candidates import bodies, search
+from placement.candidates import bodies, explain, search
 from placement.candidates.answers import AnswerMemo, KeptAnswers
 from placement.candidates.plan import SearchPlan, build_plan
 from placement.candidates.request import CandidateRequest
@@ -92,6 +92,19 @@ class CandidateSearch:
         capped = cap is not None and found >= cap
         self._report(body_reused, counts, self._capped_by(request.limit) if capped else None)
         return body
+
+    def explain(
+        self, conn: Connection, request: CandidateRequest, version: Version
+    ) -> explain.Explanation:
+        """Why ``request`` finds what it finds (``candidates.explain``); 400 for an unknown
+        class or trait where upstream refuses it, as ``find``."""
+        with collector_paused(), self._replica.current(conn) as world:
+            self.follow(world)
+            plan = build_plan(conn, world, request, nested_aware=version >= (1, 29))
+            if plan is None:
+                refuse_unknown_names(conn, world, request)
+                return explain.Explanation(unmatchable=explain.UNMATCHABLE)
+            return explain.explain(plan)
 
     def _report(
         self, body_reused: bool, counts: search.SearchCounts, capped_by: str | None

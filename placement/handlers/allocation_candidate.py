@@ -1,9 +1,11 @@
-"""GET /allocation_candidates (from 1.10): parse, find (``candidates.service``), answer."""
+"""GET /allocation_candidates (from 1.10): parse, find (``candidates.service``), answer;
+and GET /allocation_candidates/explain (this service's): the same query, explained."""
 
 import flask
 
 from placement import query
-from placement.candidates.request import parse_candidate_request
+from placement.candidates import explain
+from placement.candidates.request import CandidateRequest, parse_candidate_request
 from placement.context import RequestContext
 from placement.http import json_response, json_text_response, min_version
 
@@ -12,10 +14,19 @@ EMPTY: dict[str, list | dict] = {"allocation_requests": [], "provider_summaries"
 
 @min_version(1, 10)
 def list_allocation_candidates(ctx: RequestContext) -> flask.Response:
-    query.require_utf8(ctx.request.query_string)
-    pairs = query.pairs_in_order(ctx.request.query_string)
-    request = parse_candidate_request(pairs, ctx.version)
+    request = _parsed(ctx)
     body = ctx.services.candidates.find(ctx.conn, request, ctx.version)
     if body is None:
         return json_response(ctx, EMPTY)
     return json_text_response(ctx, body)
+
+
+@min_version(1, 10)
+def explain_allocation_candidates(ctx: RequestContext) -> flask.Response:
+    explanation = ctx.services.candidates.explain(ctx.conn, _parsed(ctx), ctx.version)
+    return json_response(ctx, explain.body(explanation))
+
+
+def _parsed(ctx: RequestContext) -> CandidateRequest:
+    query.require_utf8(ctx.request.query_string)
+    return parse_candidate_request(query.pairs_in_order(ctx.request.query_string), ctx.version)

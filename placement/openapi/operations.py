@@ -226,6 +226,10 @@ ANSWERS: dict[Callable, dict[int, str]] = {
         200: "The allocation requests and provider summaries.",
         400: "A malformed, missing or unknown query parameter, resource class or trait.",
     },
+    allocation_candidate.explain_allocation_candidates: {
+        200: "Each filter's count, the step that empties the answer, the nearest misses.",
+        400: "A malformed, missing or unknown query parameter, resource class or trait.",
+    },
     reshaper.reshape: {
         204: Empty("Reshaped."),
         400: "The body does not validate; a provider or resource class does not exist.",

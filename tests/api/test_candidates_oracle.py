@@ -183,10 +183,14 @@ class Oracle:
         return chain
 
     def candidates(self, request: Request) -> Counter:
+        return Counter({self.render(slots, choice)
+                        for _root, slots, choice in self.valid_choices(request)})
+
+    def valid_choices(self, request: Request):
+        """(root, slots, choice) for each valid choice of a provider per slot, by tree."""
         groups = request.groups
         slots = [(g, c) for g in groups if not g.suffix for c in g.resources]
         slots += [(g, None) for g in groups if g.suffix]
-        found = set()
         roots = {self.root(n) for n in self.nodes}
         for root in roots:
             root_traits = self.nodes[root].traits
@@ -198,8 +202,7 @@ class Oracle:
             ]
             for choice in itertools.product(*options):
                 if self.valid(request, slots, choice):
-                    found.add(self.render(slots, choice))
-        return Counter(found)
+                    yield root, slots, choice
 
     def valid(self, request: Request, slots, choice) -> bool:
         groups, policy = request.groups, request.policy

@@ -82,7 +82,7 @@ def test_a_leading_zero_minor_is_read_as_a_number(api):
         ("GET", "/", 200),
         ("GET", "/resource_providers", 200),
         ("POST", "/resource_providers", 400),
-        ("GET", f"/resource_providers/{uuid.uuid4()}", 404),
+        ("GET", "/resource_providers/5471e51c-fc5d-4bd4-8178-29ad826cf537", 404),
         ("GET", "/nowhere", 404),
         ("PATCH", "/resource_providers", 405),
         ("GET", "/traits?foo=bar", 400),
