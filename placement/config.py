@@ -195,6 +195,17 @@ OPTIONS: tuple[Option, ...] = (
         "trees have millions of candidates; the answer is spread over trees round-robin.",
     ),
     Option(
+        "allocation_candidates_budget_ms",
+        "placement",
+        "allocation_candidates_budget_ms",
+        "PLACEMENT_ALLOCATION_CANDIDATES_BUDGET_MS",
+        int,
+        "Time budget of a GET /allocation_candidates search, in milliseconds, for a "
+        "request without budget_ms (0: none). When it runs out the answer is the "
+        "candidates found so far, valid each, and says it was cut (the "
+        "Placement-Search-Cut header).",
+    ),
+    Option(
         "allocation_candidates_cache_mib",
         "placement",
         "allocation_candidates_cache_mib",
@@ -271,6 +282,7 @@ class Config:
     randomize_allocation_candidates: bool = False
     max_allocation_candidates: int = 10000
     allocation_candidates_cache_mib: int = 64
+    allocation_candidates_budget_ms: int = 0
     group_resource_classes: Mapping[str, str] = dataclasses.field(
         default_factory=lambda: dict(DEFAULT_STANDARD_CLASSES)
     )
@@ -311,6 +323,8 @@ class Config:
             raise ConfigError("max_request_body_mib must be 1 or more")
         if self.allocation_candidates_cache_mib < 0:
             raise ConfigError("allocation_candidates_cache_mib must be 0 or more")
+        if self.allocation_candidates_budget_ms < 0:
+            raise ConfigError("allocation_candidates_budget_ms must be 0 or more")
         if self.max_allocation_candidates == 0 or self.max_allocation_candidates < -1:
             raise ConfigError("max_allocation_candidates must be -1 (no bound) or 1 or more")
         for name, unit in self.group_resource_byte_units.items():

@@ -5,8 +5,10 @@ which parameters each microversion accepts (``resources`` from 1.10, ``limit``
 1.16, ``required`` 1.17, ``member_of`` 1.21, numbered groups and
 ``group_policy`` 1.25, ``in_tree`` 1.31, string suffixes 1.33, ``root_required``
 1.35, ``same_subtree`` and resourceless groups 1.36, ``in:`` traits 1.39) and
-refuses everything else with a 400. The value grammar of ``resources``,
-``required`` and ``member_of`` comes from ``placement.query``.
+refuses everything else with a 400; at every one it also takes this service's
+``budget_ms`` (a time budget: see ``search``), which upstream refuses. The value
+grammar of ``resources``, ``required`` and ``member_of`` comes from
+``placement.query``.
 
 The checks run in upstream's order, so that the first refusal is the one
 upstream gives, in its words: its JSON Schema of the query string, then the
@@ -32,6 +34,7 @@ NUMBERED_SUFFIX = "[1-9][0-9]*"
 STRING_SUFFIX = "[a-zA-Z0-9_-]{1,64}"
 GROUP_PARAMETERS = ("resources", "required", "member_of", "in_tree")
 LIMIT_PATTERN = "^[1-9][0-9]*$"
+BUDGET_PATTERN = "^[1-9][0-9]{0,6}$"  # milliseconds, at most 9,999,999
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,8 @@ class CandidateRequest:
     same_subtree: tuple[tuple[str, ...], ...]
     root_traits: query.TraitFilter
     limit: int | None
+    # The search's time budget in milliseconds (``budget_ms``, this service's), or None.
+    budget_ms: int | None = None
     # The suffixes in the order the query string first names each group: the order
     # upstream looks at the groups in (placement.candidates.unknown_names).
     query_order: tuple[str, ...] = ()
@@ -90,6 +95,7 @@ def parse_candidate_request(pairs: Iterable[tuple[str, str]], version) -> Candid
         params.setdefault(key, []).append(value)
     query.validate_at(_schema, version, params)
     limit = _parse_limit(params.get("limit"))
+    budget_ms = int(params["budget_ms"][-1]) if "budget_ms" in params else None
     group_policy = _parse_group_policy(params.get("group_policy"))
     root_traits = _parse_root_required(params.get("root_required"))
     same_subtree = _parse_same_subtree(params.get("same_subtree", []))
@@ -112,6 +118,7 @@ def parse_candidate_request(pairs: Iterable[tuple[str, str]], version) -> Candid
         same_subtree=same_subtree,
         root_traits=root_traits,
         limit=limit,
+        budget_ms=budget_ms,
         query_order=tuple(groups),
     )
 
@@ -121,7 +128,7 @@ def _schema(version) -> query.QuerySchema:
     are plain properties (``resources`` required) before 1.25, keys with a suffix
     after."""
     group_names = ["resources"]
-    checks: dict[str, tuple[query.Check, ...]] = {}
+    checks: dict[str, tuple[query.Check, ...]] = {"budget_ms": (query.pattern(BUDGET_PATTERN),)}
     if version >= (1, 16):
         checks["limit"] = (query.pattern(LIMIT_PATTERN),)
     if version >= (1, 17):

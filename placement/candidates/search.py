@@ -17,10 +17,16 @@ that changed since, and writes only their candidates; the trees known to
 answer nothing (once a request with the same root filter looked at every
 tree) it does not look at. What one search did (``SearchCounts``) is counted for
 the service's metrics.
+
+A search may have a ``deadline`` (``time.monotonic``): once it has passed, the search
+stops after the candidate or tree it is on and answers what it found, each candidate
+valid, and says it was cut (``SearchCounts.cut``). One tree's next candidate is not
+interrupted: the budget is kept to within one walk step of a tree.
 """
 
 
 import random
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -49,11 +55,27 @@ class SearchCounts:
 
     trees_looked_at: int = 0  # trees whose first candidate was looked for
     trees_reused: int = 0  # of those, answered from the answers kept for the request
+    trees: int = 0  # the trees the search could have looked at
+    cut: bool = False  # the deadline passed before the search was done
+
+
+class _Deadline:
+    """When a search must stop (never, without one)."""
+
+    def __init__(self, at: float | None, counts: SearchCounts) -> None:
+        self._at = at
+        self._counts = counts
+
+    def passed(self) -> bool:
+        if self._at is not None and time.monotonic() >= self._at:
+            self._counts.cut = True
+            return True
+        return False
 
 
 def collect(
     plan: SearchPlan, cap: int | None, render: Render, kept: KeptAnswers | None = None,
-    shuffle: bool = False, counts: SearchCounts | None = None,
+    shuffle: bool = False, counts: SearchCounts | None = None, deadline: float | None = None,
 ) -> list[Candidate]:
     """Up to ``cap`` candidates (all when None), round-robin over the trees a candidate
     may be anchored in (``SearchPlan.candidate_roots``), in root id order: the first of
@@ -62,22 +84,25 @@ def collect(
     the answers ``kept`` from an earlier request like this one are taken as they are
     (they are the same: see ``placement.candidates.answers``), what is found is added
     to them, and the trees they tell need no look are not looked at. ``counts``, when
-    given, is told what the search did."""
+    given, is told what the search did; past the ``deadline`` it stops."""
     counts = counts if counts is not None else SearchCounts()
+    stop = _Deadline(deadline, counts)
     if plan.sharing:
         roots = plan.candidate_roots()
+        counts.trees = len(roots)
         if shuffle:
             random.shuffle(roots)
-        found = _collect_with_sharing(plan, roots, cap, render, counts)
+        found = _collect_with_sharing(plan, roots, cap, render, counts, stop)
     else:
         if kept is None:
             kept = KeptAnswers()
         to_look_at = kept.to_look_at
         roots = plan.candidate_roots(among=to_look_at.for_request(plan.root_filter))
+        counts.trees = len(roots)
         if shuffle:
             random.shuffle(roots)
         found, looked = _collect_by_form(
-            plan, roots, cap, _KindSearch(plan, render), kept, counts
+            plan, roots, cap, _KindSearch(plan, render), kept, counts, stop
         )
         to_look_at.looked_at(plan.root_filter, roots[:looked], every_one=looked == len(roots))
         counts.trees_looked_at += looked
@@ -88,16 +113,19 @@ def collect(
 
 def _collect_by_form(
     plan: SearchPlan, roots: list[int], cap: int | None, kinds: "_KindSearch",
-    kept: KeptAnswers, counts: SearchCounts,
+    kept: KeptAnswers, counts: SearchCounts, stop: _Deadline,
 ) -> tuple[list[Candidate], int]:
     """Without sharing providers: each tree's answers are those kept, or else those of
     its kind (``_KindSearch``), added to the kept ones as they are found. Also how many
-    of ``roots`` the first round looked at (fewer than all when the cap stopped it)."""
+    of ``roots`` the first round looked at (fewer than all when the cap or the deadline
+    stopped it)."""
     trees = kept.trees
     found: list[Candidate] = []
     # The trees that may have more: root, answers, and kind (None when all are kept).
     live: list[tuple[int, TreeAnswers, object]] = []
     for index, root in enumerate(roots):  # the first candidate of every tree
+        if stop.passed():
+            return found, index
         answers = trees.get(root)
         key = None
         if answers is None:
@@ -126,6 +154,8 @@ def _collect_by_form(
     while live:
         still_live = []
         for entry in live:
+            if stop.passed():
+                return found, len(roots)
             root, answers, key = entry
             known = answers.candidates
             if rank < len(known):
@@ -220,7 +250,8 @@ def tree_key(form: TreeForm, demand: dict[int, int], demand_items) -> object:
 
 
 def _collect_with_sharing(
-    plan: SearchPlan, roots: list[int], cap: int | None, render: Render, counts: SearchCounts
+    plan: SearchPlan, roots: list[int], cap: int | None, render: Render, counts: SearchCounts,
+    stop: _Deadline,
 ) -> list[Candidate]:
     """Each tree searched on its own, with the sharing providers that serve it."""
     found: list[Candidate] = []
@@ -245,6 +276,8 @@ def _collect_with_sharing(
     chains: dict[int, list[int]] = {}
     live: list[tuple[Iterator[tuple[int, ...]], int]] = []
     for root in roots:
+        if stop.passed():
+            return found
         counts.trees_looked_at += 1
         placements = tree_candidates(plan, plan.tree_options(root), chains)
         if advance(placements, root):
@@ -254,6 +287,8 @@ def _collect_with_sharing(
     while live:  # the second candidate of every tree, then the third, ...
         still_live = []
         for placements, root in live:
+            if stop.passed():
+                return found
             if advance(placements, root):
                 still_live.append((placements, root))
             if cap is not None and len(found) >= cap:

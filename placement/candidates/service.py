@@ -9,6 +9,7 @@ view only parses and renders. What each search did (``SearchReport``) is told to
 its ``SearchRecorder`` (the application's metrics).
 """
 
+import time
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -27,6 +28,22 @@ from placement.replica.replica import Replica, TreeFollower
 from placement.replica.world import ProviderWorld
 
 MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A search its time budget stopped: how many of the trees it could look at it did."""
+
+    trees_looked_at: int
+    trees: int
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a search answers: the body (None: no candidate), and whether it was cut."""
+
+    body: bytes | None
+    cut: Cut | None = None
 
 
 @dataclass(frozen=True)
@@ -59,23 +76,26 @@ class CandidateSearch:
         self._randomize = config.randomize_allocation_candidates
         self._cache_budget = config.allocation_candidates_cache_mib * MIB
         self._max_candidates = config.max_allocation_candidates
+        self._budget_ms = config.allocation_candidates_budget_ms
         self._replica = replica
         self.answers = AnswerMemo()  # each tree's candidates, for the requests asked lately
         self.summaries = TreeSummaries()
         self._follower = TreeFollower()
         self._recorder = recorder or _NotRecorded()
 
-    def find(self, conn: Connection, request: CandidateRequest, version: Version) -> bytes | None:
+    def find(self, conn: Connection, request: CandidateRequest, version: Version) -> Found:
         """The JSON body of the candidates of ``request`` as ``conn`` sees the database
-        (None: no candidate). 400 for an unknown class or trait where upstream refuses it."""
+        (None: no candidate), and whether its time budget cut the search short. 400 for
+        an unknown class or trait where upstream refuses it."""
         counts = search.SearchCounts()
+        budget_ms = request.budget_ms or self._budget_ms
         with collector_paused(), self._replica.current(conn) as world:
             self.follow(world)
             plan = build_plan(conn, world, request, nested_aware=version >= (1, 29))
             if plan is None:
                 refuse_unknown_names(conn, world, request)
                 self._report(False, counts, None)
-                return None
+                return Found(None)
             cap = self._cap(request.limit)
             kept = self._kept_answers(plan, version)
             # Asked again with nothing written since: the same body (see answers.py).
@@ -85,13 +105,18 @@ class CandidateSearch:
             body_reused = body is not None
             found = 0
             if body is None:
-                body, found = self._search(plan, cap, kept, version, counts)
-                if body_kept_in is not None and body is not None:
+                # The budget is the search's: from here to the last candidate found.
+                deadline = time.monotonic() + budget_ms / 1000 if budget_ms else None
+                body, found = self._search(plan, cap, kept, version, counts, deadline)
+                if body_kept_in is not None and body is not None and not counts.cut:
                     body_kept_in.keep_body(body_key, body, self._cache_budget)
             self.answers.keep_within(self._cache_budget)
         capped = cap is not None and found >= cap
-        self._report(body_reused, counts, self._capped_by(request.limit) if capped else None)
-        return body
+        capped_by = self._capped_by(request.limit) if capped else None
+        self._report(body_reused, counts, "time_budget" if counts.cut else capped_by)
+        if counts.cut:
+            return Found(body, Cut(counts.trees_looked_at, counts.trees))
+        return Found(body)
 
     def explain(
         self, conn: Connection, request: CandidateRequest, version: Version
@@ -129,12 +154,13 @@ class CandidateSearch:
 
     def _search(
         self, plan: SearchPlan, cap: int | None, kept: KeptAnswers | None, version: Version,
-        counts: search.SearchCounts,
+        counts: search.SearchCounts, deadline: float | None,
     ) -> tuple[bytes | None, int]:
         """The body of the candidates found (None: none), and how many were found."""
         renderer = bodies.AllocationRequests(plan, version)
         candidates = search.collect(
-            plan, cap, renderer.render, kept, shuffle=self._randomize, counts=counts
+            plan, cap, renderer.render, kept, shuffle=self._randomize, counts=counts,
+            deadline=deadline,
         )
         if not candidates:
             return None, 0

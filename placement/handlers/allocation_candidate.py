@@ -10,15 +10,21 @@ from placement.context import RequestContext
 from placement.http import json_response, json_text_response, min_version
 
 EMPTY: dict[str, list | dict] = {"allocation_requests": [], "provider_summaries": {}}
+# On an answer its time budget cut short (``budget_ms``): the trees looked at, of those
+# that could answer.
+CUT_HEADER = "Placement-Search-Cut"
 
 
 @min_version(1, 10)
 def list_allocation_candidates(ctx: RequestContext) -> flask.Response:
-    request = _parsed(ctx)
-    body = ctx.services.candidates.find(ctx.conn, request, ctx.version)
-    if body is None:
-        return json_response(ctx, EMPTY)
-    return json_text_response(ctx, body)
+    found = ctx.services.candidates.find(ctx.conn, _parsed(ctx), ctx.version)
+    if found.body is None:
+        response = json_response(ctx, EMPTY)
+    else:
+        response = json_text_response(ctx, found.body)
+    if found.cut is not None:
+        response.headers[CUT_HEADER] = f"trees={found.cut.trees_looked_at}/{found.cut.trees}"
+    return response
 
 
 @min_version(1, 10)

@@ -71,8 +71,8 @@ class Metrics:
             "the same request, not searched again.", registry=registry,
         )
         self.candidate_answers_capped = Counter(
-            "placement_candidate_answers_capped", "Answers cut at their cap (more "
-            "candidates may exist), by the bound met: limit or max_allocation_candidates.",
+            "placement_candidate_answers_capped", "Answers cut short (more candidates may "
+            "exist), by the bound met: limit, max_allocation_candidates or time_budget.",
             ["by"], registry=registry,
         )
         self.candidate_requests_kept = Gauge(
