@@ -5,7 +5,7 @@ allocations, so a client can also write them itself."""
 from placement.devices.request import DeviceRequest
 from placement.devices.search import DeviceAnswer, DeviceCandidate
 from placement.devices.snapshot import DeviceNode, DeviceState
-from placement.devices.topology import Topology, device_entry
+from placement.devices.topology import Topology, device_entry, memory_text
 
 
 def candidates_body(answer: DeviceAnswer, request: DeviceRequest) -> dict:
@@ -57,7 +57,7 @@ def device_resources(state: DeviceState, amounts: dict[str, int], prefix: str) -
     if device_type == "gpu":
         resources[f"{prefix}gpu-core"] = amounts.get("core", 0)
         resources[f"{prefix}gpu-memory-ratio"] = amounts.get("memory-ratio", 0)
-        resources[f"{prefix}gpu-memory"] = f"{amounts.get('memory', 0)}Mi"
+        resources[f"{prefix}gpu-memory"] = memory_text(amounts.get("memory", 0))
     else:
         if amounts.get("share"):
             resources[f"{prefix}{device_type}"] = amounts["share"]

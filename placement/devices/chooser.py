@@ -262,7 +262,7 @@ def device_take(state: DeviceState, per: PerDevice, exclusive: str | None) -> di
         if state.in_use:
             return None
     if per.whole:
-        if state.device.type == "gpu" and total["memory"] < per.memory_mb:
+        if state.device.type == "gpu" and total["memory"] < per.memory_kib:
             return None
         whole = {name: amount for name, amount in total.items() if amount}
         if not all(state.allows(name, amount) for name, amount in whole.items()):
@@ -275,8 +275,8 @@ def device_take(state: DeviceState, per: PerDevice, exclusive: str | None) -> di
             memory = memory_total * per.ratio // 100
             ratio = per.ratio
         else:  # memory asked as an amount: accounted as that amount, its ratio rounded down
-            memory = per.memory_mb
-            ratio = 100 * per.memory_mb // memory_total if memory_total else 101
+            memory = per.memory_kib
+            ratio = 100 * per.memory_kib // memory_total if memory_total else 101
         amounts = {"core": per.core, "memory": memory, "memory-ratio": ratio}
     else:
         amounts = {"share": per.share, "vf": per.vfs}

@@ -20,8 +20,14 @@ from placement.data import device_topologies, group_nodes
 from placement.data import provider_traits as trait_data
 from placement.data import providers as provider_data
 from placement.devices import bodies
-from placement.devices.device_list import parse_device_list
-from placement.devices.node_map import LABEL_TRAIT_PREFIX, NUMA_TRAIT, Layout, device_layout
+from placement.devices.device_list import gpu_memory_kib, parse_device_list
+from placement.devices.node_map import (
+    LABEL_TRAIT_PREFIX,
+    NUMA_TRAIT,
+    Layout,
+    device_layout,
+    device_naming,
+)
 from placement.devices.replica_nodes import DeviceNodesKept
 from placement.devices.request import DeviceRequest
 from placement.devices.search import DeviceAnswer, DeviceCandidate, rank
@@ -32,7 +38,6 @@ from placement.devices.topology_matrix import MatrixDetails, parse_matrix
 from placement.group_resources import service as group_service
 from placement.group_resources import sync as group_sync
 from placement.nodes.naming import DEVICE_NODE_TRAIT, Naming, provider_name
-from placement.nodes.quantities import parse_quantity
 from placement.replica.replica import Replica
 
 MIB = 2**20
@@ -51,11 +56,8 @@ def topology_from_body(body: Mapping) -> Topology:
         rdma = body.get("rdma", {})
         if isinstance(gpu["memory"], str):
             refuse_decimal_memory(gpu["memory"], "gpu.memory")
-        memory_mb = int(parse_quantity(gpu["memory"], "gpu.memory") // MIB)
-        if memory_mb <= 0:
-            raise errors.BadRequest(f"gpu.memory: {gpu['memory']!r} is less than 1 MiB.")
         details = MatrixDetails(
-            gpu_memory_mb=memory_mb,
+            gpu_memory_kib=gpu_memory_kib(gpu["memory"], "gpu.memory"),
             gpu_ids=tuple(gpu.get("ids", ())),
             gpu_labels=gpu.get("labels", {}),
             rdma_vfs=rdma.get("vfs", 0),
@@ -96,13 +98,9 @@ def import_node(
     conn: Connection, node: str, topology: Topology, naming: Naming, node_uuid: str | None = None
 ) -> ImportResult:
     """Write the node's tree and store its topology; idempotent."""
-    if naming.unit("memory") != "MB":
-        raise errors.BadRequest(
-            "Device nodes count GPU memory in MiB: the [group_resources] byte_units option "
-            "must keep memory = MB."
-        )
     layout = device_layout(topology)
-    synced = group_sync.sync_node(conn, node, layout.resources, naming, node_uuid)
+    synced = group_sync.sync_node(
+        conn, node, layout.resources, device_naming(naming), node_uuid)
     traits_changed = _sync_traits(conn, node, layout)
     document_changed = device_topologies.store_document(conn, node, topology.to_document())
     if document_changed and not synced.created:
@@ -178,7 +176,7 @@ class DeviceSearch:
         """The device nodes as they are now, and the names of those whose trees no longer
         match their topologies (left out until imported again)."""
         with self._replica.current(conn) as world:
-            return self._nodes.read(conn, world, naming, node_names)
+            return self._nodes.read(conn, world, device_naming(naming), node_names)
 
     def find_candidates(
         self,
@@ -192,7 +190,7 @@ class DeviceSearch:
         # As the other searches: many small objects, no cycles. The nodes are ranked
         # while the copy is held: they are kept in it from one search to the next.
         with collector_paused(), self._replica.current(conn) as world:
-            nodes = self._nodes.read(conn, world, naming, node_names)
+            nodes = self._nodes.read(conn, world, device_naming(naming), node_names)
             return rank(nodes, request, scorer, limit)
 
     def claim(

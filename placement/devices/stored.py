@@ -67,7 +67,7 @@ class StoredTopologies:
     def _shape_number(self, topology: Topology) -> int:
         shape = (
             tuple(
-                (d.type, d.minor, d.numa, d.bridge, d.switch, d.switch_group, d.memory_mb, d.vfs,
+                (d.type, d.minor, d.numa, d.bridge, d.switch, d.switch_group, d.memory_kib, d.vfs,
                  tuple(sorted(d.labels.items())), tuple(sorted(d.vf_labels.items())))
                 for d in topology.devices
             ),

@@ -67,7 +67,7 @@ SCORE_TOLERANCE = Fraction(1, 10**9)
 def device_class(device_type: str, base: str) -> str:
     """The class the node map documents for a base inventory of a device type."""
     name = f"CUSTOM_{device_type.upper()}_{base.upper().replace('-', '_')}"
-    return f"{name}_MB" if base == "memory" else name
+    return f"{name}_KB" if base == "memory" else name  # GPU memory is kept in KiB
 
 
 def switch_class(device_type: str) -> str:
@@ -211,7 +211,7 @@ class Want:
     whole: bool = False
     core: int = 0
     ratio: int = 0
-    memory_mb: int = 0
+    memory_kib: int = 0
     share: int = 0
     vfs: int = 0
     selector: dict | None = None
@@ -309,7 +309,7 @@ def take(device: Dev, want: Want) -> dict[str, int] | None:
     if (want.whole or want.exclusive) and device.in_use:
         return None
     if want.whole:
-        if device.type == "gpu" and device.total["memory"] < want.memory_mb:
+        if device.type == "gpu" and device.total["memory"] < want.memory_kib:
             return None
         return dict(device.total)
     if device.type == "gpu":
@@ -318,8 +318,8 @@ def take(device: Dev, want: Want) -> dict[str, int] | None:
             amounts = {"memory": memory_total * want.ratio // 100, "memory-ratio": want.ratio}
         else:
             amounts = {
-                "memory": want.memory_mb,
-                "memory-ratio": 100 * want.memory_mb // memory_total,
+                "memory": want.memory_kib,
+                "memory-ratio": 100 * want.memory_kib // memory_total,
             }
         amounts["core"] = want.core
     else:
@@ -658,7 +658,7 @@ def random_node_document(rng: random.Random) -> dict:
                 "numa": numa,
                 "bridge": bridge,
                 "pcie": switch,
-                "memory": rng.choice(["8Gi", "16Gi", "24Gi"]),
+                "memory": rng.choice(["8Gi", "16Gi", "24Gi", "15472384Ki"]),
                 "id": f"GPU-{minor:04d}",
             }
             if rng.random() < 0.6:
@@ -741,7 +741,7 @@ def random_gpu(rng: random.Random, resources: dict, whole_at_most: int = 4) -> W
             per_device = rng.choice([8, 16, 20])
             resources[f"{prefix}gpu-core"] = 100 * count
             resources[f"{prefix}gpu-memory"] = f"{per_device * count}Gi"
-            return Want("gpu", count, whole=True, memory_mb=per_device * 1024)
+            return Want("gpu", count, whole=True, memory_kib=per_device * 1024 * 1024)
         elif count > 1:
             resources[f"{prefix}gpu-core"] = 100 * count
             resources[f"{prefix}gpu-memory-ratio"] = 100 * count
@@ -768,7 +768,7 @@ def random_gpu(rng: random.Random, resources: dict, whole_at_most: int = 4) -> W
         if isinstance(memory, int)
         else int(memory[:-2]) * (MIB if memory.endswith("Mi") else 1024 * MIB)
     )
-    return Want("gpu", 1, core=core, memory_mb=-(-memory_bytes // MIB))
+    return Want("gpu", 1, core=core, memory_kib=-(-memory_bytes // 1024))  # rounded up
 
 
 def random_rdma(rng: random.Random, resources: dict, joint: bool) -> Want:
@@ -943,7 +943,8 @@ def set_up_world(api, rng: random.Random) -> list[str]:
             body = {
                 "allocations": {
                     gpu.provider: {
-                        "resources": {"CUSTOM_GPU_CORE": 20, "CUSTOM_GPU_MEMORY_MB": 1024}
+                        "resources": {"CUSTOM_GPU_CORE": 20,
+                                      "CUSTOM_GPU_MEMORY_KB": 1024 * 1024}
                     }
                 },
                 "project_id": "p",
