@@ -73,7 +73,7 @@ def node_body(name: str, uuid: str, topology: Topology, node: DeviceNode | None)
     states = {(s.device.type, s.device.minor): s for s in node.devices} if node else {}
     devices = []
     for device in topology.devices:
-        entry = device_entry(device)
+        entry = {**device_entry(device), "health": device.healthy}
         state = states.get((device.type, device.minor))
         if state is not None:
             entry["provider"] = state.uuid

@@ -48,6 +48,7 @@ def parse_device_list(document: object) -> Topology:
             labels=entry.get("labels", {}),
             vf_labels=entry.get("vf_labels", {}),
             switch_group=entry.get("switch_group", -1),
+            healthy=entry.get("health", True),
         )
         for i, entry in enumerate(entries)
     )

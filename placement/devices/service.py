@@ -6,6 +6,7 @@ group-resource node: its tree is written by the translator's ``sync_node``
 from the map ``node_map`` makes, and its topology document is stored beside.
 """
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from sqlalchemy import Connection
 from placement import errors
 from placement.claiming import Claimant, ClaimRecorder, NotRecorded, claim_best
 from placement.collector import collector_paused
+from placement.data import allocations as allocation_data
 from placement.data import device_topologies, group_nodes
 from placement.data import provider_traits as trait_data
 from placement.data import providers as provider_data
@@ -97,20 +99,42 @@ def refuse_decimal_memory(value: str, where: str) -> None:
 def import_node(
     conn: Connection, node: str, topology: Topology, naming: Naming, node_uuid: str | None = None
 ) -> ImportResult:
-    """Write the node's tree and store its topology; idempotent."""
+    """Write the node's tree and store its topology; idempotent.
+
+    A device's health is the document's alone: changing it writes no inventory and
+    leaves allocations alone, but moves the device provider's generation, locking its
+    row as a claim's write does, so that a claim racing the import is ordered with it
+    (``DeviceSearch.claim`` reads the health again once its rows are locked)."""
     layout = device_layout(topology)
     synced = group_sync.sync_node(
         conn, node, layout.resources, device_naming(naming), node_uuid)
     traits_changed = _sync_traits(conn, node, layout)
+    health_before = _health(device_topologies.read_documents(conn, [node]).get(node))
     document_changed = device_topologies.store_document(conn, node, topology.to_document())
     if document_changed and not synced.created:
         # The document is part of what the node is: the nodes kept per process
         # (``replica_nodes``) see it change by its root's generation, like any other change.
         root = group_sync.require_node(conn, node)
         provider_data.bump_generation(conn, root, root.generation)
+        health_changed = [
+            provider_name(node, layout.devices[(d.type, d.minor)]) for d in topology.devices
+            if health_before.get((d.type, d.minor), d.healthy) != d.healthy
+        ]
+        allocation_data.lock_providers(conn, [
+            provider.id for name in health_changed
+            if (provider := provider_data.get_provider_by_name(conn, name)) is not None
+        ])
     return ImportResult(
         created=synced.created, changed=synced.changed or traits_changed or document_changed
     )
+
+
+def _health(document: str | None) -> dict[tuple[str, int], bool]:
+    """(type, minor) -> healthy, of a stored document (none: no device)."""
+    if document is None:
+        return {}
+    return {(d["type"], d["minor"]): d.get("health", True)
+            for d in json.loads(document)["devices"]}
 
 
 def _sync_traits(conn: Connection, node: str, layout: Layout) -> bool:
@@ -221,10 +245,29 @@ class DeviceSearch:
             choose=choose,
             standing=_standing,
             allocations=lambda candidate: candidate.allocations(request),
+            confirm=lambda candidate: self._still_healthy(conn, candidate),
         )
         return claim_best(
             conn, claimant, consumer_uuid, project_id, user_id, consumer_type, self._claims
         )
+
+
+    def _still_healthy(self, conn: Connection, candidate: DeviceCandidate) -> None:
+        """Conflict (choose again) when an import committed since the choice marked a
+        chosen device unhealthy. Read once the claim holds its devices' rows, which such
+        an import locks too: whichever commits first, the other sees it."""
+        node = candidate.node
+        document = device_topologies.read_documents(conn, [node.name]).get(node.name)
+        topology = self._stored.read(document).topology if document is not None else None
+        for index, _amounts in candidate.pick.takes:
+            device = node.devices[index].device
+            now = topology.device(device.type, device.minor) if topology else None
+            if now is None or not now.healthy:
+                raise errors.Conflict(
+                    f"Device {device.name} of node {node.name} was found unhealthy (or "
+                    "removed) since it was chosen.",
+                    code=errors.CONCURRENT_UPDATE,
+                )
 
 
 def _standing(candidate: DeviceCandidate) -> tuple:

@@ -43,6 +43,9 @@ class Device:
     # nvidia-smi prints as PXB between their devices), node-wide; -1: none (its switch
     # hangs from the host bridge alone, PHB to the others).
     switch_group: int = -1
+    # Document 003's per-device health. An unhealthy device is never offered or claimed;
+    # what is allocated on it stays (``chooser``, ``service``).
+    healthy: bool = True
 
     @property
     def name(self) -> str:
@@ -104,6 +107,7 @@ class Topology:
                 labels=table(d.get("labels", {}).items()),
                 vf_labels=table(d.get("vfLabels", {}).items()),
                 switch_group=d.get("switchGroup", -1),
+                healthy=d.get("health", True),
             )
             for d in document["devices"]
         )
@@ -134,6 +138,8 @@ def device_entry(device: Device) -> dict:
         entry["vfLabels"] = dict(device.vf_labels)
     if device.switch_group >= 0:
         entry["switchGroup"] = device.switch_group
+    if not device.healthy:  # (healthy is the default: documents stored before say nothing)
+        entry["health"] = False
     return entry
 
 
