@@ -5,7 +5,9 @@ of 1 or 2 NUMA nodes, 1 to 4 PCIe switches on 1 or 2 host bridges per NUMA node,
 0 to 3 GPUs and 0 to 2 NICs per switch (some with VFs, some labelled), GPU minors
 shuffled across switches, and random NVLink pairs of 1 to 4 links, imported with
 PUT /group_resources/device_nodes/{name}. Claims (and a plain placement
-allocation that uses a GPU without its tenancy) then put usage on them. Random
+allocation that uses a GPU without its tenancy) then put usage on them, and some
+nodes are imported again with random devices unhealthy (never offered; what they
+hold stays and counts as in use). Random
 requests (whole GPUs spelled four ways, GPU shares, gpu-core with memory or with
 a memory ratio, rdma shares and VFs, RequestsAsCount, ApplyForAll, joint gpu+rdma
 either way round with and without ``requiredScope``, exclusive policies,
@@ -86,6 +88,7 @@ class Dev:
     provider: str
     total: dict[str, int]
     used: dict[str, int]
+    healthy: bool = True
 
     def free(self, base: str) -> int:
         return self.total.get(base, 0) - self.used.get(base, 0)
@@ -174,6 +177,7 @@ class Reader:
                 provider=entry["provider"],
                 total={b: i["total"] for b, i in entry["inventories"].items()},
                 used={b: i["used"] for b, i in entry["inventories"].items()},
+                healthy=entry["health"],
             )
             assert groups[entry["path"]]["uuid"] == device.provider
             assert rooms_of[device.provider] == {  # the two views agree
@@ -299,7 +303,8 @@ def selected(node: Node, want: Want) -> list[Dev]:
     return [
         d
         for d in node.of_type(want.type)
-        if (want.selector is None or matches(want.selector, d.labels))
+        if d.healthy  # document 003: an unhealthy device is never offered
+        and (want.selector is None or matches(want.selector, d.labels))
         and (want.vf_selector is None or matches(want.vf_selector, d.vf_labels))
     ]
 
@@ -532,13 +537,13 @@ def expected_allocations(node: Node, ask: Ask, devices: dict[str, list[Dev]]) ->
 
 
 def utilisation(node: Node, ask: Ask, choice: Choice) -> Fraction:
-    """Mean of (used + placed) / capacity over the node's device inventories (tenancy aside)
-    and its own classes."""
+    """Mean of (used + placed) / capacity over the node's healthy device inventories (tenancy
+    aside) and its own classes."""
     placed = {d.provider: take(d, ask.wants[t]) for t, ds in choice.devices.items() for d in ds}
     shares = []
     for device in node.devices:
         for base, total in device.total.items():
-            if base != "tenancy" and total > 0:
+            if device.healthy and base != "tenancy" and total > 0:
                 extra = placed.get(device.provider, {}).get(base, 0)
                 shares.append(Fraction(device.used[base] + extra, total))
     for resource_class, (capacity, used) in node.root.items():
@@ -954,6 +959,11 @@ def set_up_world(api, rng: random.Random) -> list[str]:
             }
             response = api.put(f"/allocations/{uuid.uuid4()}", json=body)
             assert response.status_code in (204, 409), response.json
+    for name, document in zip(names, documents, strict=True):  # devices found unhealthy since
+        if rng.random() < 0.4:
+            for device in document["devices"]:
+                device["health"] = rng.random() >= 0.25
+            import_node(api, name, document)
     return names
 
 
