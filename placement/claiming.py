@@ -6,7 +6,8 @@ when a concurrent claim committed first (the write fails placement's capacity
 check, or meets a provider deleted meanwhile) choose again (never after another
 refusal: a bad request is answered as such, not as contention), at random among
 the choices as good as the best, so that claimers racing for one node spread
-out. ``claim_best`` is that loop; the choosing is the caller's. Each retry is
+out. ``claim_best`` is that loop; the choosing is the caller's, and so is what the
+claim must still hold once its rows are locked (``Claimant.confirm``). Each retry is
 logged as a warning, and each claim's end (granted or refused) and retries are told
 to a ``ClaimRecorder`` (the application's metrics).
 """
@@ -57,6 +58,10 @@ class Claimant(Generic[Choice]):
     choose: Callable[[int], Sequence[Choice] | errors.PlacementError]
     standing: Callable[[Choice], object]  # equal for choices ranked as well as each other
     allocations: Callable[[Choice], dict[str, dict[str, int]]]  # provider uuid -> class -> n
+    # Run after the allocations are written (their providers' rows locked), in the same
+    # savepoint: raises Conflict when the choice no longer holds for a reason placement's
+    # capacity check cannot see (a device found unhealthy since), to choose again.
+    confirm: Callable[[Choice], None] | None = None
 
 
 def claim_best(
@@ -113,6 +118,8 @@ def _claim(
         try:
             with conn.begin_nested():
                 allocation_data.write_allocations(conn, [write])
+                if claimant.confirm is not None:
+                    claimant.confirm(best)
         except (errors.Conflict, allocation_data.ProviderNotFound) as exc:
             # Taken, changed or deleted by a transaction that committed after our read:
             # choose again from fresh data. Any other refusal is the answer.

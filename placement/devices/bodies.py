@@ -1,23 +1,31 @@
 """JSON answers of the device endpoints: per-device results as Koordinator's
 DeviceAllocation (minor, identity, resources taken), plus placement's own
-allocations, so a client can also write them itself."""
+allocations, so a client can also write them itself; on request, each candidate
+also as the value of Koordinator's ``device-allocated`` Pod annotation."""
+
+import json
 
 from placement.devices.request import DeviceRequest
 from placement.devices.search import DeviceAnswer, DeviceCandidate
 from placement.devices.snapshot import DeviceNode, DeviceState
-from placement.devices.topology import Topology, device_entry
+from placement.devices.topology import Topology, device_entry, memory_text
+from placement.schemas.devices import ALLOCATED_ANNOTATION
 
 
-def candidates_body(answer: DeviceAnswer, request: DeviceRequest) -> dict:
+def candidates_body(
+    answer: DeviceAnswer, request: DeviceRequest, device_allocated: bool = False
+) -> dict:
     return {
-        "candidates": [candidate_body(c, request) for c in answer.candidates],
+        "candidates": [candidate_body(c, request, device_allocated) for c in answer.candidates],
         "nodes_considered": answer.nodes_considered,
         "unplaced": [{"reason": reason, "nodes": count} for reason, count in answer.unfit],
         "nodes_out_of_sync": answer.out_of_sync,
     }
 
 
-def candidate_body(candidate: DeviceCandidate, request: DeviceRequest) -> dict:
+def candidate_body(
+    candidate: DeviceCandidate, request: DeviceRequest, device_allocated: bool = False
+) -> dict:
     node, pick = candidate.node, candidate.pick
     devices: dict[str, list[dict]] = {}
     for index, amounts in pick.takes:
@@ -35,7 +43,32 @@ def candidate_body(candidate: DeviceCandidate, request: DeviceRequest) -> dict:
         uuid: {"resources": resources}
         for uuid, resources in candidate.allocations(request).items()
     }
+    if device_allocated:
+        body["annotations"] = {
+            ALLOCATED_ANNOTATION: json.dumps(device_allocations(candidate, request))}
     return body
+
+
+def device_allocations(candidate: DeviceCandidate, request: DeviceRequest) -> dict:
+    """A candidate's devices as document 003's DeviceAllocations: device type -> the
+    devices by minor, each ``minor`` and ``resources`` (Kubernetes quantities, as strings:
+    a ResourceList) in the request's names, as ``devices`` gives them. A NIC's VFs are
+    counted, not listed: its ``<prefix>rdma`` is its share, or with VFs only, how many."""
+    allocations: dict[str, list[dict]] = {}
+    for index, amounts in candidate.pick.takes:
+        state = candidate.node.devices[index]
+        device_type = state.device.type
+        prefix = request.types[device_type].prefix
+        given = device_resources(state, dict(amounts), prefix)
+        resources = {name: str(amount) for name, amount in given.items()
+                     if name not in ("vfs", "exclusive")}
+        if not resources and given.get("vfs"):
+            resources[f"{prefix}{device_type}"] = str(given["vfs"])
+        allocations.setdefault(device_type, []).append(
+            {"minor": state.device.minor, "resources": resources})
+    for devices in allocations.values():
+        devices.sort(key=lambda device: device["minor"])
+    return allocations
 
 
 def _identity(state: DeviceState) -> dict:
@@ -57,7 +90,7 @@ def device_resources(state: DeviceState, amounts: dict[str, int], prefix: str) -
     if device_type == "gpu":
         resources[f"{prefix}gpu-core"] = amounts.get("core", 0)
         resources[f"{prefix}gpu-memory-ratio"] = amounts.get("memory-ratio", 0)
-        resources[f"{prefix}gpu-memory"] = f"{amounts.get('memory', 0)}Mi"
+        resources[f"{prefix}gpu-memory"] = memory_text(amounts.get("memory", 0))
     else:
         if amounts.get("share"):
             resources[f"{prefix}{device_type}"] = amounts["share"]
@@ -73,7 +106,7 @@ def node_body(name: str, uuid: str, topology: Topology, node: DeviceNode | None)
     states = {(s.device.type, s.device.minor): s for s in node.devices} if node else {}
     devices = []
     for device in topology.devices:
-        entry = device_entry(device)
+        entry = {**device_entry(device), "health": device.healthy}
         state = states.get((device.type, device.minor))
         if state is not None:
             entry["provider"] = state.uuid

@@ -22,6 +22,10 @@ A node's choice, in order of what matters:
    up one device before starting another), ``spread`` the least used.
 4. The lowest minors.
 
+Unhealthy devices (document 003's ``health``) are never chosen: for every request,
+joint or alone, whole or shared, they are as absent (``ApplyForAll`` takes every
+healthy device selected); what is allocated on them still counts as in use.
+
 The best set is found by trying every set when there are at most
 ``MAX_EXACT_SETS`` of them (8 GPUs choose 4 is 70, 16 choose 8 is 12,870);
 beyond (pairs are always tried exhaustively), by a greedy growth from the
@@ -148,7 +152,8 @@ class Chooser:
     def _alone(self, node: DeviceNode, wanted: TypeRequest) -> list[int] | Unfit:
         selected = _selected(node, wanted)
         if not selected:
-            return Unfit(f"{wanted.type}: no device of the node is {_selected_words(wanted)}")
+            return Unfit(f"{wanted.type}: no device of the node is {_selected_words(wanted)}"
+                         f"{_unhealthy_words(node, wanted)}")
         fitting = [i for i in selected if _fits(node, i, wanted)]
         if wanted.count is None:  # ApplyForAll
             if len(fitting) < len(selected):
@@ -161,7 +166,7 @@ class Chooser:
         if chosen is None:
             return Unfit(
                 f"{wanted.type}: {wanted.count} device(s) needed, {len(fitting)} can give "
-                "the request"
+                f"the request{_unhealthy_words(node, wanted)}"
             )
         return chosen
 
@@ -226,13 +231,20 @@ def _scope_of(node: DeviceNode, index: int, scope: str) -> int:
     return 0
 
 
-def _selected(node: DeviceNode, wanted: TypeRequest) -> list[int]:
+def _selected(node: DeviceNode, wanted: TypeRequest, healthy: bool = True) -> list[int]:
+    """The devices of the type the hint selects, healthy (or, ``healthy`` False, not)."""
     return [
         index
         for index, state in enumerate(node.devices)
-        if state.device.type == wanted.type
+        if state.device.type == wanted.type and state.device.healthy == healthy
         and wanted.selects(state.device.labels, state.device.vf_labels)
     ]
+
+
+def _unhealthy_words(node: DeviceNode, wanted: TypeRequest) -> str:
+    """`` (2 unhealthy)`` when selected devices were left out for their health."""
+    unhealthy = len(_selected(node, wanted, healthy=False))
+    return f" ({unhealthy} unhealthy)" if unhealthy else ""
 
 
 def _selected_words(wanted: TypeRequest) -> str:
@@ -262,7 +274,7 @@ def device_take(state: DeviceState, per: PerDevice, exclusive: str | None) -> di
         if state.in_use:
             return None
     if per.whole:
-        if state.device.type == "gpu" and total["memory"] < per.memory_mb:
+        if state.device.type == "gpu" and total["memory"] < per.memory_kib:
             return None
         whole = {name: amount for name, amount in total.items() if amount}
         if not all(state.allows(name, amount) for name, amount in whole.items()):
@@ -275,8 +287,8 @@ def device_take(state: DeviceState, per: PerDevice, exclusive: str | None) -> di
             memory = memory_total * per.ratio // 100
             ratio = per.ratio
         else:  # memory asked as an amount: accounted as that amount, its ratio rounded down
-            memory = per.memory_mb
-            ratio = 100 * per.memory_mb // memory_total if memory_total else 101
+            memory = per.memory_kib
+            ratio = 100 * per.memory_kib // memory_total if memory_total else 101
         amounts = {"core": per.core, "memory": memory, "memory-ratio": ratio}
     else:
         amounts = {"share": per.share, "vf": per.vfs}

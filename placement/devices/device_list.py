@@ -17,6 +17,7 @@ from placement.nodes.quantities import parse_quantity
 from placement.schemas import describe_errors_by_path
 from placement.schemas.device_topology import MAX_NVLINK_PAIRS, DeviceTopology
 
+KIB = 2**10
 MIB = 2**20
 
 
@@ -40,13 +41,14 @@ def parse_device_list(document: object) -> Topology:
             numa=entry["numa"],
             bridge=entry.get("bridge", bridges[entry["pcie"]]),
             switch=entry["pcie"],
-            memory_mb=_memory_mb(entry["memory"], f"devices.{i}.memory")
+            memory_kib=gpu_memory_kib(entry["memory"], f"devices.{i}.memory")
             if "memory" in entry
             else 0,
             vfs=entry.get("vfs", 0),
             labels=entry.get("labels", {}),
             vf_labels=entry.get("vf_labels", {}),
             switch_group=entry.get("switch_group", -1),
+            healthy=entry.get("health", True),
         )
         for i, entry in enumerate(entries)
     )
@@ -86,14 +88,22 @@ def _bridges_of_switches(entries: list[dict]) -> dict[int, int]:
     return bridges
 
 
-def _memory_mb(value: object, where: str) -> int:
-    """A quantity as whole MiB, rounded down: 15472384Ki is 15109 usable MiB."""
-    megabytes = int(parse_quantity(value, where) // MIB)
-    if megabytes <= 0:
-        raise errors.BadRequest(f"{where}: {value!r} is less than 1 MiB; a GPU needs its memory.")
-    if megabytes > MAX_INT:
-        raise errors.BadRequest(f"{where}: {value!r} is more than {MAX_INT} MiB.")
-    return megabytes
+def gpu_memory_kib(value: object, where: str) -> int:
+    """A GPU's memory, a quantity, as the whole KiB it is: exact for every binary
+    quantity (``15472384Ki``, ``80Gi``) and for bytes in whole KiB; 400 for an amount
+    that is not a whole KiB, under 1 MiB, or over what placement stores."""
+    amount = parse_quantity(value, where)
+    if amount < MIB:
+        raise errors.BadRequest(f"{where}: {value!r} is less than 1 MiB.")
+    kib = amount / KIB
+    if kib.denominator != 1:
+        raise errors.BadRequest(
+            f"{where}: {value!r} is not a whole number of KiB ({float(kib):.10g} KiB); GPU "
+            "memory is kept in KiB."
+        )
+    if kib > MAX_INT:
+        raise errors.BadRequest(f"{where}: {value!r} is more than {MAX_INT} KiB.")
+    return int(kib)
 
 
 def _nvlinks(entries: list[dict]) -> dict[tuple[int, int], int]:

@@ -16,7 +16,9 @@ nothing fits, and the level is left out; the links still rank candidates.
 
 Inventories per device (``CUSTOM_<LEVEL>_<NAME>``, as the translator names them):
 
-- gpu: ``core`` 100, ``memory`` its MiB (``CUSTOM_GPU_MEMORY_MB``), ``memory-ratio`` 100;
+- gpu: ``core`` 100, ``memory`` its KiB (``CUSTOM_GPU_MEMORY_KB``: every binary
+  quantity of memory is a whole number of KiB, so the amount kept is the device's
+  own; ``device_naming``), ``memory-ratio`` 100;
 - rdma: ``share`` 100, and ``vf`` the SR-IOV virtual functions when it has any;
 - fpga: ``share`` 100;
 - every device: ``tenancy`` (``CUSTOM_GPU_TENANCY``, ...), and every PCIe switch
@@ -30,15 +32,19 @@ There is tenancy for ``TENANCY`` sharers plus one per VF, so that VFs never
 run out of tenancy before they run out themselves.
 """
 
+import dataclasses
 from dataclasses import dataclass
 
-from placement.devices.topology import Device, Topology
-from placement.nodes.naming import normalized
+from placement.devices.topology import Device, Topology, memory_text
+from placement.nodes.naming import Naming, normalized
 
 TENANCY = 1000  # consumers that may share one device (or one switch, per type), VFs aside
 WHOLE = 100  # core, memory-ratio and share of one device
 NUMA_TRAIT = "HW_NUMA_ROOT"
 LABEL_TRAIT_PREFIX = "CUSTOM_LABEL_"
+# Units of a device node's own, whatever [group_resources] byte_units says: GPU memory
+# in KiB (CUSTOM_GPU_MEMORY_KB).
+LEVEL_UNITS = {("GPU", "MEMORY"): "KB"}
 
 Path = tuple[str, ...]
 
@@ -97,7 +103,7 @@ def device_inventories(device: Device) -> dict[str, object]:
     if device.type == "gpu":
         return {
             "core": WHOLE,
-            "memory": f"{device.memory_mb}Mi",
+            "memory": memory_text(device.memory_kib),
             "memory-ratio": WHOLE,
             "tenancy": TENANCY,
         }
@@ -106,6 +112,13 @@ def device_inventories(device: Device) -> dict[str, object]:
         inventories["vf"] = device.vfs
     inventories["tenancy"] = TENANCY + device.vfs
     return inventories
+
+
+def device_naming(naming: Naming) -> Naming:
+    """``naming`` as a device node's tree uses it: with the device nodes' own units."""
+    if all(naming.level_units.get(key) == unit for key, unit in LEVEL_UNITS.items()):
+        return naming
+    return dataclasses.replace(naming, level_units={**naming.level_units, **LEVEL_UNITS})
 
 
 def label_traits(device: Device) -> set[str]:

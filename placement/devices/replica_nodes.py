@@ -198,4 +198,5 @@ def _room(inventory: Inventory) -> DeviceRoom:
 
 def _naming_key(naming: Naming) -> tuple:
     return (tuple(sorted(naming.standard_classes.items())),
-            tuple(sorted(naming.byte_units.items())))
+            tuple(sorted(naming.byte_units.items())),
+            tuple(sorted(naming.level_units.items())))

@@ -6,10 +6,10 @@ Resource names (Koordinator's fine-grained device resources), with
 - ``nvidia.com/gpu: N``: N whole GPUs.
 - ``gpu: P``: P percent of one GPU's core and memory; 100 or more, a
   multiple of 100: that many whole GPUs.
-- ``gpu-core`` with ``gpu-memory-ratio`` or with ``gpu-memory`` (bytes): a
-  share of one GPU (core 100 with ratio 100 is the whole GPU); over 100,
-  multiples of 100 asking the same number of whole GPUs (a memory given with
-  them is what each must have at least).
+- ``gpu-core`` with ``gpu-memory-ratio`` or with ``gpu-memory`` (bytes, rounded
+  up to whole KiB, the unit GPU memory is kept in): a share of one GPU (core 100
+  with ratio 100 is the whole GPU); over 100, multiples of 100 asking the same
+  number of whole GPUs (a memory given with them is what each must have at least).
 - ``rdma: A``, ``fpga: A``: A percent of one device; 100 or more, whole
   devices. With a ``vfSelector`` hint, ``rdma: A`` is A virtual functions of
   one NIC.
@@ -54,7 +54,7 @@ WHOLE_GPUS = "nvidia.com/gpu"
 PREFIXES = ("kubernetes.io/", "koordinator.sh/")
 DEVICE_RESOURCES = ("gpu", "gpu-core", "gpu-memory", "gpu-memory-ratio", "rdma", "fpga")
 MAX_DEVICES_ASKED = 256
-MIB = 2**20
+KIB = 2**10
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ class PerDevice:
     whole: bool = False  # every inventory of the device, which must be unused
     core: int = 0  # gpu core percent
     ratio: int = 0  # gpu memory percent
-    memory_mb: int = 0  # gpu memory (a whole GPU: the least it must have)
+    memory_kib: int = 0  # gpu memory (a whole GPU: the least it must have)
     share: int = 0  # rdma, fpga percent
     vfs: int = 0  # rdma virtual functions
 
@@ -399,8 +399,9 @@ def _gpu(asked: dict[str, Fraction], prefix: str) -> tuple[int, PerDevice]:
         )
     core = _whole_number(asked["gpu-core"], core_name)
     ratio = _whole_number(asked.get("gpu-memory-ratio", Fraction(0)), f"{prefix}gpu-memory-ratio")
-    memory_mb = math.ceil(memory / MIB) if memory is not None else 0
-    if memory_mb > MAX_INT:
+    # Kept in KiB (``node_map``): an amount that is not a whole KiB is rounded up.
+    memory_kib = math.ceil(memory / KIB) if memory is not None else 0
+    if memory_kib > MAX_INT:
         raise errors.BadRequest(f"{prefix}gpu-memory: out of range.")
     if core > 100 or ratio > 100:
         ratio_name = f"{prefix}gpu-memory-ratio"
@@ -410,12 +411,12 @@ def _gpu(asked: dict[str, Fraction], prefix: str) -> tuple[int, PerDevice]:
                 f"{core_name} ({core}) and {ratio_name} ({ratio}): over 100, both must ask for "
                 "the same number of whole GPUs."
             )
-        return count, PerDevice(whole=True, memory_mb=math.ceil(memory_mb / count))
+        return count, PerDevice(whole=True, memory_kib=math.ceil(memory_kib / count))
     if core == ratio == 100:  # all of one GPU: as nvidia.com/gpu: 1
         return 1, PerDevice(whole=True)
-    if memory is not None and memory_mb == 0:
+    if memory is not None and memory_kib == 0:
         raise errors.BadRequest(f"{prefix}gpu-memory: asks for no memory.")
-    return 1, PerDevice(core=core, ratio=ratio, memory_mb=memory_mb)
+    return 1, PerDevice(core=core, ratio=ratio, memory_kib=memory_kib)
 
 
 def _shared_device(

@@ -105,11 +105,13 @@ def _kind_rank_key(pick: Pick, score: float) -> tuple:
 
 
 def node_utilisation(node: DeviceNode, pick: Pick, request: DeviceRequest) -> float:
-    """Mean of (used + placed) / capacity over the node's device inventories (tenancy
-    aside) and its own resources."""
+    """Mean of (used + placed) / capacity over the node's healthy device inventories
+    (tenancy aside: an unhealthy device gives nothing) and its own resources."""
     placed = {index: dict(amounts) for index, amounts in pick.takes}
     shares = []
     for index, state in enumerate(node.devices):
+        if not state.device.healthy:
+            continue
         taken = placed.get(index, {})
         for name, total in state.total.items():
             if name == "tenancy" or total <= 0:

@@ -6,6 +6,7 @@ group-resource node: its tree is written by the translator's ``sync_node``
 from the map ``node_map`` makes, and its topology document is stored beside.
 """
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,12 +17,19 @@ from sqlalchemy import Connection
 from placement import errors
 from placement.claiming import Claimant, ClaimRecorder, NotRecorded, claim_best
 from placement.collector import collector_paused
+from placement.data import allocations as allocation_data
 from placement.data import device_topologies, group_nodes
 from placement.data import provider_traits as trait_data
 from placement.data import providers as provider_data
 from placement.devices import bodies
-from placement.devices.device_list import parse_device_list
-from placement.devices.node_map import LABEL_TRAIT_PREFIX, NUMA_TRAIT, Layout, device_layout
+from placement.devices.device_list import gpu_memory_kib, parse_device_list
+from placement.devices.node_map import (
+    LABEL_TRAIT_PREFIX,
+    NUMA_TRAIT,
+    Layout,
+    device_layout,
+    device_naming,
+)
 from placement.devices.replica_nodes import DeviceNodesKept
 from placement.devices.request import DeviceRequest
 from placement.devices.search import DeviceAnswer, DeviceCandidate, rank
@@ -32,7 +40,6 @@ from placement.devices.topology_matrix import MatrixDetails, parse_matrix
 from placement.group_resources import service as group_service
 from placement.group_resources import sync as group_sync
 from placement.nodes.naming import DEVICE_NODE_TRAIT, Naming, provider_name
-from placement.nodes.quantities import parse_quantity
 from placement.replica.replica import Replica
 
 MIB = 2**20
@@ -51,11 +58,8 @@ def topology_from_body(body: Mapping) -> Topology:
         rdma = body.get("rdma", {})
         if isinstance(gpu["memory"], str):
             refuse_decimal_memory(gpu["memory"], "gpu.memory")
-        memory_mb = int(parse_quantity(gpu["memory"], "gpu.memory") // MIB)
-        if memory_mb <= 0:
-            raise errors.BadRequest(f"gpu.memory: {gpu['memory']!r} is less than 1 MiB.")
         details = MatrixDetails(
-            gpu_memory_mb=memory_mb,
+            gpu_memory_kib=gpu_memory_kib(gpu["memory"], "gpu.memory"),
             gpu_ids=tuple(gpu.get("ids", ())),
             gpu_labels=gpu.get("labels", {}),
             rdma_vfs=rdma.get("vfs", 0),
@@ -95,24 +99,42 @@ def refuse_decimal_memory(value: str, where: str) -> None:
 def import_node(
     conn: Connection, node: str, topology: Topology, naming: Naming, node_uuid: str | None = None
 ) -> ImportResult:
-    """Write the node's tree and store its topology; idempotent."""
-    if naming.unit("memory") != "MB":
-        raise errors.BadRequest(
-            "Device nodes count GPU memory in MiB: the [group_resources] byte_units option "
-            "must keep memory = MB."
-        )
+    """Write the node's tree and store its topology; idempotent.
+
+    A device's health is the document's alone: changing it writes no inventory and
+    leaves allocations alone, but moves the device provider's generation, locking its
+    row as a claim's write does, so that a claim racing the import is ordered with it
+    (``DeviceSearch.claim`` reads the health again once its rows are locked)."""
     layout = device_layout(topology)
-    synced = group_sync.sync_node(conn, node, layout.resources, naming, node_uuid)
+    synced = group_sync.sync_node(
+        conn, node, layout.resources, device_naming(naming), node_uuid)
     traits_changed = _sync_traits(conn, node, layout)
+    health_before = _health(device_topologies.read_documents(conn, [node]).get(node))
     document_changed = device_topologies.store_document(conn, node, topology.to_document())
     if document_changed and not synced.created:
         # The document is part of what the node is: the nodes kept per process
         # (``replica_nodes``) see it change by its root's generation, like any other change.
         root = group_sync.require_node(conn, node)
         provider_data.bump_generation(conn, root, root.generation)
+        health_changed = [
+            provider_name(node, layout.devices[(d.type, d.minor)]) for d in topology.devices
+            if health_before.get((d.type, d.minor), d.healthy) != d.healthy
+        ]
+        allocation_data.lock_providers(conn, [
+            provider.id for name in health_changed
+            if (provider := provider_data.get_provider_by_name(conn, name)) is not None
+        ])
     return ImportResult(
         created=synced.created, changed=synced.changed or traits_changed or document_changed
     )
+
+
+def _health(document: str | None) -> dict[tuple[str, int], bool]:
+    """(type, minor) -> healthy, of a stored document (none: no device)."""
+    if document is None:
+        return {}
+    return {(d["type"], d["minor"]): d.get("health", True)
+            for d in json.loads(document)["devices"]}
 
 
 def _sync_traits(conn: Connection, node: str, layout: Layout) -> bool:
@@ -178,7 +200,7 @@ class DeviceSearch:
         """The device nodes as they are now, and the names of those whose trees no longer
         match their topologies (left out until imported again)."""
         with self._replica.current(conn) as world:
-            return self._nodes.read(conn, world, naming, node_names)
+            return self._nodes.read(conn, world, device_naming(naming), node_names)
 
     def find_candidates(
         self,
@@ -192,7 +214,7 @@ class DeviceSearch:
         # As the other searches: many small objects, no cycles. The nodes are ranked
         # while the copy is held: they are kept in it from one search to the next.
         with collector_paused(), self._replica.current(conn) as world:
-            nodes = self._nodes.read(conn, world, naming, node_names)
+            nodes = self._nodes.read(conn, world, device_naming(naming), node_names)
             return rank(nodes, request, scorer, limit)
 
     def claim(
@@ -223,10 +245,29 @@ class DeviceSearch:
             choose=choose,
             standing=_standing,
             allocations=lambda candidate: candidate.allocations(request),
+            confirm=lambda candidate: self._still_healthy(conn, candidate),
         )
         return claim_best(
             conn, claimant, consumer_uuid, project_id, user_id, consumer_type, self._claims
         )
+
+
+    def _still_healthy(self, conn: Connection, candidate: DeviceCandidate) -> None:
+        """Conflict (choose again) when an import committed since the choice marked a
+        chosen device unhealthy. Read once the claim holds its devices' rows, which such
+        an import locks too: whichever commits first, the other sees it."""
+        node = candidate.node
+        document = device_topologies.read_documents(conn, [node.name]).get(node.name)
+        topology = self._stored.read(document).topology if document is not None else None
+        for index, _amounts in candidate.pick.takes:
+            device = node.devices[index].device
+            now = topology.device(device.type, device.minor) if topology else None
+            if now is None or not now.healthy:
+                raise errors.Conflict(
+                    f"Device {device.name} of node {node.name} was found unhealthy (or "
+                    "removed) since it was chosen.",
+                    code=errors.CONCURRENT_UPDATE,
+                )
 
 
 def _standing(candidate: DeviceCandidate) -> tuple:

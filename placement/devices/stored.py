@@ -1,7 +1,7 @@
 """Stored topology documents as the search uses them, each read once per process.
 
 ``shape`` numbers what the search's choice depends on (positions, memory,
-VFs, labels, NVLinks) without the devices' identities: real nodes of one
+VFs, labels, health, NVLinks) without the devices' identities: real nodes of one
 model differ only by their GPUs' UUIDs, and the chooser then searches one
 of them for all (``Chooser`` remembers by shape and state).
 """
@@ -67,8 +67,8 @@ class StoredTopologies:
     def _shape_number(self, topology: Topology) -> int:
         shape = (
             tuple(
-                (d.type, d.minor, d.numa, d.bridge, d.switch, d.switch_group, d.memory_mb, d.vfs,
-                 tuple(sorted(d.labels.items())), tuple(sorted(d.vf_labels.items())))
+                (d.type, d.minor, d.numa, d.bridge, d.switch, d.switch_group, d.memory_kib, d.vfs,
+                 tuple(sorted(d.labels.items())), tuple(sorted(d.vf_labels.items())), d.healthy)
                 for d in topology.devices
             ),
             tuple(sorted(topology.nvlinks.items())),

@@ -35,7 +35,7 @@ class Device:
     numa: int
     bridge: int  # PCIe host bridge, node-wide index
     switch: int  # PCIe switch, node-wide index
-    memory_mb: int = 0  # gpu: its memory in MiB
+    memory_kib: int = 0  # gpu: its memory in KiB (every binary quantity of GPU memory is exact)
     vfs: int = 0  # rdma: SR-IOV virtual functions (0: none)
     labels: Mapping[str, str] = field(default_factory=dict)
     vf_labels: Mapping[str, str] = field(default_factory=dict)
@@ -43,6 +43,9 @@ class Device:
     # nvidia-smi prints as PXB between their devices), node-wide; -1: none (its switch
     # hangs from the host bridge alone, PHB to the others).
     switch_group: int = -1
+    # Document 003's per-device health. An unhealthy device is never offered or claimed;
+    # what is allocated on it stays (``chooser``, ``service``).
+    healthy: bool = True
 
     @property
     def name(self) -> str:
@@ -99,11 +102,12 @@ class Topology:
                 numa=d["numa"],
                 bridge=d["bridge"],
                 switch=d["pcie"],
-                memory_mb=int(d["memory"].removesuffix("Mi")) if "memory" in d else 0,
+                memory_kib=memory_kib_of_text(d["memory"]) if "memory" in d else 0,
                 vfs=d.get("vfs", 0),
                 labels=table(d.get("labels", {}).items()),
                 vf_labels=table(d.get("vfLabels", {}).items()),
                 switch_group=d.get("switchGroup", -1),
+                healthy=d.get("health", True),
             )
             for d in document["devices"]
         )
@@ -124,8 +128,8 @@ def device_entry(device: Device) -> dict:
         "bridge": device.bridge,
         "pcie": device.switch,
     }
-    if device.memory_mb:
-        entry["memory"] = f"{device.memory_mb}Mi"
+    if device.memory_kib:
+        entry["memory"] = memory_text(device.memory_kib)
     if device.vfs:
         entry["vfs"] = device.vfs
     if device.labels:
@@ -134,7 +138,22 @@ def device_entry(device: Device) -> dict:
         entry["vfLabels"] = dict(device.vf_labels)
     if device.switch_group >= 0:
         entry["switchGroup"] = device.switch_group
+    if not device.healthy:  # (healthy is the default: documents stored before say nothing)
+        entry["health"] = False
     return entry
+
+
+def memory_text(kib: int) -> str:
+    """GPU memory as documents and answers write it: whole MiB as ``"<MiB>Mi"`` (as
+    before memory was kept in KiB), any other amount as ``"<KiB>Ki"``."""
+    return f"{kib // 1024}Mi" if kib % 1024 == 0 else f"{kib}Ki"
+
+
+def memory_kib_of_text(text: str) -> int:
+    """The KiB of a ``memory_text``."""
+    if text.endswith("Ki"):
+        return int(text[:-2])
+    return int(text.removesuffix("Mi")) * 1024
 
 
 def check_topology(topology: Topology) -> None:
@@ -163,14 +182,14 @@ def check_topology(topology: Topology) -> None:
         identities.add(device.identity)
         for what, value in (("minor", device.minor), ("numa", device.numa),
                             ("bridge", device.bridge), ("pcie", device.switch),
-                            ("vfs", device.vfs), ("memory", device.memory_mb)):
+                            ("vfs", device.vfs), ("memory", device.memory_kib)):
             if value < 0:
                 raise errors.BadRequest(f"Device {device.name}: {what} cannot be negative.")
         if device.switch_group < -1:
             raise errors.BadRequest(f"Device {device.name}: switchGroup cannot be negative.")
-        if device.type == "gpu" and device.memory_mb <= 0:
+        if device.type == "gpu" and device.memory_kib <= 0:
             raise errors.BadRequest(f"Device {device.name}: a GPU needs its memory.")
-        if device.type != "gpu" and device.memory_mb:
+        if device.type != "gpu" and device.memory_kib:
             raise errors.BadRequest(f"Device {device.name}: only GPUs have memory here.")
         if device.type != "rdma" and (device.vfs or device.vf_labels):
             raise errors.BadRequest(f"Device {device.name}: only rdma devices have VFs.")

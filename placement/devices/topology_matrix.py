@@ -44,7 +44,7 @@ ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 class MatrixDetails:
     """What the matrix does not say about the devices it lists."""
 
-    gpu_memory_mb: int
+    gpu_memory_kib: int
     gpu_ids: tuple[str, ...] = ()  # UUIDs by GPU minor; empty: a GPU is known by its name (GPU0)
     gpu_labels: Mapping[str, str] = field(default_factory=dict)
     rdma_vfs: int = 0
@@ -98,10 +98,10 @@ def _shown(text: str) -> str:
 
 
 def _check_details(details: MatrixDetails) -> None:
-    if isinstance(details.gpu_memory_mb, bool) or not isinstance(details.gpu_memory_mb, int):
-        raise errors.BadRequest("gpu_memory_mb must be an integer number of MiB.")
-    if details.gpu_memory_mb <= 0:
-        raise errors.BadRequest(f"gpu_memory_mb must be positive, not {details.gpu_memory_mb}.")
+    if isinstance(details.gpu_memory_kib, bool) or not isinstance(details.gpu_memory_kib, int):
+        raise errors.BadRequest("gpu_memory_kib must be an integer number of KiB.")
+    if details.gpu_memory_kib <= 0:
+        raise errors.BadRequest(f"gpu_memory_kib must be positive, not {details.gpu_memory_kib}.")
     if details.rdma_vfs < 0:
         raise errors.BadRequest(f"rdma_vfs cannot be negative ({details.rdma_vfs}).")
 
@@ -405,7 +405,7 @@ def _device(
             bridge=bridge,
             switch=switch,
             switch_group=switch_group,
-            memory_mb=details.gpu_memory_mb,
+            memory_kib=details.gpu_memory_kib,
             labels=dict(details.gpu_labels),
         )
     return Device(

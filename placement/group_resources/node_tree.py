@@ -75,7 +75,7 @@ def _desired_provider(group: KeyGroup, naming: Naming) -> DesiredProvider:
                 f"Keys {keys[resource_class]!r} and {key!r} both become resource class "
                 f"{resource_class}."
             )
-        amount = amount_in_unit(value, naming.unit(base_name), key, resource_class)
+        amount = amount_in_unit(value, naming.unit(base_name, group.name), key, resource_class)
         keys[resource_class] = key
         if amount > 0:
             inventories[resource_class] = amount

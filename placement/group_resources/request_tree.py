@@ -124,7 +124,7 @@ def _request_group(group: KeyGroup, naming: Naming) -> RequestGroup:
     demands: list[Demand] = []
     for base_name, (key, value) in group.base.items():
         resource_class = naming.resource_class(group.name, base_name)
-        amount = amount_in_unit(value, naming.unit(base_name), key, resource_class)
+        amount = amount_in_unit(value, naming.unit(base_name, group.name), key, resource_class)
         if amount == 0:
             raise errors.BadRequest(f"{key}: a requested amount must be positive.")
         for other in demands:

@@ -53,7 +53,8 @@ def find_candidates(ctx: RequestContext) -> flask.Response:
         limit=data.get("limit"),
         node_names=data.get("nodes"),
     )
-    return json_response(ctx, bodies.candidates_body(answer, request))
+    return json_response(
+        ctx, bodies.candidates_body(answer, request, data.get("device_allocated", False)))
 
 
 def claim(ctx: RequestContext) -> flask.Response:
@@ -62,7 +63,10 @@ def claim(ctx: RequestContext) -> flask.Response:
     candidate = ctx.services.devices.claim(
         ctx.conn, request, ctx.config.group_naming(), **claim_options(data)
     )
-    body = {"consumer_uuid": data["consumer_uuid"], **bodies.candidate_body(candidate, request)}
+    body = {
+        "consumer_uuid": data["consumer_uuid"],
+        **bodies.candidate_body(candidate, request, data.get("device_allocated", False)),
+    }
     return json_response(ctx, body)
 
 

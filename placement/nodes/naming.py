@@ -4,7 +4,10 @@
   (``VCPU``), or ``CUSTOM_<NAME>``.
 - A base resource of a group level (``gpu/dev0/memory``) gets a class of its
   own per level: ``CUSTOM_<LEVEL>_<NAME>``, with ``_MB`` or ``_GB`` when the
-  name is configured as an amount of bytes (``CUSTOM_GPU_MEMORY_MB``).
+  name is configured as an amount of bytes (``CUSTOM_GPU_MEMORY_MB``). A
+  feature may count one level's resource in a unit of its own
+  (``Naming.level_units``: device nodes count GPU memory in KiB,
+  ``CUSTOM_GPU_MEMORY_KB``).
 - Every group provider carries the trait ``CUSTOM_GROUP_LEVEL_<LEVEL>``; the
   node's root carries ``CUSTOM_GROUP_RESOURCES_NODE``.
 - The provider of group ``gpu/dev0`` of node ``n1`` is named ``n1/gpu/dev0``.
@@ -51,9 +54,12 @@ class Naming:
         default_factory=lambda: dict(DEFAULT_STANDARD_CLASSES)
     )
     byte_units: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_BYTE_UNITS))
+    # (normalized level, normalized base name) -> unit, before ``byte_units``: not
+    # configured, set by a feature for the trees it owns (``placement.devices.node_map``).
+    level_units: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     def resource_class(self, level: str | None, base_name: str) -> str:
-        unit = self.unit(base_name)
+        unit = self.unit(base_name, level)
         suffix = "" if unit == "count" else f"_{unit}"
         if level is None:
             standard = lookup_ignoring_case(self.standard_classes, base_name)
@@ -62,8 +68,12 @@ class Naming:
             return f"CUSTOM_{normalized(base_name)}{suffix}"
         return f"CUSTOM_{normalized(level)}_{normalized(base_name)}{suffix}"
 
-    def unit(self, base_name: str) -> str:
-        """``count``, ``MB`` or ``GB``: what one unit of the class is."""
+    def unit(self, base_name: str, level: str | None = None) -> str:
+        """``count``, ``KB``, ``MB`` or ``GB``: what one unit of the class is."""
+        if level is not None and self.level_units:
+            unit = self.level_units.get((normalized(level), normalized(base_name)))
+            if unit is not None:
+                return unit
         return lookup_ignoring_case(self.byte_units, base_name) or "count"
 
 

@@ -2,7 +2,7 @@
 
 ``"2Gi"``, ``"1GiB"``, ``"512Mi"``, ``"1G"``, ``"1.5Gi"``, ``"500m"`` and plain
 integers are read as exact fractions; an amount is then expressed in the unit
-of its resource class (a count, MiB or GiB) and must come out a whole,
+of its resource class (a count, KiB, MiB or GiB) and must come out a whole,
 positive number that placement can store, or the key is refused with a 400
 that names it.
 """
@@ -33,7 +33,7 @@ QUANTITY = re.compile(
 )
 
 # Units an amount is expressed in: the number of plain units in one of them.
-UNIT_SIZES = {"count": 1, "MB": 2**20, "GB": 2**30}
+UNIT_SIZES = {"count": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30}
 
 
 def parse_quantity(value: object, key: str) -> Fraction:
@@ -66,7 +66,7 @@ def parse_quantity(value: object, key: str) -> Fraction:
 
 
 def amount_in_unit(value: object, unit: str, key: str, resource_class: str) -> int:
-    """``value`` as a whole number of ``unit`` (count, MB or GB) for ``resource_class``."""
+    """``value`` as a whole number of ``unit`` (count, KB, MB or GB) for ``resource_class``."""
     amount = parse_quantity(value, key) / UNIT_SIZES[unit]
     described = "" if unit == "count" else f" {unit}"
     if amount < 0 or amount > MAX_INT:

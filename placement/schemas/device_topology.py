@@ -8,7 +8,7 @@ from marshmallow import ValidationError, fields, validate, validates_schema
 
 from placement.nodes.device_types import DEVICE_TYPES, MAX_DEVICES, MAX_NVLINKS
 from placement.schemas import ExtensionSchema
-from placement.schemas.fields import StrictInteger, StrictString
+from placement.schemas.fields import StrictBoolean, StrictInteger, StrictString
 
 # Every pair of a node's devices, at most: bounds the work a document can ask for.
 MAX_NVLINK_PAIRS = MAX_DEVICES * (MAX_DEVICES - 1) // 2
@@ -41,6 +41,8 @@ class DeviceEntry(ExtensionSchema):
     vfs = StrictInteger()
     labels = _labels()
     vf_labels = _labels(data_key="vfLabels")
+    # Document 003's per-device health; false: never offered or claimed (default true)
+    health = StrictBoolean()
 
     @validates_schema
     def _fields_of_its_type(self, data: dict, **kwargs) -> None:

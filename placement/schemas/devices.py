@@ -9,11 +9,14 @@ from marshmallow import ValidationError, fields, validate, validates_schema
 
 from placement.nodes.scorers import SCORER_NAMES
 from placement.schemas import ExtensionSchema
-from placement.schemas.fields import StrictInteger, StrictString, UuidString
+from placement.schemas.fields import StrictBoolean, StrictInteger, StrictString, UuidString
 from placement.schemas.group_resources import CONSUMER_TYPE_PATTERN
 
 JOINT_ANNOTATION = "scheduling.koordinator.sh/device-joint-allocate"
 HINT_ANNOTATION = "scheduling.koordinator.sh/device-allocate-hint"
+# Written on a Pod with what was chosen (document 003's DeviceAllocations): answered on
+# request (``device_allocated``), for a client to set on its Pod.
+ALLOCATED_ANNOTATION = "scheduling.koordinator.sh/device-allocated"
 
 SAME_PCIE = "SamePCIe"
 APPLY_FOR_ALL = "ApplyForAll"
@@ -127,6 +130,8 @@ class DeviceRequestBody(ExtensionSchema):
     pod = fields.Dict()
     nodes = _node_names
     scorer = _scorer
+    # Also answer each candidate as the value of ALLOCATED_ANNOTATION (default false)
+    device_allocated = StrictBoolean()
 
     @validates_schema
     def _one_request(self, data, **kwargs):

@@ -79,6 +79,17 @@ class StrictInteger(JsonTyped, fields.Integer):
         return value
 
 
+class StrictBoolean(JsonTyped, fields.Boolean):
+    """A JSON boolean: ``true`` or ``false``, not ``1`` or ``"yes"``."""
+
+    json_type = "boolean"
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, bool):
+            raise not_of_type(value, "boolean")
+        return value
+
+
 class StrictNumber(JsonTyped):
     """A JSON number, above ``minimum`` (exclusive; None: unbounded) and at most
     ``maximum``; booleans and strings refused."""

@@ -30,9 +30,9 @@ def test_inventory_changes_renames_and_moves_show_at_once(api):
     candidates(api, {"nvidia.com/gpu": 2})
     gpu1 = _gpu(body, 1)["provider"]
     inventories = api.get(f"/resource_providers/{gpu1}/inventories").json
-    memory = {**inventories["inventories"]["CUSTOM_GPU_MEMORY_MB"], "total": 1024,
-              "max_unit": 1024}
-    api.put(f"/resource_providers/{gpu1}/inventories/CUSTOM_GPU_MEMORY_MB", json={
+    memory = {**inventories["inventories"]["CUSTOM_GPU_MEMORY_KB"], "total": 1024 * 1024,
+              "max_unit": 1024 * 1024}
+    api.put(f"/resource_providers/{gpu1}/inventories/CUSTOM_GPU_MEMORY_KB", json={
         **memory, "resource_provider_generation": inventories["resource_provider_generation"]})
     [best] = candidates(api, {"kubernetes.io/gpu-core": 10,
                               "kubernetes.io/gpu-memory": "2Gi"})["candidates"]

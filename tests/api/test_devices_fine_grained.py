@@ -19,10 +19,10 @@ def test_the_node_reports_core_memory_and_ratio_per_gpu(api):
     gpu0 = next(d for d in body["devices"] if d["type"] == "gpu" and d["minor"] == 0)
     assert gpu0["inventories"]["core"] == {"total": 100, "used": 0}
     assert gpu0["inventories"]["memory-ratio"] == {"total": 100, "used": 0}
-    assert gpu0["inventories"]["memory"] == {"total": 8192, "used": 0}
+    assert gpu0["inventories"]["memory"] == {"total": 8 * 2**20, "used": 0}  # KiB
     provider = api.get(f"/resource_providers/{gpu0['provider']}/inventories").json
     assert set(provider["inventories"]) == {
-        "CUSTOM_GPU_CORE", "CUSTOM_GPU_MEMORY_MB", "CUSTOM_GPU_MEMORY_RATIO",
+        "CUSTOM_GPU_CORE", "CUSTOM_GPU_MEMORY_KB", "CUSTOM_GPU_MEMORY_RATIO",
         "CUSTOM_GPU_TENANCY",
     }
 
@@ -68,7 +68,8 @@ def test_core_with_memory_ratio_and_core_with_memory(api):
     assert gpus(by_ratio)[0]["resources"] == {
         "kubernetes.io/gpu-core": 50,
         "kubernetes.io/gpu-memory-ratio": 60,
-        "kubernetes.io/gpu-memory": "4915Mi",  # 60 % of 8192 MiB, rounded down
+        # 60 % of 8388608 KiB is 5033164.8 KiB, rounded down to whole KiB (not a whole MiB)
+        "kubernetes.io/gpu-memory": "5033164Ki",
     }
     [by_memory] = candidates(
         api, {"koordinator.sh/gpu-core": 60, "koordinator.sh/gpu-memory": "4Gi"}
@@ -134,7 +135,7 @@ def test_claims_are_placement_allocations(api):
     }
     device = gpus(body)[0]
     assert allocations[device["provider"]]["resources"] == {
-        "CUSTOM_GPU_CORE": 50, "CUSTOM_GPU_MEMORY_RATIO": 50, "CUSTOM_GPU_MEMORY_MB": 4096,
+        "CUSTOM_GPU_CORE": 50, "CUSTOM_GPU_MEMORY_RATIO": 50, "CUSTOM_GPU_MEMORY_KB": 4194304,
         "CUSTOM_GPU_TENANCY": 1,
     }
     again = api.post("/group_resources/device_claims", json={
@@ -275,3 +276,62 @@ def test_three_thirds_of_memory_fit_and_a_ratio_cannot_overcommit_them(api):
     # 2 MiB and 1 % of the ratio are left: a ratio of 1 % (81 MiB) does not fit the memory.
     claim(api, {"kubernetes.io/gpu-core": 1, "kubernetes.io/gpu-memory-ratio": 1}, expect=409)
     claim(api, {"kubernetes.io/gpu-core": 1, "kubernetes.io/gpu-memory": "2Mi"})
+
+
+# Document 003's Device example: GPUs reporting 15472384Ki, which is not a whole MiB.
+GPU_003 = "15472384Ki"
+TWO_003_GPUS = switch_box(gpus_per_switch=(2,), nics_per_switch=(0,), switches_per_numa=1,
+                          memory=GPU_003)
+
+
+def test_document_003_gpu_memory_is_kept_exactly(api):
+    """Issue 18, item 3: the GPU keeps all of its 15472384Ki (it was 15109 MiB, 768 KiB
+    lost): the node shows it, a whole GPU gives it, and asking for all of it finds it."""
+    body = import_node(api, "g", TWO_003_GPUS).json
+    gpu0 = body["devices"][0]
+    assert gpu0["memory"] == GPU_003
+    assert gpu0["inventories"]["memory"] == {"total": 15472384, "used": 0}
+    [whole] = candidates(api, {"nvidia.com/gpu": 1})["candidates"]
+    assert gpus(whole)[0]["resources"]["kubernetes.io/gpu-memory"] == GPU_003
+    [provider] = [uuid for uuid, a in whole["allocations"].items()
+                  if "CUSTOM_GPU_MEMORY_KB" in a["resources"]]
+    assert whole["allocations"][provider]["resources"]["CUSTOM_GPU_MEMORY_KB"] == 15472384
+    all_of_it = {"kubernetes.io/gpu-core": 100, "kubernetes.io/gpu-memory": GPU_003}
+    [best] = candidates(api, all_of_it)["candidates"]
+    assert gpus(best)[0]["resources"] == {
+        "kubernetes.io/gpu-core": 100, "kubernetes.io/gpu-memory-ratio": 100,
+        "kubernetes.io/gpu-memory": GPU_003,
+    }
+    # Two whole GPUs each with at least half of the amount asked: all of each, exactly.
+    both = {"kubernetes.io/gpu-core": 200, "kubernetes.io/gpu-memory": f"{2 * 15472384}Ki"}
+    assert minors(candidates(api, both)["candidates"][0], "gpu") == [0, 1]
+    more = {"kubernetes.io/gpu-core": 200, "kubernetes.io/gpu-memory": f"{2 * 15472384 + 2}Ki"}
+    assert candidates(api, more)["candidates"] == []
+
+
+@pytest.mark.parametrize(
+    ("memory", "kib"),
+    [
+        (GPU_003, 15472384),
+        ("15110Mi", None),  # a whole MiB more than the GPU has
+        (15472384 * 1024, 15472384),  # bytes
+        (15472384 * 1024 + 1, None),  # one byte more: rounded up to a KiB more
+        ("14.75Gi", 15466496),
+        ("1500", 2),  # 1500 bytes: rounded up to 2 KiB
+        ("1Ki", 1),
+    ],
+)
+def test_memory_asked_in_any_unit_is_whole_kib_rounded_up(api, memory, kib):
+    import_node(api, "g", TWO_003_GPUS)
+    answer = candidates(api, {"kubernetes.io/gpu-core": 10, "kubernetes.io/gpu-memory": memory})
+    if kib is None:
+        assert answer["candidates"] == []
+        assert answer["unplaced"] == [{"reason": "gpu: 1 device(s) needed, 0 can give the "
+                                       "request", "nodes": 1}]
+        return
+    [best] = answer["candidates"]
+    gpu = gpus(best)[0]
+    assert best["allocations"][gpu["provider"]]["resources"]["CUSTOM_GPU_MEMORY_KB"] == kib
+    claimed = claim(api, {"kubernetes.io/gpu-core": 10, "kubernetes.io/gpu-memory": memory})
+    used = api.get(f"/resource_providers/{gpus(claimed)[0]['provider']}/usages").json
+    assert used["usages"]["CUSTOM_GPU_MEMORY_KB"] == kib

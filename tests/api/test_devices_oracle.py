@@ -5,7 +5,9 @@ of 1 or 2 NUMA nodes, 1 to 4 PCIe switches on 1 or 2 host bridges per NUMA node,
 0 to 3 GPUs and 0 to 2 NICs per switch (some with VFs, some labelled), GPU minors
 shuffled across switches, and random NVLink pairs of 1 to 4 links, imported with
 PUT /group_resources/device_nodes/{name}. Claims (and a plain placement
-allocation that uses a GPU without its tenancy) then put usage on them. Random
+allocation that uses a GPU without its tenancy) then put usage on them, and some
+nodes are imported again with random devices unhealthy (never offered; what they
+hold stays and counts as in use). Random
 requests (whole GPUs spelled four ways, GPU shares, gpu-core with memory or with
 a memory ratio, rdma shares and VFs, RequestsAsCount, ApplyForAll, joint gpu+rdma
 either way round with and without ``requiredScope``, exclusive policies,
@@ -67,7 +69,7 @@ SCORE_TOLERANCE = Fraction(1, 10**9)
 def device_class(device_type: str, base: str) -> str:
     """The class the node map documents for a base inventory of a device type."""
     name = f"CUSTOM_{device_type.upper()}_{base.upper().replace('-', '_')}"
-    return f"{name}_MB" if base == "memory" else name
+    return f"{name}_KB" if base == "memory" else name  # GPU memory is kept in KiB
 
 
 def switch_class(device_type: str) -> str:
@@ -86,6 +88,7 @@ class Dev:
     provider: str
     total: dict[str, int]
     used: dict[str, int]
+    healthy: bool = True
 
     def free(self, base: str) -> int:
         return self.total.get(base, 0) - self.used.get(base, 0)
@@ -174,6 +177,7 @@ class Reader:
                 provider=entry["provider"],
                 total={b: i["total"] for b, i in entry["inventories"].items()},
                 used={b: i["used"] for b, i in entry["inventories"].items()},
+                healthy=entry["health"],
             )
             assert groups[entry["path"]]["uuid"] == device.provider
             assert rooms_of[device.provider] == {  # the two views agree
@@ -211,7 +215,7 @@ class Want:
     whole: bool = False
     core: int = 0
     ratio: int = 0
-    memory_mb: int = 0
+    memory_kib: int = 0
     share: int = 0
     vfs: int = 0
     selector: dict | None = None
@@ -299,7 +303,8 @@ def selected(node: Node, want: Want) -> list[Dev]:
     return [
         d
         for d in node.of_type(want.type)
-        if (want.selector is None or matches(want.selector, d.labels))
+        if d.healthy  # document 003: an unhealthy device is never offered
+        and (want.selector is None or matches(want.selector, d.labels))
         and (want.vf_selector is None or matches(want.vf_selector, d.vf_labels))
     ]
 
@@ -309,7 +314,7 @@ def take(device: Dev, want: Want) -> dict[str, int] | None:
     if (want.whole or want.exclusive) and device.in_use:
         return None
     if want.whole:
-        if device.type == "gpu" and device.total["memory"] < want.memory_mb:
+        if device.type == "gpu" and device.total["memory"] < want.memory_kib:
             return None
         return dict(device.total)
     if device.type == "gpu":
@@ -318,8 +323,8 @@ def take(device: Dev, want: Want) -> dict[str, int] | None:
             amounts = {"memory": memory_total * want.ratio // 100, "memory-ratio": want.ratio}
         else:
             amounts = {
-                "memory": want.memory_mb,
-                "memory-ratio": 100 * want.memory_mb // memory_total,
+                "memory": want.memory_kib,
+                "memory-ratio": 100 * want.memory_kib // memory_total,
             }
         amounts["core"] = want.core
     else:
@@ -532,13 +537,13 @@ def expected_allocations(node: Node, ask: Ask, devices: dict[str, list[Dev]]) ->
 
 
 def utilisation(node: Node, ask: Ask, choice: Choice) -> Fraction:
-    """Mean of (used + placed) / capacity over the node's device inventories (tenancy aside)
-    and its own classes."""
+    """Mean of (used + placed) / capacity over the node's healthy device inventories (tenancy
+    aside) and its own classes."""
     placed = {d.provider: take(d, ask.wants[t]) for t, ds in choice.devices.items() for d in ds}
     shares = []
     for device in node.devices:
         for base, total in device.total.items():
-            if base != "tenancy" and total > 0:
+            if device.healthy and base != "tenancy" and total > 0:
                 extra = placed.get(device.provider, {}).get(base, 0)
                 shares.append(Fraction(device.used[base] + extra, total))
     for resource_class, (capacity, used) in node.root.items():
@@ -658,7 +663,7 @@ def random_node_document(rng: random.Random) -> dict:
                 "numa": numa,
                 "bridge": bridge,
                 "pcie": switch,
-                "memory": rng.choice(["8Gi", "16Gi", "24Gi"]),
+                "memory": rng.choice(["8Gi", "16Gi", "24Gi", "15472384Ki"]),
                 "id": f"GPU-{minor:04d}",
             }
             if rng.random() < 0.6:
@@ -741,7 +746,7 @@ def random_gpu(rng: random.Random, resources: dict, whole_at_most: int = 4) -> W
             per_device = rng.choice([8, 16, 20])
             resources[f"{prefix}gpu-core"] = 100 * count
             resources[f"{prefix}gpu-memory"] = f"{per_device * count}Gi"
-            return Want("gpu", count, whole=True, memory_mb=per_device * 1024)
+            return Want("gpu", count, whole=True, memory_kib=per_device * 1024 * 1024)
         elif count > 1:
             resources[f"{prefix}gpu-core"] = 100 * count
             resources[f"{prefix}gpu-memory-ratio"] = 100 * count
@@ -768,7 +773,7 @@ def random_gpu(rng: random.Random, resources: dict, whole_at_most: int = 4) -> W
         if isinstance(memory, int)
         else int(memory[:-2]) * (MIB if memory.endswith("Mi") else 1024 * MIB)
     )
-    return Want("gpu", 1, core=core, memory_mb=-(-memory_bytes // MIB))
+    return Want("gpu", 1, core=core, memory_kib=-(-memory_bytes // 1024))  # rounded up
 
 
 def random_rdma(rng: random.Random, resources: dict, joint: bool) -> Want:
@@ -943,7 +948,8 @@ def set_up_world(api, rng: random.Random) -> list[str]:
             body = {
                 "allocations": {
                     gpu.provider: {
-                        "resources": {"CUSTOM_GPU_CORE": 20, "CUSTOM_GPU_MEMORY_MB": 1024}
+                        "resources": {"CUSTOM_GPU_CORE": 20,
+                                      "CUSTOM_GPU_MEMORY_KB": 1024 * 1024}
                     }
                 },
                 "project_id": "p",
@@ -953,6 +959,11 @@ def set_up_world(api, rng: random.Random) -> list[str]:
             }
             response = api.put(f"/allocations/{uuid.uuid4()}", json=body)
             assert response.status_code in (204, 409), response.json
+    for name, document in zip(names, documents, strict=True):  # devices found unhealthy since
+        if rng.random() < 0.4:
+            for device in document["devices"]:
+                device["health"] = rng.random() >= 0.25
+            import_node(api, name, document)
     return names
 
 

@@ -151,6 +151,27 @@ def test_a_matrix_gpu_memory_in_binary_units_or_bytes_is_taken(api, memory):
     assert gpus and all(gpu["memory"] == "81920Mi" for gpu in gpus)
 
 
+@pytest.mark.parametrize(("memory", "shown", "kib"), [
+    ("15472384Ki", "15472384Ki", 15472384), (str(15472384 * 1024), "15472384Ki", 15472384),
+    ("16Gi", "16384Mi", 16 * 2**20)])
+def test_a_matrix_gpu_memory_is_kept_to_the_kib(api, memory, shown, kib):
+    response = api.put("/group_resources/device_nodes/box", json=matrix("pcie_4gpu.txt", memory))
+    assert response.status_code == 201, response.json
+    gpus = [d for d in response.json["devices"] if d["type"] == "gpu"]
+    assert {gpu["memory"] for gpu in gpus} == {shown}
+    assert {gpu["inventories"]["memory"]["total"] for gpu in gpus} == {kib}
+
+
+@pytest.mark.parametrize(("memory", "words"), [
+    (str(2**30 + 1), "gpu.memory: '1073741825' is not a whole number of KiB (1048576.001 KiB)"),
+    ("512Ki", "gpu.memory: '512Ki' is less than 1 MiB."),
+])
+def test_a_matrix_gpu_memory_that_is_not_whole_kib_is_refused(api, memory, words):
+    response = api.put("/group_resources/device_nodes/box", json=matrix("pcie_4gpu.txt", memory))
+    assert response.status_code == 400, response.json
+    assert words in response.json["errors"][0]["detail"]
+
+
 @pytest.mark.parametrize("text", ["", " \n\t\n"])
 def test_an_empty_matrix_is_a_400_that_says_it_is_empty(api, text):
     # What `nvidia-smi topo -m > topo.txt` leaves on a machine without a GPU.

@@ -78,3 +78,146 @@ def test_device_nodes_imported_before_0006_get_the_device_node_trait(target, emp
     with engine.connect() as conn:
         assert conn.execute(query).all() == []
     engine.dispose()
+
+
+def _write(engine, work):
+    from placement.data.names import sync_standard_names
+    from placement.db.engine import WRITE_TRANSACTION_OPTION
+
+    with engine.connect().execution_options(**{WRITE_TRANSACTION_OPTION: True}) as conn:
+        with conn.begin():
+            sync_standard_names(conn)
+            return work(conn)
+
+
+@pytest.mark.parametrize("target", ["sqlite", "postgresql"])
+def test_gpu_memory_imported_in_mib_before_0007_is_kept_in_kib(target, empty_database_url):
+    """0007: a device node's GPU memory (inventories and allocations) moves from
+    CUSTOM_GPU_MEMORY_MB to CUSTOM_GPU_MEMORY_KB, amounts times 1024; a plain
+    translator node's is left alone; the result is what an import writes now, and
+    searches and claims account the old allocations right. The downgrade converts back."""
+    from sqlalchemy import text
+
+    from placement.data import allocations as allocation_data
+    from placement.data import device_topologies
+    from placement.devices import service
+    from placement.devices.device_list import parse_device_list
+    from placement.devices.node_map import device_layout
+    from placement.devices.request import parse_device_request
+    from placement.group_resources import sync as group_sync
+    from placement.nodes.naming import Naming
+    from placement.replica.replica import Replica
+
+    naming = Naming()  # no level units: how 0006's import named and counted GPU memory
+    topology = parse_device_list({"devices": [
+        {"type": "gpu", "minor": m, "numa": 0, "pcie": 0, "memory": "8Gi"} for m in (0, 1)
+    ]})
+    engine = make_engine(empty_database_url(target))
+    migrate.upgrade(engine, "0006")
+    holder, plain_holder = str(uuid.uuid4()), str(uuid.uuid4())
+
+    def import_before_0007(conn):
+        layout = device_layout(topology)
+        group_sync.sync_node(conn, "old", layout.resources, naming)
+        service._sync_traits(conn, "old", layout)
+        device_topologies.store_document(conn, "old", topology.to_document())
+        group_sync.sync_node(conn, "plain", {"gpu/0/memory": "8Gi"}, naming)
+        uuids = dict(conn.execute(text("SELECT name, uuid FROM resource_providers")).all())
+        # GPU1's memory inventory as an operator changed it through the generic API.
+        conn.execute(text(
+            "UPDATE inventories SET min_unit = 256, step_size = 256, reserved = 512"
+            " WHERE resource_provider_id = (SELECT id FROM resource_providers"
+            " WHERE name = 'old/numa/0/bridge/0/pcie/0/gpu/1')"
+            " AND resource_class_id = (SELECT id FROM resource_classes"
+            " WHERE name = 'CUSTOM_GPU_MEMORY_MB')"))
+        allocation_data.write_allocations(conn, [
+            allocation_data.ConsumerWrite(holder, "p", "u", {
+                uuids["old/numa/0/bridge/0/pcie/0/gpu/0"]: {
+                    "CUSTOM_GPU_CORE": 50, "CUSTOM_GPU_MEMORY_MB": 4096,
+                    "CUSTOM_GPU_MEMORY_RATIO": 50, "CUSTOM_GPU_TENANCY": 1},
+                uuids["old/numa/0/bridge/0/pcie/0"]: {"CUSTOM_PCIE_GPU_TENANCY": 1},
+            }, generation=None),
+            allocation_data.ConsumerWrite(plain_holder, "p", "u", {
+                uuids["plain/gpu/0"]: {"CUSTOM_GPU_MEMORY_MB": 1024}}, generation=None),
+        ])
+
+    _write(engine, import_before_0007)
+    inventory_query = text(
+        "SELECT rp.name, rc.name, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size,"
+        " rp.generation FROM inventories i"
+        " JOIN resource_providers rp ON rp.id = i.resource_provider_id"
+        " JOIN resource_classes rc ON rc.id = i.resource_class_id"
+        " WHERE rc.name IN ('CUSTOM_GPU_MEMORY_MB', 'CUSTOM_GPU_MEMORY_KB') ORDER BY rp.name")
+    allocation_query = text(
+        "SELECT c.uuid, rc.name, a.used FROM allocations a"
+        " JOIN consumers c ON c.id = a.consumer_id"
+        " JOIN resource_classes rc ON rc.id = a.resource_class_id"
+        " WHERE rc.name IN ('CUSTOM_GPU_MEMORY_MB', 'CUSTOM_GPU_MEMORY_KB')")
+    with engine.connect() as conn:
+        before = conn.execute(inventory_query).all()
+        assert [tuple(row[:7]) for row in before] == [
+            ("old/numa/0/bridge/0/pcie/0/gpu/0", "CUSTOM_GPU_MEMORY_MB", 8192, 0, 1, 8192, 1),
+            ("old/numa/0/bridge/0/pcie/0/gpu/1", "CUSTOM_GPU_MEMORY_MB", 8192, 512, 256, 8192,
+             256),
+            ("plain/gpu/0", "CUSTOM_GPU_MEMORY_MB", 8192, 0, 1, 8192, 1),
+        ]
+    migrate.upgrade(engine)
+    with engine.connect() as conn:
+        after = conn.execute(inventory_query).all()
+        assert [tuple(row[:7]) for row in after] == [
+            ("old/numa/0/bridge/0/pcie/0/gpu/0", "CUSTOM_GPU_MEMORY_KB", 8388608, 0, 1,
+             8388608, 1),
+            ("old/numa/0/bridge/0/pcie/0/gpu/1", "CUSTOM_GPU_MEMORY_KB", 8388608, 524288,
+             262144, 8388608, 262144),
+            ("plain/gpu/0", "CUSTOM_GPU_MEMORY_MB", 8192, 0, 1, 8192, 1),
+        ]
+        # The device providers' generations moved, the plain node's did not.
+        assert [a[7] - b[7] for a, b in zip(after, before, strict=True)] == [1, 1, 0]
+        assert sorted(conn.execute(allocation_query).all()) == sorted([
+            (holder, "CUSTOM_GPU_MEMORY_KB", 4194304),
+            (plain_holder, "CUSTOM_GPU_MEMORY_MB", 1024),
+        ])
+
+    def read_after_0007(conn):
+        search = service.DeviceSearch(Replica())
+        view = search.node_view(conn, naming, "old")
+        assert view["devices"][0]["memory"] == "8192Mi"
+        assert view["devices"][0]["inventories"]["memory"] == {"total": 8388608, "used": 4194304}
+        # What the migration left is what an import writes now.
+        service.import_node(conn, "fresh", topology, naming)
+        fresh = conn.execute(inventory_query).all()
+        assert fresh[0][1:7] == after[0][1:7]  # fresh's GPU0 as old's
+        # The old allocation is accounted in KiB: the other 4 GiB of GPU0 fit it, pack
+        # puts them there; more does not fit and goes to GPU1 (in its operator's steps).
+        for memory, minor in (("4Gi", 0), ("4352Mi", 1)):
+            request = parse_device_request(
+                {"kubernetes.io/gpu-core": 50, "kubernetes.io/gpu-memory": memory}, {}, naming)
+            answer = search.find_candidates(conn, request, naming, node_names=["old"])
+            assert [d.device.minor for d in (
+                answer.candidates[0].node.devices[i] for i, _ in answer.candidates[0].pick.takes
+            )] == [minor]
+        search.claim(conn, parse_device_request(
+            {"kubernetes.io/gpu-core": 50, "kubernetes.io/gpu-memory": "4Gi"}, {}, naming),
+            naming, str(uuid.uuid4()), "p", "u", node_names=["old"])
+        view = search.node_view(conn, naming, "old")
+        assert view["devices"][0]["inventories"]["memory"] == {"total": 8388608,
+                                                               "used": 8388608}
+        service.delete_node(conn, "fresh")
+
+    _write(engine, read_after_0007)
+    from alembic import command
+
+    config = migrate.alembic_config()
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0006")
+    with engine.connect() as conn:
+        assert [tuple(row[:7]) for row in conn.execute(inventory_query).all()] == [
+            tuple(row[:7]) for row in before]
+        assert sorted(conn.execute(allocation_query).all()) == sorted([
+            (holder, "CUSTOM_GPU_MEMORY_MB", 4096),
+            (plain_holder, "CUSTOM_GPU_MEMORY_MB", 1024),
+        ] + [(row[0], "CUSTOM_GPU_MEMORY_MB", 4096) for row in conn.execute(text(
+            "SELECT c.uuid FROM consumers c WHERE c.uuid NOT IN (:a, :b)"),
+            {"a": holder, "b": plain_holder}).all()])
+    engine.dispose()

@@ -14,11 +14,13 @@ from placement.devices.stored import StoredTopologies
 from placement.devices.topology import Device, Topology
 from placement.nodes.naming import Naming
 
+GIB = 2**20  # KiB
+
 
 def _node(topology: Topology) -> DeviceNode:
     states = []
     for device in topology.devices:
-        totals = {"core": 100, "memory": device.memory_mb, "memory-ratio": 100,
+        totals = {"core": 100, "memory": device.memory_kib, "memory-ratio": 100,
                   "tenancy": TENANCY} if device.type == "gpu" else {"share": 100,
                                                                     "tenancy": TENANCY}
         assert set(totals) == set(device_inventories(device))
@@ -40,7 +42,7 @@ def _node(topology: Topology) -> DeviceNode:
 def _cliques(groups: int, size: int) -> Topology:
     """``groups`` NVLink cliques of ``size`` GPUs, the cliques interleaved by minor."""
     devices = tuple(Device(type="gpu", minor=m, identity=f"G{m}", numa=0, bridge=0,
-                           switch=m, memory_mb=1024) for m in range(groups * size))
+                           switch=m, memory_kib=GIB) for m in range(groups * size))
     nvlinks = {}
     for group in range(groups):
         members = [m for m in range(groups * size) if m % groups == group]
@@ -71,7 +73,7 @@ def test_one_socket_beats_a_switch_pair_gained_by_crossing_sockets():
             for _ in range(gpus):
                 minor = len(devices)
                 devices.append(Device(type="gpu", minor=minor, identity=f"G{minor}", numa=numa,
-                                      bridge=numa, switch=switch, memory_mb=1024))
+                                      bridge=numa, switch=switch, memory_kib=GIB))
     node = _node(Topology(devices=tuple(devices)))
     chosen = chooser.best_set(node, list(range(6)), 3, pack=True)
     assert {node.devices[i].device.numa for i in chosen} == {0}
@@ -82,7 +84,7 @@ def test_one_socket_beats_a_switch_pair_gained_by_crossing_sockets():
 
 def test_nvlinks_outweigh_any_pci_placement():
     devices = tuple(Device(type="gpu", minor=m, identity=f"G{m}", numa=m // 2, bridge=m // 2,
-                           switch=m // 2, memory_mb=1024) for m in range(4))
+                           switch=m // 2, memory_kib=GIB) for m in range(4))
     node = _node(Topology(devices=devices, nvlinks={(0, 2): 1}))
     assert chooser.best_set(node, [0, 1, 2, 3], 2, pack=True) == [0, 2]
 
@@ -97,7 +99,8 @@ def test_the_stored_document_reads_back_as_the_same_topology():
         ],
         "resources": {"cpu": 8},
     })
-    assert topology.devices[0].memory_mb == 15109  # rounded down to whole MiB
+    assert topology.devices[0].memory_kib == 15472384  # exact: not a whole MiB
+    assert topology.to_document()["devices"][0]["memory"] == "15472384Ki"
     assert Topology.from_document(topology.to_document()) == topology
     assert parse_device_list(topology.to_document()) == topology
 
@@ -115,7 +118,7 @@ def test_pairs_are_searched_exhaustively_on_wide_nodes():
     """208 GPUs: the NV18 pair wins over a clique of NV2 GPUs, though 208 choose 2 is past
     the exact limit."""
     devices = tuple(Device(type="gpu", minor=m, identity=f"G{m}", numa=0, bridge=0,
-                           switch=m, memory_mb=1024) for m in range(208))
+                           switch=m, memory_kib=GIB) for m in range(208))
     nvlinks = {(a, b): 2 for a, b in itertools.combinations(range(16), 2)}
     nvlinks[(200, 201)] = 18
     node = _node(Topology(devices=devices, nvlinks=nvlinks))
@@ -156,10 +159,10 @@ def test_switches_under_one_upstream_switch_beat_switches_apart_under_the_host_b
     upstream switch (PXB), GPU0 only from the host bridge (PHB to both): the pair of
     GPU1 and GPU2 wins, although the lowest minors would be GPU0 and GPU1."""
     devices = (
-        Device(type="gpu", minor=0, identity="G0", numa=0, bridge=0, switch=0, memory_mb=1024),
-        Device(type="gpu", minor=1, identity="G1", numa=0, bridge=0, switch=1, memory_mb=1024,
+        Device(type="gpu", minor=0, identity="G0", numa=0, bridge=0, switch=0, memory_kib=GIB),
+        Device(type="gpu", minor=1, identity="G1", numa=0, bridge=0, switch=1, memory_kib=GIB,
                switch_group=0),
-        Device(type="gpu", minor=2, identity="G2", numa=0, bridge=0, switch=2, memory_mb=1024,
+        Device(type="gpu", minor=2, identity="G2", numa=0, bridge=0, switch=2, memory_kib=GIB,
                switch_group=0),
     )
     node = _node(Topology(devices=devices))

@@ -77,6 +77,18 @@ def test_class_names_follow_the_level_and_the_configured_units():
     assert custom.resource_class("gpu", "vram") == "CUSTOM_GPU_VRAM_GB"
 
 
+def test_a_level_can_count_a_resource_in_its_own_unit():
+    """Device nodes count GPU memory in KiB; the node's own memory keeps its unit."""
+    from placement.devices.node_map import device_naming
+
+    naming = device_naming(Naming())
+    assert naming.resource_class("gpu", "memory") == "CUSTOM_GPU_MEMORY_KB"
+    assert naming.unit("memory", "GPU") == "KB"
+    assert naming.resource_class(None, "memory") == "MEMORY_MB"
+    assert naming.unit("memory") == naming.unit("memory", "numa") == "MB"
+    assert device_naming(naming) is naming
+
+
 def test_provider_names_give_back_the_group_path():
     assert path_of("n1", "n1") == ()
     assert path_of("n1", "n1/Gpugrp0/0/gpu/dev1") == ("Gpugrp0", "0", "gpu", "dev1")

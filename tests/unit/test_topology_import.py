@@ -19,7 +19,7 @@ from placement.devices.topology import Topology
 from placement.devices.topology_matrix import MatrixDetails, parse_matrix
 
 SAMPLES = Path(__file__).parent.parent / "data" / "topologies"
-DETAILS = MatrixDetails(gpu_memory_mb=16384)
+DETAILS = MatrixDetails(gpu_memory_kib=16384 * 1024)
 
 
 def sample(name: str) -> str:
@@ -128,7 +128,7 @@ def test_hetero_box_has_a_switch_and_bridge_per_gpu_and_its_one_nic_on_gpu0s():
 def test_details_give_what_the_matrix_does_not_say():
     ids = tuple(f"GPU-{i:08d}-0000-0000-0000-000000000000" for i in range(8))
     details = MatrixDetails(
-        gpu_memory_mb=81920,
+        gpu_memory_kib=81920 * 1024,
         gpu_ids=ids,
         gpu_labels={"model": "A100"},
         rdma_vfs=8,
@@ -139,13 +139,13 @@ def test_details_give_what_the_matrix_does_not_say():
     topology = parse_matrix(sample("dgx_a100.txt"), details)
     gpu3, nic3 = topology.device("gpu", 3), topology.device("rdma", 3)
     assert gpu3 is not None and nic3 is not None
-    assert (gpu3.identity, gpu3.memory_mb, gpu3.labels, gpu3.vfs) == (
+    assert (gpu3.identity, gpu3.memory_kib, gpu3.labels, gpu3.vfs) == (
         ids[3],
-        81920,
+        81920 * 1024,
         {"model": "A100"},
         0,
     )
-    assert (nic3.memory_mb, nic3.vfs, nic3.labels, nic3.vf_labels) == (
+    assert (nic3.memory_kib, nic3.vfs, nic3.labels, nic3.vf_labels) == (
         0,
         8,
         {"model": "ConnectX-6"},
@@ -157,7 +157,8 @@ def test_details_give_what_the_matrix_does_not_say():
 def test_device_list_and_matrix_give_the_same_hetero_topology():
     document = yaml.safe_load(sample("hetero_1nic.yaml"))
     ids = tuple(d["id"] for d in document["devices"] if d["type"] == "gpu")
-    details = MatrixDetails(gpu_memory_mb=16384, gpu_ids=ids, node_resources=document["resources"])
+    details = MatrixDetails(gpu_memory_kib=16384 * 1024, gpu_ids=ids,
+                            node_resources=document["resources"])
     assert parse_device_list(document) == parse_matrix(sample("hetero_1nic.txt"), details)
 
 
@@ -172,7 +173,7 @@ def test_dgx_a100_device_list_places_devices_as_the_matrix_does():
     assert from_list.nvlinks == from_matrix.nvlinks
     gpu0, nic7 = from_list.device("gpu", 0), from_list.device("rdma", 7)
     assert gpu0 is not None and nic7 is not None
-    assert (gpu0.memory_mb, gpu0.labels) == (81920, {"model": "A100"})
+    assert (gpu0.memory_kib, gpu0.labels) == (81920 * 1024, {"model": "A100"})
     assert (nic7.identity, nic7.vfs, nic7.vf_labels) == ("mlx5_7", 8, {"type": "fullmode"})
     assert from_list.node_resources == {"cpu": 256, "memory": "2Ti"}
 
@@ -341,14 +342,14 @@ def test_nic_legend_must_name_nic_columns():
 @pytest.mark.parametrize(
     ("details", "problem"),
     [
-        (MatrixDetails(gpu_memory_mb=0), "gpu_memory_mb must be positive, not 0"),
-        (MatrixDetails(gpu_memory_mb=-5), "gpu_memory_mb must be positive"),
+        (MatrixDetails(gpu_memory_kib=0), "gpu_memory_kib must be positive, not 0"),
+        (MatrixDetails(gpu_memory_kib=-5), "gpu_memory_kib must be positive"),
         (
-            MatrixDetails(gpu_memory_mb=1024, gpu_ids=tuple(f"GPU-{i}" for i in range(9))),
+            MatrixDetails(gpu_memory_kib=1024, gpu_ids=tuple(f"GPU-{i}" for i in range(9))),
             "9 GPU ids were given for the 8 GPUs of the matrix",
         ),
-        (MatrixDetails(gpu_memory_mb=1024, gpu_ids=("GPU-a",)), "1 GPU ids were given for the 8"),
-        (MatrixDetails(gpu_memory_mb=1024, rdma_vfs=-1), "rdma_vfs cannot be negative"),
+        (MatrixDetails(gpu_memory_kib=1024, gpu_ids=("GPU-a",)), "1 GPU ids were given for the 8"),
+        (MatrixDetails(gpu_memory_kib=1024, rdma_vfs=-1), "rdma_vfs cannot be negative"),
     ],
 )
 def test_details_that_do_not_fit_are_refused(details, problem):
@@ -470,12 +471,15 @@ def list_refused(document: object) -> str:
 
 
 @pytest.mark.parametrize(
-    ("memory", "mib"),
-    [("16Gi", 16384), ("15472384Ki", 15109), (2**30, 1024), ("1.5Gi", 1536), ("2GiB", 2048)],
+    ("memory", "kib"),
+    [("16Gi", 16384 * 1024), ("15472384Ki", 15472384), (2**30, 1024 * 1024),
+     ("1.5Gi", 1536 * 1024), ("2GiB", 2048 * 1024), ("1025Ki", 1025),
+     ("16G", 15625000)],  # 16 * 10**9 bytes is a whole number of KiB too
 )
-def test_gpu_memory_is_a_quantity_rounded_down_to_whole_mib(memory, mib):
+def test_gpu_memory_is_a_quantity_kept_exactly_in_kib(memory, kib):
+    """Document 003's GPU reports 15472384Ki: that is what the node keeps, not 15109 MiB."""
     [device] = parse_device_list({"devices": [gpu(memory=memory)]}).devices
-    assert device.memory_mb == mib
+    assert device.memory_kib == kib
 
 
 @pytest.mark.parametrize(
@@ -486,6 +490,8 @@ def test_gpu_memory_is_a_quantity_rounded_down_to_whole_mib(memory, mib):
         ("16 apples", "devices.0.memory: '16 apples' is not an amount"),
         (True, "devices.0.memory: True is not an amount"),
         ("8Ei", "is more than"),
+        (2**20 + 1, "devices.0.memory: 1048577 is not a whole number of KiB (1024.000977 KiB)"),
+        ("1.0001Gi", "is not a whole number of KiB"),
     ],
 )
 def test_gpu_memory_that_is_not_a_usable_amount_is_refused(memory, problem):

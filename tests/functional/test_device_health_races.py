@@ -1,0 +1,166 @@
+"""An import marking a device unhealthy, racing claims: no claim lands on the device
+after the import committed, on either database.
+
+A claim chooses from what it read, then writes; an import committing in between
+must not let the write land on a device it made unhealthy. The claim's write locks
+its devices' rows, the import locks the rows of the devices whose health it
+changes, and the claim reads the health again under its locks
+(``placement.devices.service``): whichever commits first, the other sees it.
+"""
+
+import threading
+import uuid
+
+import pytest
+import requests
+from sqlalchemy import text
+
+from placement.data.names import sync_standard_names
+from placement.db import migrate
+from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine
+from placement.devices import service
+from placement.devices.device_list import parse_device_list
+from placement.devices.request import parse_device_request
+from placement.nodes.naming import Naming
+from placement.replica.replica import Replica
+from tests.functional.gunicorn import race, running_gunicorn
+
+HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
+NAMING = Naming()
+PERCENT = 2
+SHARE = {"kubernetes.io/gpu-core": PERCENT, "kubernetes.io/gpu-memory-ratio": PERCENT}
+CLAIMERS = 30  # all fit on either GPU: GPU1 takes what GPU0 may no longer
+
+
+def _two_gpus(unhealthy: bool = False) -> dict:
+    devices = [{"type": "gpu", "minor": m, "numa": 0, "pcie": 0, "memory": "8Gi"}
+               for m in (0, 1)]
+    if unhealthy:
+        devices[0]["health"] = False
+    return {"devices": devices}
+
+
+def _write(engine, work):
+    with engine.connect().execution_options(**{WRITE_TRANSACTION_OPTION: True}) as conn:
+        with conn.begin():
+            sync_standard_names(conn)
+            return work(conn)
+
+
+def _minors(candidate) -> list[int]:
+    return [candidate.node.devices[index].device.minor for index, _ in candidate.pick.takes]
+
+
+@pytest.mark.parametrize("target", ["postgresql", "sqlite"])
+def test_an_import_between_a_claims_choice_and_its_write(target, empty_database_url):
+    """The claim chooses GPU0 (pack: it holds a share already); the import marking it
+    unhealthy is started right then. PostgreSQL: the import commits before the claim
+    writes, so the claim finds GPU0 unhealthy under its lock and chooses again: GPU1.
+    SQLite: writers are serialized, so the import waits for the claim, which commits
+    on GPU0 first; the import then commits and the allocation stays, visible."""
+    engine = make_engine(empty_database_url(target))
+    migrate.upgrade(engine)
+    healthy, sick = parse_device_list(_two_gpus()), parse_device_list(_two_gpus(True))
+    _write(engine, lambda conn: service.import_node(conn, "n", healthy, NAMING))
+    search = service.DeviceSearch(Replica())
+    request = parse_device_request(SHARE, {}, NAMING)
+
+    def claim(conn):
+        return search.claim(conn, request, NAMING, str(uuid.uuid4()), "p", "u")
+
+    assert _minors(_write(engine, claim)) == [0]
+    importer = threading.Thread(
+        target=_write, args=(engine, lambda conn: service.import_node(conn, "n", sick, NAMING)))
+    chosen = []
+    find_candidates = search.find_candidates
+
+    def choose_then_import(*args, **kwargs):
+        answer = find_candidates(*args, **kwargs)
+        if not chosen:
+            chosen.append(_minors(answer.candidates[0]))
+            importer.start()
+            importer.join(timeout=1 if target == "sqlite" else 30)
+            # SQLite: the import waits on the claim's write transaction.
+            assert importer.is_alive() == (target == "sqlite")
+        return answer
+
+    search.find_candidates = choose_then_import  # type: ignore[method-assign]
+    claimed = _write(engine, claim)
+    importer.join(timeout=30)
+    assert not importer.is_alive()
+    assert chosen == [[0]]
+    assert _minors(claimed) == ([1] if target == "postgresql" else [0])
+    search.find_candidates = find_candidates  # type: ignore[method-assign]
+    view = _write(engine, lambda conn: search.node_view(conn, NAMING, "n"))
+    gpu0 = view["devices"][0]
+    assert gpu0["health"] is False
+    assert gpu0["inventories"]["core"]["used"] == PERCENT * (1 if target == "postgresql" else 2)
+    assert _minors(_write(engine, claim)) == [1]
+    engine.dispose()
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+def served(request, empty_database_url, tmp_path):
+    url = empty_database_url(request.param)
+    with running_gunicorn(url, tmp_path, workers=4) as base:
+        yield base, url, request.param
+
+
+@pytest.mark.slow
+def test_claims_racing_an_import_never_land_on_the_device_after_it(served):
+    """30 claims of 2 % and an import marking GPU0 unhealthy, released together. Every
+    claim that wrote on GPU0 locked its row, and so did the import: in the log of
+    provider changes (written under those locks, in their order), no write on GPU0
+    follows the import's, and every share GPU0 holds was written before it."""
+    base, url, target = served
+    created = requests.put(f"{base}/group_resources/device_nodes/n", json=_two_gpus(),
+                           headers=HEADERS, timeout=60)
+    assert created.status_code == 201, created.text
+    gpu0, root = created.json()["devices"][0]["provider"], created.json()["uuid"]
+    engine = make_engine(url)
+    with engine.connect() as conn:
+        ids = dict(conn.execute(text(
+            "SELECT uuid, id FROM resource_providers WHERE uuid IN (:gpu0, :root)"),
+            {"gpu0": gpu0, "root": root}).all())
+        setup_end = conn.execute(text("SELECT max(id) FROM provider_changes")).scalar()
+
+    def claim():
+        body = {"resources": SHARE, "consumer_uuid": str(uuid.uuid4()), "project_id": "p",
+                "user_id": "u"}
+        return requests.post(f"{base}/group_resources/device_claims", json=body,
+                             headers=HEADERS, timeout=60)
+
+    def mark_unhealthy():
+        return requests.put(f"{base}/group_resources/device_nodes/n",
+                            json=_two_gpus(unhealthy=True), headers=HEADERS, timeout=60)
+
+    calls = [claim] * (CLAIMERS // 2) + [mark_unhealthy] + [claim] * (CLAIMERS - CLAIMERS // 2)
+    responses = race(calls)
+    imported = responses[CLAIMERS // 2]
+    assert imported.status_code == 200, imported.text
+    claims = responses[:CLAIMERS // 2] + responses[CLAIMERS // 2 + 1:]
+    assert {r.status_code for r in claims} <= {200, 409}, [r.text for r in claims]
+    on_gpu0 = [r for r in claims if r.status_code == 200 and gpu0 in r.json()["allocations"]]
+    with engine.connect() as conn:
+        entries = conn.execute(text(
+            "SELECT id, provider_id, transaction_id FROM provider_changes WHERE id > :after"
+            " AND provider_id IN (:gpu0, :root) ORDER BY id"),
+            {"after": setup_end, "gpu0": ids[gpu0], "root": ids[root]}).all()
+    # The import is the only writer of the root since the setup (claims ask nothing of it).
+    [import_root] = [entry for entry in entries if entry.provider_id == ids[root]]
+    gpu0_writes = [entry for entry in entries if entry.provider_id == ids[gpu0]]
+    if target == "postgresql":
+        [import_gpu0] = [e for e in gpu0_writes if e.transaction_id == import_root.transaction_id]
+    else:  # one writer at a time: the import's GPU0 write follows its root's
+        import_gpu0 = next(e for e in gpu0_writes if e.id > import_root.id)
+    before = [e for e in gpu0_writes if e.id < import_gpu0.id]
+    after = [e for e in gpu0_writes if e.id > import_gpu0.id]
+    assert after == []
+    assert len(before) == len(on_gpu0)
+    view = requests.get(f"{base}/group_resources/device_nodes/n", headers=HEADERS).json()
+    assert view["devices"][0]["health"] is False
+    assert view["devices"][0]["inventories"]["core"]["used"] == PERCENT * len(on_gpu0)
+    later = claim()
+    assert later.status_code == 200, later.text
+    assert gpu0 not in later.json()["allocations"]
+    engine.dispose()
