@@ -107,6 +107,7 @@ ROUTES: dict[str, dict[str, Callable]] = {
         "PUT": devices.import_node,
         "DELETE": devices.delete_node,
     },
+    "/group_resources/device_nodes/<name>/checkpoints": {"PUT": devices.hold_checkpoints},
     "/group_resources/device_candidates": {"POST": devices.find_candidates},
     "/group_resources/device_claims": {"POST": devices.claim},
     "/traits/<name>": {

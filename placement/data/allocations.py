@@ -29,6 +29,7 @@ from placement.data import consumers as consumer_data
 from placement.data import names
 from placement.db.tables import (
     allocations,
+    consumer_types,
     consumers,
     inventories,
     resource_classes,
@@ -86,6 +87,47 @@ def get_provider_allocations(conn: Connection, provider_id: int):
         .where(allocations.c.resource_provider_id == provider_id)
         .order_by(consumers.c.uuid, resource_classes.c.name)
     ).all()
+
+
+def consumers_of_type_in_tree(conn: Connection, root_id: int, consumer_type: str) -> list[str]:
+    """Uuids of the consumers of ``consumer_type`` with allocations in the tree of the
+    root provider ``root_id``, sorted."""
+    # SELECT DISTINCT c.uuid FROM allocations a
+    #   JOIN resource_providers rp ON rp.id = a.resource_provider_id
+    #   JOIN consumers c ON c.id = a.consumer_id
+    #   JOIN consumer_types ct ON ct.id = c.consumer_type_id
+    #   WHERE rp.root_provider_id = :root_id AND ct.name = :consumer_type ORDER BY c.uuid
+    return list(
+        conn.scalars(
+            select(consumers.c.uuid)
+            .join(allocations, allocations.c.consumer_id == consumers.c.id)
+            .join(resource_providers,
+                  resource_providers.c.id == allocations.c.resource_provider_id)
+            .join(consumer_types, consumer_types.c.id == consumers.c.consumer_type_id)
+            .where(resource_providers.c.root_provider_id == root_id,
+                   consumer_types.c.name == consumer_type)
+            .distinct()
+            .order_by(consumers.c.uuid)
+        )
+    )
+
+
+def allocations_of_consumers(conn: Connection, consumer_ids) -> dict[int, AllocationMap]:
+    """Consumer id -> its allocations (provider uuid -> class -> amount), in one query."""
+    consumer_ids = sorted(consumer_ids)
+    found: dict[int, AllocationMap] = {consumer_id: {} for consumer_id in consumer_ids}
+    if not consumer_ids:
+        return found
+    rows = conn.execute(
+        select(allocations.c.consumer_id, resource_providers.c.uuid, resource_classes.c.name,
+               allocations.c.used)
+        .join(resource_providers, resource_providers.c.id == allocations.c.resource_provider_id)
+        .join(resource_classes, resource_classes.c.id == allocations.c.resource_class_id)
+        .where(allocations.c.consumer_id.in_(consumer_ids))
+    )
+    for consumer_id, provider_uuid, class_name, used in rows:
+        found[consumer_id].setdefault(provider_uuid, {})[class_name] = used
+    return found
 
 
 def write_allocations(

@@ -5,6 +5,7 @@ also as the value of Koordinator's ``device-allocated`` Pod annotation."""
 
 import json
 
+from placement.devices.checkpoints import HoldResult
 from placement.devices.request import DeviceRequest
 from placement.devices.search import DeviceAnswer, DeviceCandidate
 from placement.devices.snapshot import DeviceNode, DeviceState
@@ -69,6 +70,23 @@ def device_allocations(candidate: DeviceCandidate, request: DeviceRequest) -> di
     for devices in allocations.values():
         devices.sort(key=lambda device: device["minor"])
     return allocations
+
+
+def checkpoints_body(result: HoldResult) -> dict:
+    """What the node's checkpoint holds: each pod's consumer and devices, by minor."""
+    node = result.node
+    pods = []
+    for pod in result.holds:
+        devices: dict[str, list[dict]] = {}
+        for index in pod.devices:
+            state = node.devices[index]
+            devices.setdefault(state.device.type, []).append(_identity(state))
+        for listed in devices.values():
+            listed.sort(key=lambda device: device["minor"])
+        pods.append({"podUID": pod.pod_uid, "consumer_uuid": pod.consumer_uuid,
+                     "devices": devices})
+    return {"name": node.name, "uuid": node.uuid, "pods": pods,
+            "released": result.released, "changed": result.changed}
 
 
 def _identity(state: DeviceState) -> dict:

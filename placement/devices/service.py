@@ -18,10 +18,11 @@ from placement import errors
 from placement.claiming import Claimant, ClaimRecorder, NotRecorded, claim_best
 from placement.collector import collector_paused
 from placement.data import allocations as allocation_data
+from placement.data import consumers as consumer_data
 from placement.data import device_topologies, group_nodes
 from placement.data import provider_traits as trait_data
 from placement.data import providers as provider_data
-from placement.devices import bodies
+from placement.devices import bodies, checkpoints
 from placement.devices.device_list import gpu_memory_kib, parse_device_list
 from placement.devices.node_map import (
     LABEL_TRAIT_PREFIX,
@@ -201,6 +202,30 @@ class DeviceSearch:
         match their topologies (left out until imported again)."""
         with self._replica.current(conn) as world:
             return self._nodes.read(conn, world, device_naming(naming), node_names)
+
+    def hold_checkpoints(
+        self,
+        conn: Connection,
+        naming: Naming,
+        node: str,
+        entries: list[checkpoints.Checkpoint],
+        project_id: str = consumer_data.INCOMPLETE_CONSUMER_ID,
+        user_id: str = consumer_data.INCOMPLETE_CONSUMER_ID,
+    ) -> checkpoints.HoldResult:
+        """Hold the devices the node's kubelet checkpoint says pods hold, and release
+        those of pods it no longer lists (``checkpoints``); idempotent."""
+        group_nodes.lock_node(conn, node)  # one report of a node at a time, after imports
+        if node not in device_topologies.read_documents(conn, [node]):
+            raise errors.NotFound(f"No device node named {node}.")
+        root = group_sync.require_node(conn, node)
+        found = self.read_device_nodes(conn, naming, [node])
+        nodes = found.by_name()
+        if not nodes:
+            raise errors.Conflict(
+                f"Node {node}'s tree no longer matches its topology; import it again "
+                "before its checkpoint."
+            )
+        return checkpoints.hold(conn, nodes[0], root.id, entries, project_id, user_id)
 
     def find_candidates(
         self,

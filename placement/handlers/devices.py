@@ -8,7 +8,8 @@ import flask
 
 from placement.context import RequestContext
 from placement.data import device_topologies
-from placement.devices import bodies, service
+from placement.data.consumers import INCOMPLETE_CONSUMER_ID
+from placement.devices import bodies, checkpoints, service
 from placement.devices.request import DeviceRequest, parse_device_request, parse_pod
 from placement.handlers.group_resources import claim_options
 from placement.http import json_response, load_body, no_content
@@ -40,6 +41,19 @@ def import_node(ctx: RequestContext, name: str) -> flask.Response:
 def delete_node(ctx: RequestContext, name: str) -> flask.Response:
     service.delete_node(ctx.conn, name)
     return no_content()
+
+
+def hold_checkpoints(ctx: RequestContext, name: str) -> flask.Response:
+    data = load_body(ctx, schemas.ImportCheckpoints())
+    result = ctx.services.devices.hold_checkpoints(
+        ctx.conn,
+        ctx.config.group_naming(),
+        name,
+        checkpoints.checkpoints_from_body(data["checkpoints"]),
+        project_id=data.get("project_id", INCOMPLETE_CONSUMER_ID),
+        user_id=data.get("user_id", INCOMPLETE_CONSUMER_ID),
+    )
+    return json_response(ctx, bodies.checkpoints_body(result))
 
 
 def find_candidates(ctx: RequestContext) -> flask.Response:

@@ -80,6 +80,7 @@ def request_bodies() -> dict[Callable, marshmallow.Schema | marshmallow.fields.F
         group_resources.find_candidates: group_schemas.FindCandidates(),
         group_resources.claim: group_schemas.Claim(),
         devices.import_node: device_schemas.ImportNode(),
+        devices.hold_checkpoints: device_schemas.ImportCheckpoints(),
         devices.find_candidates: device_schemas.DeviceQuery(),
         devices.claim: device_schemas.DeviceClaim(),
     }
@@ -288,6 +289,14 @@ ANSWERS: dict[Callable, dict[int, str]] = {
         204: Empty("Deleted."),
         404: "No device node of that name.",
         409: "Allocations, or providers it did not create.",
+    },
+    devices.hold_checkpoints: {
+        200: "What the checkpoint holds: each pod's consumer and devices; pods released.",
+        400: "The body does not validate; an unknown resource or device; a device given "
+        "twice.",
+        404: "No device node of that name.",
+        409: "A device another consumer holds; a pod's consumer not from this node's "
+        "checkpoints; the tree out of sync; a concurrent change.",
     },
     devices.find_candidates: {
         200: "The candidates (also when nothing fits).",

@@ -5,11 +5,21 @@ The device list itself (``devices``, ``nvlinks``) is checked by
 ``placement.schemas.device_topology`` when it is imported.
 """
 
+import json
+
 from marshmallow import ValidationError, fields, validate, validates_schema
 
+from placement.nodes.device_types import MAX_DEVICES
 from placement.nodes.scorers import SCORER_NAMES
 from placement.schemas import ExtensionSchema
-from placement.schemas.fields import StrictBoolean, StrictInteger, StrictString, UuidString
+from placement.schemas.fields import (
+    StrictBoolean,
+    StrictInteger,
+    StrictList,
+    StrictNested,
+    StrictString,
+    UuidString,
+)
 from placement.schemas.group_resources import CONSUMER_TYPE_PATTERN
 
 JOINT_ANNOTATION = "scheduling.koordinator.sh/device-joint-allocate"
@@ -116,6 +126,50 @@ class DeviceHint(ExtensionSchema):
     exclusivePolicy = StrictString(  # noqa: N815
         validate=validate.OneOf([DEVICE_LEVEL, PCIE_LEVEL])
     )
+
+
+class CheckpointEntry(ExtensionSchema):
+    """One entry of kubelet's device checkpoint as document 003's device reporter writes
+    it (``PodDevicesEntry``): the devices kubelet gave one container of a pod."""
+
+    pod_uid = StrictString(required=True, data_key="podUID")
+    container_name = StrictString(min_length=0, max_length=253, data_key="containerName")
+    resource_name = StrictString(required=True, max_length=317, data_key="resourceName")
+    device_ids = StrictList(
+        StrictString(), data_key="deviceIDs", validate=validate.Length(max=MAX_DEVICES))
+    # The device plugin's answer to kubelet (bytes, base64 in JSON): accepted, not read.
+    alloc_resp = StrictString(min_length=0, max_length=1_000_000, data_key="allocResp")
+
+
+class CheckpointList(StrictList):
+    """The entries as a JSON array, or as the JSON text of one (the annotation's value,
+    as the device reporter writes it on its ``Device``)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError as exc:
+                raise ValidationError(f"the text is not JSON: {exc}.") from exc
+            except RecursionError:
+                raise ValidationError("the text is not JSON: nested too deeply.") from None
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+# Entries in one node's checkpoint, at most: a device is held by one entry at most.
+MAX_CHECKPOINT_ENTRIES = 4 * MAX_DEVICES
+
+
+class ImportCheckpoints(ExtensionSchema):
+    """PUT /group_resources/device_nodes/{name}/checkpoints: the node's whole checkpoint."""
+
+    checkpoints = CheckpointList(
+        StrictNested(CheckpointEntry), required=True,
+        validate=validate.Length(max=MAX_CHECKPOINT_ENTRIES),
+    )
+    # The owner recorded on the pods' consumers (default: placement's unknown owner).
+    project_id = StrictString()
+    user_id = StrictString()
 
 
 _scorer = StrictString(validate=validate.OneOf(sorted(SCORER_NAMES)))

@@ -15,14 +15,16 @@ import pytest
 import requests
 from sqlalchemy import text
 
-from placement.data.names import sync_standard_names
 from placement.db import migrate
-from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine
+from placement.db.engine import make_engine
 from placement.devices import service
 from placement.devices.device_list import parse_device_list
 from placement.devices.request import parse_device_request
 from placement.nodes.naming import Naming
 from placement.replica.replica import Replica
+from tests.functional.device_races import claim_with_a_write_between
+from tests.functional.device_races import minors as _minors
+from tests.functional.device_races import write as _write
 from tests.functional.gunicorn import race, running_gunicorn
 
 HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
@@ -38,17 +40,6 @@ def _two_gpus(unhealthy: bool = False) -> dict:
     if unhealthy:
         devices[0]["health"] = False
     return {"devices": devices}
-
-
-def _write(engine, work):
-    with engine.connect().execution_options(**{WRITE_TRANSACTION_OPTION: True}) as conn:
-        with conn.begin():
-            sync_standard_names(conn)
-            return work(conn)
-
-
-def _minors(candidate) -> list[int]:
-    return [candidate.node.devices[index].device.minor for index, _ in candidate.pick.takes]
 
 
 @pytest.mark.parametrize("target", ["postgresql", "sqlite"])
@@ -71,26 +62,9 @@ def test_an_import_between_a_claims_choice_and_its_write(target, empty_database_
     assert _minors(_write(engine, claim)) == [0]
     importer = threading.Thread(
         target=_write, args=(engine, lambda conn: service.import_node(conn, "n", sick, NAMING)))
-    chosen = []
-    find_candidates = search.find_candidates
-
-    def choose_then_import(*args, **kwargs):
-        answer = find_candidates(*args, **kwargs)
-        if not chosen:
-            chosen.append(_minors(answer.candidates[0]))
-            importer.start()
-            importer.join(timeout=1 if target == "sqlite" else 30)
-            # SQLite: the import waits on the claim's write transaction.
-            assert importer.is_alive() == (target == "sqlite")
-        return answer
-
-    search.find_candidates = choose_then_import  # type: ignore[method-assign]
-    claimed = _write(engine, claim)
-    importer.join(timeout=30)
-    assert not importer.is_alive()
+    chosen, claimed = claim_with_a_write_between(engine, search, claim, importer, target)
     assert chosen == [[0]]
     assert _minors(claimed) == ([1] if target == "postgresql" else [0])
-    search.find_candidates = find_candidates  # type: ignore[method-assign]
     view = _write(engine, lambda conn: search.node_view(conn, NAMING, "n"))
     gpu0 = view["devices"][0]
     assert gpu0["health"] is False
