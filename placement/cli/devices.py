@@ -24,7 +24,8 @@ from placement.cli.common import (
     run_in_transaction,
 )
 from placement.config import Config
-from placement.devices import bodies, service
+from placement.data.consumers import INCOMPLETE_CONSUMER_ID
+from placement.devices import bodies, checkpoints, service
 from placement.devices.request import DeviceRequest, parse_device_request, parse_pod
 from placement.replica.replica import Replica
 from placement.schemas import devices as schemas
@@ -60,6 +61,18 @@ def add_commands(commands) -> None:
     delete = sub.add_parser("delete", help="delete a device node without allocations")
     delete.add_argument("node")
     delete.set_defaults(run=_delete)
+
+    hold = sub.add_parser(
+        "checkpoints", help="hold the devices kubelet gave pods (its checkpoint); release the rest")
+    hold.add_argument("node")
+    hold.add_argument(
+        "file",
+        help="YAML or JSON: the checkpoint entries (podUID, containerName, resourceName, "
+        "deviceIDs) as a list, or the PUT body with 'checkpoints'; - for stdin",
+    )
+    hold.add_argument("--project", help="project of the pods' consumers (default: unknown)")
+    hold.add_argument("--user", help="user of the pods' consumers (default: unknown)")
+    hold.set_defaults(run=_checkpoints)
 
     for name, run, text in (
         ("candidates", _candidates, "the best devices per node, best node first"),
@@ -122,6 +135,23 @@ def _show(config: Config, args: argparse.Namespace) -> int:
 
 def _delete(config: Config, args: argparse.Namespace) -> int:
     return run_in_transaction(config, lambda conn, naming: service.delete_node(conn, args.node))
+
+
+def _checkpoints(config: Config, args: argparse.Namespace) -> int:
+    def work(conn, naming):
+        document = read_document(args.file)
+        if isinstance(document, dict) and "checkpoints" in document:
+            document = document["checkpoints"]
+        body = checked_arguments(schemas.ImportCheckpoints(), args, checkpoints=document,
+                                 project_id=args.project, user_id=args.user)
+        result = service.DeviceSearch(Replica()).hold_checkpoints(
+            conn, naming, args.node, checkpoints.checkpoints_from_body(body["checkpoints"]),
+            project_id=body.get("project_id", INCOMPLETE_CONSUMER_ID),
+            user_id=body.get("user_id", INCOMPLETE_CONSUMER_ID),
+        )
+        return bodies.checkpoints_body(result)
+
+    return run_in_transaction(config, work)
 
 
 def _request_fields(path: str) -> dict:

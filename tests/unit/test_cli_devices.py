@@ -76,6 +76,34 @@ def test_import_a_device_list_and_delete(run_on_both):
     assert "No device node named h" in err
 
 
+def test_checkpoints_hold_the_devices_kubelet_gave_and_release_them(run_on_both, tmp_path):
+    run = run_on_both
+    status, body, _ = run("devices", "import", "h", str(SAMPLES / "hetero_1nic.yaml"))
+    assert status == 0
+    gpu0 = next(d for d in body["devices"] if d["type"] == "gpu" and d["minor"] == 0)
+    entries = tmp_path / "checkpoints.yaml"
+    entries.write_text(
+        f"- podUID: pod-a\n  containerName: main\n  resourceName: nvidia.com/gpu\n"
+        f"  deviceIDs: [{gpu0['id']}]\n")
+    status, body, _ = run("devices", "checkpoints", "h", str(entries), "--project", "p")
+    assert status == 0, body
+    [pod] = body["pods"]
+    assert [g["minor"] for g in pod["devices"]["gpu"]] == [0]
+    assert body["changed"] is True
+    status, body, _ = run("devices", "checkpoints", "h", str(entries), "--project", "p")
+    assert (status, body["changed"]) == (0, False)
+    status, body, _ = run("devices", "show", "h")
+    shown = next(d for d in body["devices"] if d["type"] == "gpu" and d["minor"] == 0)
+    assert shown["inventories"]["core"] == {"total": 100, "used": 100}
+    entries.write_text("checkpoints: []\n")
+    status, body, _ = run("devices", "checkpoints", "h", str(entries))
+    assert (status, body["released"]) == (0, [pod["consumer_uuid"]])
+    entries.write_text("- {podUID: p, resourceName: nvidia.com/gpu, deviceIDs: [nope]}\n")
+    status, _, err = run("devices", "checkpoints", "h", str(entries))
+    assert status == 1
+    assert "node h has no device with id 'nope'" in err
+
+
 def test_a_malformed_matrix_is_refused_with_its_problem(run):
     status, _, err = run("devices", "import", "bad", str(SAMPLES / "malformed_unknown_cell.txt"),
                          "--gpu-memory", "16Gi")
