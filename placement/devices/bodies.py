@@ -32,9 +32,12 @@ def candidate_body(
     for index, amounts in pick.takes:
         state = node.devices[index]
         prefix = request.types[state.device.type].prefix
-        devices.setdefault(state.device.type, []).append(
-            {**_identity(state), "resources": device_resources(state, dict(amounts), prefix)}
-        )
+        entry = {**_identity(state), "resources": device_resources(state, dict(amounts), prefix)}
+        given_vfs = [vf for vf in state.device.vf_list if vf.base_name in dict(amounts)]
+        if given_vfs:
+            entry["virtualFunctions"] = [{"minor": vf.minor, "busID": vf.bus_id}
+                                         for vf in given_vfs]
+        devices.setdefault(state.device.type, []).append(entry)
     body: dict = {"node": node.name, "uuid": node.uuid, "score": round(candidate.score, 6)}
     if pick.scope is not None:
         body["scope"] = pick.scope

@@ -39,8 +39,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from placement.devices.request import DeviceRequest, PerDevice, TypeRequest
+from placement.devices.request import DeviceRequest, PerDevice, Selector, TypeRequest
 from placement.devices.snapshot import DeviceNode, DeviceState
+from placement.devices.topology import Device
 from placement.schemas.devices import DEVICE_LEVEL, PCIE_LEVEL, SAME_PCIE
 
 SAME_NUMA = "SameNUMA"
@@ -140,7 +141,7 @@ class Chooser:
         exclusive_switch = wanted.exclusive == PCIE_LEVEL
         for index in devices:
             state = node.devices[index]
-            amounts = device_take(state, wanted.per_device, wanted.exclusive)
+            amounts = device_take(state, wanted.per_device, wanted.exclusive, wanted.vf_selector)
             assert amounts is not None  # chosen among those that fit
             takes.append((index, tuple(sorted(amounts.items()))))
             switch = node.switches[state.device.switch]
@@ -237,8 +238,18 @@ def _selected(node: DeviceNode, wanted: TypeRequest, healthy: bool = True) -> li
         index
         for index, state in enumerate(node.devices)
         if state.device.type == wanted.type and state.device.healthy == healthy
-        and wanted.selects(state.device.labels, state.device.vf_labels)
+        and _selects(wanted, state.device)
     ]
+
+
+def _selects(wanted: TypeRequest, device: Device) -> bool:
+    """The hint's selectors match the device; with VFs listed one by one, ``vfSelector``
+    matches one of them at least."""
+    if not device.vf_list or wanted.vf_selector is None:
+        return wanted.selects(device.labels, device.vf_labels)
+    if wanted.selector is not None and not wanted.selector.matches(device.labels):
+        return False
+    return any(wanted.vf_selector.matches(vf.labels) for vf in device.vf_list)
 
 
 def _unhealthy_words(node: DeviceNode, wanted: TypeRequest) -> str:
@@ -253,7 +264,7 @@ def _selected_words(wanted: TypeRequest) -> str:
 
 def _fits(node: DeviceNode, index: int, wanted: TypeRequest) -> bool:
     state = node.devices[index]
-    if device_take(state, wanted.per_device, wanted.exclusive) is None:
+    if device_take(state, wanted.per_device, wanted.exclusive, wanted.vf_selector) is None:
         return False
     switch = node.switches[state.device.switch]
     if wanted.exclusive == PCIE_LEVEL:
@@ -267,8 +278,17 @@ def _fits(node: DeviceNode, index: int, wanted: TypeRequest) -> bool:
     return switch.allows(wanted.type, 1)
 
 
-def device_take(state: DeviceState, per: PerDevice, exclusive: str | None) -> dict | None:
-    """Base name -> amount the device gives; None when it cannot."""
+def counts_in_scores(base_name: str) -> bool:
+    """Whether the scorers weigh an inventory: not tenancy, and not each VF listed one by
+    one (their count, ``vf``, already does)."""
+    return base_name != "tenancy" and not base_name.startswith("vf-")
+
+
+def device_take(
+    state: DeviceState, per: PerDevice, exclusive: str | None, vf_selector: Selector | None = None
+) -> dict | None:
+    """Base name -> amount the device gives; None when it cannot. VFs listed one by one
+    are given by the lowest minors free among those ``vf_selector`` matches."""
     total, free = state.total, state.free
     if per.whole or exclusive in (DEVICE_LEVEL, PCIE_LEVEL):
         if state.in_use:
@@ -292,6 +312,13 @@ def device_take(state: DeviceState, per: PerDevice, exclusive: str | None) -> di
         amounts = {"core": per.core, "memory": memory, "memory-ratio": ratio}
     else:
         amounts = {"share": per.share, "vf": per.vfs}
+        if per.vfs and state.device.vf_list:
+            free_vfs = [vf.base_name for vf in state.device.vf_list
+                        if (vf_selector is None or vf_selector.matches(vf.labels))
+                        and state.allows(vf.base_name, 1)]
+            if len(free_vfs) < per.vfs:
+                return None
+            amounts.update(dict.fromkeys(free_vfs[:per.vfs], 1))
     amounts["tenancy"] = total["tenancy"] if exclusive else 1
     amounts = {name: amount for name, amount in amounts.items() if amount}
     if not all(name in free and state.allows(name, amount) for name, amount in amounts.items()):
@@ -406,7 +433,7 @@ def _greedy(size: int, count: int, pairs, to_anchors, value) -> tuple[int, ...]:
 
 
 def _used_fraction(state: DeviceState) -> float:
-    capacity_names = [n for n in state.total if n != "tenancy"]
+    capacity_names = [n for n in state.total if counts_in_scores(n)]
     return sum(
         (state.total[n] - state.free[n]) / state.total[n] for n in capacity_names if state.total[n]
     ) / max(len(capacity_names), 1)

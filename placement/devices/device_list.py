@@ -12,7 +12,7 @@ from marshmallow import ValidationError
 
 from placement import errors
 from placement.db.tables import MAX_INT
-from placement.devices.topology import MAX_DEVICES, Device, Topology
+from placement.devices.topology import MAX_DEVICES, Device, Topology, vf_list_of_groups
 from placement.nodes.quantities import parse_quantity
 from placement.schemas import describe_errors_by_path
 from placement.schemas.device_topology import MAX_NVLINK_PAIRS, DeviceTopology
@@ -44,11 +44,15 @@ def parse_device_list(document: object) -> Topology:
             memory_kib=gpu_memory_kib(entry["memory"], f"devices.{i}.memory")
             if "memory" in entry
             else 0,
-            vfs=entry.get("vfs", 0),
+            vfs=entry.get("vfs", 0) + sum(len(g["vfs"]) for g in entry.get("vf_groups", ())),
             labels=entry.get("labels", {}),
             vf_labels=entry.get("vf_labels", {}),
             switch_group=entry.get("switch_group", -1),
             healthy=entry.get("health", True),
+            vf_list=vf_list_of_groups(
+                [{"labels": g.get("labels", {}), "vfs": [
+                    {"minor": vf["minor"], "busID": vf["bus_id"]} for vf in g["vfs"]]}
+                 for g in entry.get("vf_groups", ())]),
         )
         for i, entry in enumerate(entries)
     )

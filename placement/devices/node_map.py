@@ -19,7 +19,9 @@ Inventories per device (``CUSTOM_<LEVEL>_<NAME>``, as the translator names them)
 - gpu: ``core`` 100, ``memory`` its KiB (``CUSTOM_GPU_MEMORY_KB``: every binary
   quantity of memory is a whole number of KiB, so the amount kept is the device's
   own; ``device_naming``), ``memory-ratio`` 100;
-- rdma: ``share`` 100, and ``vf`` the SR-IOV virtual functions when it has any;
+- rdma: ``share`` 100, and ``vf`` the SR-IOV virtual functions when it has any; a
+  NIC whose VFs are listed one by one also has ``vf-<minor>`` 1 per VF
+  (``CUSTOM_RDMA_VF_3``), so that an allocation says which VF it holds;
 - fpga: ``share`` 100;
 - every device: ``tenancy`` (``CUSTOM_GPU_TENANCY``, ...), and every PCIe switch
   ``<type>-tenancy`` per type under it (``CUSTOM_PCIE_RDMA_TENANCY``).
@@ -110,6 +112,8 @@ def device_inventories(device: Device) -> dict[str, object]:
     inventories: dict[str, object] = {"share": WHOLE}
     if device.vfs:
         inventories["vf"] = device.vfs
+    for vf in device.vf_list:  # listed one by one: each has an inventory of its own too
+        inventories[vf.base_name] = 1
     inventories["tenancy"] = TENANCY + device.vfs
     return inventories
 

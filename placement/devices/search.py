@@ -13,7 +13,7 @@ import itertools
 from collections import Counter
 from dataclasses import dataclass
 
-from placement.devices.chooser import SCOPES, Chooser, Pick, Unfit
+from placement.devices.chooser import SCOPES, Chooser, Pick, Unfit, counts_in_scores
 from placement.devices.request import DeviceRequest
 from placement.devices.snapshot import DeviceNode, DeviceNodes
 
@@ -114,7 +114,7 @@ def node_utilisation(node: DeviceNode, pick: Pick, request: DeviceRequest) -> fl
             continue
         taken = placed.get(index, {})
         for name, total in state.total.items():
-            if name == "tenancy" or total <= 0:
+            if not counts_in_scores(name) or total <= 0:
                 continue
             used = total - state.free[name] + taken.get(name, 0)
             shares.append(used / total)

@@ -24,7 +24,21 @@ from dataclasses import dataclass, field
 
 from placement import errors
 from placement.interning import Interned
-from placement.nodes.device_types import DEVICE_TYPES, MAX_DEVICES, MAX_NVLINKS
+from placement.nodes.device_types import DEVICE_TYPES, MAX_DEVICES, MAX_LISTED_VFS, MAX_NVLINKS
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualFunction:
+    """One SR-IOV virtual function of a NIC, listed with its own identity and labels."""
+
+    minor: int  # per NIC
+    bus_id: str  # its PCI address (0000:1f:00.2)
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def base_name(self) -> str:
+        """Its inventory on its NIC's provider (``vf-3``: ``CUSTOM_RDMA_VF_3``, 1)."""
+        return f"vf-{self.minor}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +60,9 @@ class Device:
     # Document 003's per-device health. An unhealthy device is never offered or claimed;
     # what is allocated on it stays (``chooser``, ``service``).
     healthy: bool = True
+    # rdma: its VFs one by one, by minor (document 001's story 2), when listed; then ``vfs``
+    # is how many and ``vf_labels`` is empty (each VF has labels of its own).
+    vf_list: tuple[VirtualFunction, ...] = ()
 
     @property
     def name(self) -> str:
@@ -103,11 +120,12 @@ class Topology:
                 bridge=d["bridge"],
                 switch=d["pcie"],
                 memory_kib=memory_kib_of_text(d["memory"]) if "memory" in d else 0,
-                vfs=d.get("vfs", 0),
+                vfs=d.get("vfs", 0) + sum(len(g["vfs"]) for g in d.get("vfGroups", ())),
                 labels=table(d.get("labels", {}).items()),
                 vf_labels=table(d.get("vfLabels", {}).items()),
                 switch_group=d.get("switchGroup", -1),
                 healthy=d.get("health", True),
+                vf_list=vf_list_of_groups(d.get("vfGroups", ()), table),
             )
             for d in document["devices"]
         )
@@ -140,7 +158,30 @@ def device_entry(device: Device) -> dict:
         entry["switchGroup"] = device.switch_group
     if not device.healthy:  # (healthy is the default: documents stored before say nothing)
         entry["health"] = False
+    if device.vf_list:
+        del entry["vfs"]
+        entry["vfGroups"] = vf_groups(device.vf_list)
     return entry
+
+
+def vf_groups(vf_list: tuple[VirtualFunction, ...]) -> list[dict]:
+    """VFs as the device list writes them: groups of equal labels, in order of their first
+    VF, each VF as ``{"minor", "busID"}``."""
+    groups: dict[tuple, dict] = {}
+    for vf in vf_list:
+        key = tuple(sorted(vf.labels.items()))
+        group = groups.setdefault(key, {"labels": dict(vf.labels), "vfs": []})
+        group["vfs"].append({"minor": vf.minor, "busID": vf.bus_id})
+    return [group if group["labels"] else {"vfs": group["vfs"]} for group in groups.values()]
+
+
+def vf_list_of_groups(groups, table=dict) -> tuple[VirtualFunction, ...]:
+    """The VFs of ``vfGroups`` (as ``vf_groups`` writes them), by minor."""
+    return tuple(sorted(
+        (VirtualFunction(vf["minor"], vf["busID"], table(group.get("labels", {}).items()))
+         for group in groups for vf in group["vfs"]),
+        key=lambda vf: vf.minor,
+    ))
 
 
 def memory_text(kib: int) -> str:
@@ -156,6 +197,31 @@ def memory_kib_of_text(text: str) -> int:
     return int(text.removesuffix("Mi")) * 1024
 
 
+def _check_vf_list(device: Device, bus_ids: set[str]) -> None:
+    """400 unless the listed VFs have distinct minors and bus ids (node-wide)."""
+    if not device.vf_list:
+        return
+    if device.vf_labels or device.vfs != len(device.vf_list):
+        raise errors.BadRequest(
+            f"Device {device.name}: give its VFs as vfGroups, or as vfs with vfLabels, "
+            "not both.")
+    if len(device.vf_list) > MAX_LISTED_VFS:
+        raise errors.BadRequest(
+            f"Device {device.name}: at most {MAX_LISTED_VFS} VFs listed one by one.")
+    minors = set()
+    for vf in device.vf_list:
+        if vf.minor < 0:
+            raise errors.BadRequest(f"Device {device.name}: a VF minor cannot be negative.")
+        if vf.minor in minors:
+            raise errors.BadRequest(f"Device {device.name}: VF {vf.minor} is listed twice.")
+        if not vf.bus_id or vf.bus_id in bus_ids:
+            raise errors.BadRequest(
+                f"Device {device.name}: VF {vf.minor}'s busID {vf.bus_id!r} is empty or "
+                "used twice.")
+        minors.add(vf.minor)
+        bus_ids.add(vf.bus_id)
+
+
 def check_topology(topology: Topology) -> None:
     """400 naming the problem unless the devices form one consistent tree."""
     if not topology.devices:
@@ -163,6 +229,7 @@ def check_topology(topology: Topology) -> None:
     if len(topology.devices) > MAX_DEVICES:
         raise errors.BadRequest(f"A node has at most {MAX_DEVICES} devices.")
     seen: set[tuple[str, int]] = set()
+    bus_ids: set[str] = set()
     switch_place: dict[int, tuple[int, int, int]] = {}
     group_bridge: dict[int, int] = {}
     bridge_numa: dict[int, int] = {}
@@ -191,8 +258,9 @@ def check_topology(topology: Topology) -> None:
             raise errors.BadRequest(f"Device {device.name}: a GPU needs its memory.")
         if device.type != "gpu" and device.memory_kib:
             raise errors.BadRequest(f"Device {device.name}: only GPUs have memory here.")
-        if device.type != "rdma" and (device.vfs or device.vf_labels):
+        if device.type != "rdma" and (device.vfs or device.vf_labels or device.vf_list):
             raise errors.BadRequest(f"Device {device.name}: only rdma devices have VFs.")
+        _check_vf_list(device, bus_ids)
         place = switch_place.setdefault(
             device.switch, (device.bridge, device.numa, device.switch_group))
         if place[:2] != (device.bridge, device.numa):

@@ -6,7 +6,7 @@ amounts (a GPU's ``memory``, the ``resources``) are read there, as quantities.
 
 from marshmallow import ValidationError, fields, validate, validates_schema
 
-from placement.nodes.device_types import DEVICE_TYPES, MAX_DEVICES, MAX_NVLINKS
+from placement.nodes.device_types import DEVICE_TYPES, MAX_DEVICES, MAX_LISTED_VFS, MAX_NVLINKS
 from placement.schemas import ExtensionSchema
 from placement.schemas.fields import StrictBoolean, StrictInteger, StrictString
 
@@ -28,6 +28,19 @@ def _labels(**kwargs) -> fields.Dict:
     )
 
 
+class VirtualFunctionEntry(ExtensionSchema):
+    minor = StrictInteger(required=True)
+    bus_id = StrictString(required=True, data_key="busID")
+
+
+class VirtualFunctionGroup(ExtensionSchema):
+    """VFs of one NIC that share labels (``vfSelector`` matches them)."""
+
+    labels = _labels()
+    vfs = fields.List(fields.Nested(VirtualFunctionEntry), required=True,
+                      validate=validate.Length(min=1, max=MAX_LISTED_VFS))
+
+
 class DeviceEntry(ExtensionSchema):
     type = StrictString(required=True, validate=_known_type)
     minor = StrictInteger(required=True)
@@ -43,6 +56,9 @@ class DeviceEntry(ExtensionSchema):
     vf_labels = _labels(data_key="vfLabels")
     # Document 003's per-device health; false: never offered or claimed (default true)
     health = StrictBoolean()
+    # rdma: its VFs one by one, in groups of equal labels (instead of vfs and vfLabels)
+    vf_groups = fields.List(fields.Nested(VirtualFunctionGroup), data_key="vfGroups",
+                            validate=validate.Length(min=1, max=MAX_LISTED_VFS))
 
     @validates_schema
     def _fields_of_its_type(self, data: dict, **kwargs) -> None:
@@ -51,9 +67,12 @@ class DeviceEntry(ExtensionSchema):
             raise ValidationError("a GPU needs its memory.", "memory")
         if kind != "gpu" and "memory" in data:
             raise ValidationError("only GPUs have memory.", "memory")
-        for attribute, key in (("vfs", "vfs"), ("vf_labels", "vfLabels")):
+        for attribute, key in (("vfs", "vfs"), ("vf_labels", "vfLabels"),
+                               ("vf_groups", "vfGroups")):
             if kind != "rdma" and attribute in data:
                 raise ValidationError("only rdma devices have VFs.", key)
+        if "vf_groups" in data and ("vfs" in data or "vf_labels" in data):
+            raise ValidationError("give vfGroups, or vfs with vfLabels, not both.", "vfGroups")
 
 
 class NvLinkEntry(ExtensionSchema):

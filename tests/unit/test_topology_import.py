@@ -15,6 +15,7 @@ import yaml
 
 from placement import errors
 from placement.devices.device_list import parse_device_list
+from placement.devices.node_map import device_layout
 from placement.devices.topology import Topology
 from placement.devices.topology_matrix import MatrixDetails, parse_matrix
 
@@ -657,3 +658,30 @@ def test_a_switch_in_two_groups_is_refused():
     problem = list_refused({"devices": [
         gpu(0, pcie=0, switchGroup=0), gpu(1, pcie=0, switchGroup=1)]})
     assert "PCIe switch 0 is placed in two switch groups" in problem
+
+
+def test_vfs_listed_one_by_one_are_kept_by_minor_and_stored_as_groups():
+    """Document 001's VFs with labels of their own: read from groups in any order, kept by
+    minor, written back as groups of equal labels; each VF an inventory of its NIC."""
+    nic = {"type": "rdma", "minor": 0, "numa": 0, "pcie": 0, "vfGroups": [
+        {"labels": {"type": "b"}, "vfs": [{"minor": 2, "busID": "0000:1f:00.4"}]},
+        {"labels": {"type": "a"}, "vfs": [{"minor": 1, "busID": "0000:1f:00.3"},
+                                          {"minor": 0, "busID": "0000:1f:00.2"}]},
+    ]}
+    topology = parse_device_list({"devices": [nic]})
+    [device] = topology.devices
+    assert [(vf.minor, vf.bus_id, dict(vf.labels)) for vf in device.vf_list] == [
+        (0, "0000:1f:00.2", {"type": "a"}), (1, "0000:1f:00.3", {"type": "a"}),
+        (2, "0000:1f:00.4", {"type": "b"})]
+    assert device.vfs == 3
+    document = topology.to_document()
+    assert document["devices"][0]["vfGroups"] == [
+        {"labels": {"type": "a"}, "vfs": [{"minor": 0, "busID": "0000:1f:00.2"},
+                                          {"minor": 1, "busID": "0000:1f:00.3"}]},
+        {"labels": {"type": "b"}, "vfs": [{"minor": 2, "busID": "0000:1f:00.4"}]}]
+    assert Topology.from_document(document) == topology
+    assert parse_device_list(document) == topology
+    resources = device_layout(topology).resources
+    assert {key.rsplit("/", 1)[1]: value for key, value in resources.items()
+            if "/rdma/" in key} == {"share": 100, "vf": 3, "vf-0": 1, "vf-1": 1, "vf-2": 1,
+                                     "tenancy": 1003}
