@@ -9,7 +9,7 @@ from placement.devices.checkpoints import HoldResult
 from placement.devices.request import DeviceRequest
 from placement.devices.search import DeviceAnswer, DeviceCandidate
 from placement.devices.snapshot import DeviceNode, DeviceState
-from placement.devices.topology import Topology, device_entry, memory_text
+from placement.devices.topology import Topology, VirtualFunction, device_entry, memory_text
 from placement.schemas.devices import ALLOCATED_ANNOTATION
 
 
@@ -35,8 +35,7 @@ def candidate_body(
         entry = {**_identity(state), "resources": device_resources(state, dict(amounts), prefix)}
         given_vfs = [vf for vf in state.device.vf_list if vf.base_name in dict(amounts)]
         if given_vfs:
-            entry["virtualFunctions"] = [{"minor": vf.minor, "busID": vf.bus_id}
-                                         for vf in given_vfs]
+            entry["virtualFunctions"] = _vf_names(given_vfs)
         devices.setdefault(state.device.type, []).append(entry)
     body: dict = {"node": node.name, "uuid": node.uuid, "score": round(candidate.score, 6)}
     if pick.scope is not None:
@@ -83,13 +82,21 @@ def checkpoints_body(result: HoldResult) -> dict:
         devices: dict[str, list[dict]] = {}
         for index in pod.devices:
             state = node.devices[index]
-            devices.setdefault(state.device.type, []).append(_identity(state))
+            entry = _identity(state)
+            held_vfs = [vf for vf in state.device.vf_list if (index, vf.minor) in pod.vfs]
+            if held_vfs:
+                entry["virtualFunctions"] = _vf_names(held_vfs)
+            devices.setdefault(state.device.type, []).append(entry)
         for listed in devices.values():
             listed.sort(key=lambda device: device["minor"])
         pods.append({"podUID": pod.pod_uid, "consumer_uuid": pod.consumer_uuid,
                      "devices": devices})
     return {"name": node.name, "uuid": node.uuid, "pods": pods,
             "released": result.released, "changed": result.changed}
+
+
+def _vf_names(vfs: list[VirtualFunction]) -> list[dict]:
+    return [{"minor": vf.minor, "busID": vf.bus_id} for vf in vfs]
 
 
 def _identity(state: DeviceState) -> dict:

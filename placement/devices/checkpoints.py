@@ -8,10 +8,11 @@ report is its whole checkpoint: each pod becomes one consumer, whose uuid is der
 from the pod's uid (``consumer_uuid``), holding each of its devices **whole** (kubelet
 gives whole devices: every inventory of the device, tenancy included, as
 ``nvidia.com/gpu`` takes) and one unit of its switch's tenancy per type, as a claim
-does. Consumers written here have the type ``CHECKPOINT_CONSUMER_TYPE``; one of them
-that a report no longer lists is released (its pod ended and kubelet freed the
-devices), and one whose allocations are already what the report says is not written
-again, so the same report twice writes nothing.
+does; a device id that is the bus id of a VF listed one by one holds that VF alone.
+Consumers written here have the type ``CHECKPOINT_CONSUMER_TYPE``; one of them that a
+report no longer lists is released (its pod ended and kubelet freed the devices), and
+one whose allocations are already what the report says is not written again, so the
+same report twice writes nothing.
 
 ``plan_holds`` turns the entries into allocations on one node (no database);
 ``hold`` writes them through placement's one write path, whose capacity check
@@ -28,6 +29,7 @@ from placement import errors
 from placement.data import allocations as allocation_data
 from placement.data import consumers as consumer_data
 from placement.devices.snapshot import DeviceNode
+from placement.devices.topology import VirtualFunction
 from placement.nodes.device_types import DEVICE_TYPES
 
 CHECKPOINT_CONSUMER_TYPE = "KUBELET_CHECKPOINT"
@@ -60,6 +62,7 @@ class PodHold:
     pod_uid: str
     consumer_uuid: str
     devices: tuple[int, ...]
+    vfs: tuple[tuple[int, int], ...]  # (device, VF minor) of the NICs held by VFs
     allocations: dict[str, dict[str, int]]
 
 
@@ -103,10 +106,15 @@ def device_type_of(resource_name: str) -> str | None:
 def plan_holds(node: DeviceNode, checkpoints: Sequence[Checkpoint]) -> list[PodHold]:
     """Each pod's devices and allocations, pods in order of first appearance; 400 for
     an unknown resource name, a device the node lacks or of another type, or a device
-    given twice."""
-    by_id = {state.device.identity: index for index, state in enumerate(node.devices)}
-    holder: dict[int, Checkpoint] = {}
-    pods: dict[str, list[int]] = {}
+    given twice. A device id is a device's ``id``, or the bus id of one of a NIC's VFs
+    listed one by one (what an SR-IOV device plugin gives): that VF alone is held."""
+    by_id: dict[str, tuple[int, VirtualFunction | None]] = {}
+    for index, state in enumerate(node.devices):
+        by_id[state.device.identity] = (index, None)
+        for listed in state.device.vf_list:
+            by_id.setdefault(listed.bus_id, (index, listed))
+    holders: dict[int, dict[int | None, Checkpoint]] = {}  # device -> VF minor (None: whole)
+    pods: dict[str, dict[int, list[VirtualFunction] | None]] = {}
     for checkpoint in checkpoints:
         device_type = device_type_of(checkpoint.resource_name)
         if device_type is None:
@@ -116,44 +124,59 @@ def plan_holds(node: DeviceNode, checkpoints: Sequence[Checkpoint]) -> list[PodH
                 f"{WHOLE_GPUS}, or {' or '.join(PREFIXES)} followed by "
                 f"{', '.join(DEVICE_TYPES)})."
             )
-        devices = pods.setdefault(checkpoint.pod_uid, [])
+        held = pods.setdefault(checkpoint.pod_uid, {})
         for device_id in checkpoint.device_ids:
-            index = by_id.get(device_id)
-            if index is None:
+            if device_id not in by_id:
                 raise errors.BadRequest(
                     f"Checkpoint of {checkpoint.where()}: node {node.name} has no device "
                     f"with id {device_id!r}."
                 )
+            index, vf = by_id[device_id]
             device = node.devices[index].device
             if device.type != device_type:
                 raise errors.BadRequest(
                     f"Checkpoint of {checkpoint.where()}: device {device_id!r} is of type "
                     f"{device.type}, not {device_type} ({checkpoint.resource_name})."
                 )
-            if index in holder:
+            taken = holders.setdefault(index, {})
+            clash = (next(iter(taken.values()), None) if vf is None
+                     else taken.get(None) or taken.get(vf.minor))
+            if clash is not None:
                 raise errors.BadRequest(
                     f"Device {device_id!r} of node {node.name} is given twice: to "
-                    f"{holder[index].where()} and to {checkpoint.where()}."
+                    f"{clash.where()} and to {checkpoint.where()}."
                 )
-            holder[index] = checkpoint
-            devices.append(index)
+            taken[vf.minor if vf is not None else None] = checkpoint
+            if vf is None:
+                held[index] = None
+            else:
+                vfs = held.setdefault(index, [])
+                assert vfs is not None  # (the whole device would have clashed)
+                vfs.append(vf)
     return [
-        PodHold(pod_uid, consumer_uuid(pod_uid), tuple(sorted(devices)),
-                _whole_devices(node, devices))
-        for pod_uid, devices in pods.items()
-        if devices
+        PodHold(pod_uid, consumer_uuid(pod_uid), tuple(sorted(held)),
+                tuple(sorted((index, vf.minor) for index, vfs in held.items()
+                             for vf in vfs or ())),
+                _held_allocations(node, held))
+        for pod_uid, held in pods.items()
+        if held
     ]
 
 
-def _whole_devices(node: DeviceNode, devices: Sequence[int]) -> dict[str, dict[str, int]]:
-    """All of each device, and one unit of its switch's tenancy per type (as a claim of
-    whole devices writes)."""
+def _held_allocations(
+    node: DeviceNode, held: Mapping[int, list[VirtualFunction] | None]
+) -> dict[str, dict[str, int]]:
+    """All of each device held whole; of a NIC held by VFs, those VFs (each one's own
+    inventory and one of the count) and one unit of its tenancy, as a claim of VFs takes;
+    and one unit of each switch's tenancy per type."""
     allocations: dict[str, dict[str, int]] = {}
-    for index in devices:
+    for index, vfs in held.items():
         state = node.devices[index]
-        allocations[state.uuid] = {
-            state.classes[name]: amount for name, amount in state.total.items() if amount
-        }
+        if vfs is None:
+            amounts = {name: amount for name, amount in state.total.items() if amount}
+        else:
+            amounts = {"vf": len(vfs), "tenancy": 1, **{vf.base_name: 1 for vf in vfs}}
+        allocations[state.uuid] = {state.classes[name]: n for name, n in amounts.items()}
         switch = node.switches[state.device.switch]
         allocations.setdefault(switch.uuid, {})[switch.classes[state.device.type]] = 1
     return allocations

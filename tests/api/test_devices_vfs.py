@@ -127,3 +127,37 @@ def test_vf_lists_that_do_not_hold_together_are_400(api):
             "Device rdma1: VF 3's busID '0000:1f:00.2' is empty or used twice.")
     refused(lambda d: d[1]["vfGroups"].append({"vfs": []}),
             "Invalid device list: devices.1.vfGroups.2.vfs: Length must be between 1 and 256.")
+
+
+def test_a_checkpoint_naming_vfs_by_bus_id_holds_those_vfs(api):
+    """An SR-IOV device plugin gives a pod VFs by their PCI addresses: the checkpoint holds
+    those VFs only, named in the answer, and they are never given again."""
+    node = import_node(api, "n", NODE).json
+    nic0 = node["devices"][1]["provider"]
+    entry = {"podUID": "pod-a", "resourceName": "koordinator.sh/rdma",
+             "deviceIDs": ["0000:1f:00.3", "0000:1f:00.2"]}
+    response = api.put("/group_resources/device_nodes/n/checkpoints",
+                       json={"checkpoints": [entry]})
+    assert response.status_code == 200, response.json
+    [pod] = response.json["pods"]
+    [nic] = pod["devices"]["rdma"]
+    assert (nic["minor"], nic["virtualFunctions"]) == (0, [
+        {"minor": 0, "busID": "0000:1f:00.2"}, {"minor": 1, "busID": "0000:1f:00.3"}])
+    held = api.get(f"/allocations/{pod['consumer_uuid']}").json["allocations"]
+    assert held[nic0]["resources"] == {
+        "CUSTOM_RDMA_VF": 2, "CUSTOM_RDMA_VF_0": 1, "CUSTOM_RDMA_VF_1": 1,
+        "CUSTOM_RDMA_TENANCY": 1}
+    assert candidates(api, {"koordinator.sh/rdma": 1},
+                      hint=hint({"matchLabels": FULL}))["candidates"] == []
+    [shared] = candidates(api, {"koordinator.sh/rdma": 1},
+                          hint=hint({"matchLabels": SHARED}))["candidates"]
+    assert given_vfs(shared) == [(0, ["0000:1f:00.4"])]
+    [whole] = candidates(api, {"koordinator.sh/rdma": 100})["candidates"]
+    assert minors(whole, "rdma") == [1]
+    for ids in (["0000:1f:00.2", "mlx5_0"], ["mlx5_0", "0000:1f:00.4"],
+                ["0000:1f:00.2", "0000:1f:00.2"]):
+        response = api.put("/group_resources/device_nodes/n/checkpoints",
+                           json={"checkpoints": [{**entry, "deviceIDs": ids}]})
+        assert response.status_code == 400, response.json
+        assert "of node n is given twice: to pod pod-a and to pod pod-a." in (
+            response.json["errors"][0]["detail"])
