@@ -18,8 +18,10 @@ One module per step:
   ``stored`` reads a stored topology once per process; ``replica_nodes`` builds
   the snapshots from the process's copy of the providers, kept until their trees
   change.
+- ``takes``: what one device gives one request (whole, shares, VFs).
 - ``chooser``: the best devices of one node (joint scope, link strength, scorer,
   lowest minors), remembered for nodes alike; ``search`` ranks the nodes.
+- ``checkpoints``: the devices kubelet gave pods (its checkpoint), held for them.
 - ``service``: the Python API (import, delete; ``DeviceSearch``, the front door
   of candidates, claims and views, owned by the application); ``bodies`` the
   JSON answers. The ``placement devices`` CLI is ``placement.cli.devices``.

@@ -13,9 +13,10 @@ import itertools
 from collections import Counter
 from dataclasses import dataclass
 
-from placement.devices.chooser import SCOPES, Chooser, Pick, Unfit, counts_in_scores
+from placement.devices.chooser import SCOPES, Chooser, Pick, Unfit
 from placement.devices.request import DeviceRequest
 from placement.devices.snapshot import DeviceNode, DeviceNodes
+from placement.devices.takes import counts_in_scores
 
 
 @dataclass(frozen=True)
