@@ -252,3 +252,17 @@ def test_a_held_device_keeps_its_node_and_provider(api):
     import_node(api, "node-1", {"devices": SEED_NODE["devices"][:1]}, expect=(200,))
     put_checkpoints(api, "node-1", [])
     assert api.delete("/group_resources/device_nodes/node-1").status_code == 204
+
+
+def test_a_node_whose_tree_no_longer_matches_its_topology_is_409(api):
+    node = import_node(api, "node-1", SEED_NODE).json
+    gpu1 = node["devices"][1]["provider"]
+    assert api.delete(f"/resource_providers/{gpu1}").status_code == 204
+    response = api.put("/group_resources/device_nodes/node-1/checkpoints",
+                       json={"checkpoints": [SEED_ENTRY]})
+    assert response.status_code == 409
+    assert detail(response.json) == (
+        "Node node-1's tree no longer matches its topology; import it again before its "
+        "checkpoint.")
+    import_node(api, "node-1", SEED_NODE)
+    put_checkpoints(api, "node-1", [SEED_ENTRY])
