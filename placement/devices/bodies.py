@@ -91,8 +91,11 @@ def checkpoints_body(result: HoldResult) -> dict:
             listed.sort(key=lambda device: device["minor"])
         pods.append({"podUID": pod.pod_uid, "consumer_uuid": pod.consumer_uuid,
                      "devices": devices})
+    unknown = [{"podUID": u.checkpoint.pod_uid, "containerName": u.checkpoint.container,
+                "deviceID": u.device_id} for u in result.unknown]
     return {"name": node.name, "uuid": node.uuid, "pods": pods,
-            "released": result.released, "changed": result.changed}
+            "released": result.released, "changed": result.changed,
+            "unknownDevices": unknown}
 
 
 def _vf_names(vfs: list[VirtualFunction]) -> list[dict]:

@@ -67,11 +67,20 @@ class PodHold:
 
 
 @dataclass(frozen=True)
+class UnknownDevice:
+    """A device id a checkpoint names that the node's topology does not list."""
+
+    checkpoint: Checkpoint
+    device_id: str
+
+
+@dataclass(frozen=True)
 class HoldResult:
     node: DeviceNode  # as read before the holds were written
     holds: list[PodHold]
     released: list[str]  # consumer uuids whose pods left the checkpoint
     changed: bool
+    unknown: list[UnknownDevice]  # ids the node does not list: nothing held for them
 
 
 def checkpoints_from_body(entries: Sequence[Mapping]) -> list[Checkpoint]:
@@ -103,11 +112,16 @@ def device_type_of(resource_name: str) -> str | None:
     return None
 
 
-def plan_holds(node: DeviceNode, checkpoints: Sequence[Checkpoint]) -> list[PodHold]:
-    """Each pod's devices and allocations, pods in order of first appearance; 400 for
-    an unknown resource name, a device the node lacks or of another type, or a device
-    given twice. A device id is a device's ``id``, or the bus id of one of a NIC's VFs
-    listed one by one (what an SR-IOV device plugin gives): that VF alone is held."""
+def plan_holds(
+    node: DeviceNode, checkpoints: Sequence[Checkpoint]
+) -> tuple[list[PodHold], list[UnknownDevice]]:
+    """Each pod's devices and allocations, pods in order of first appearance, and the ids
+    the node does not list (nothing to hold: no search can offer a device the topology
+    lacks, and kubelet's file may name one the reporter no longer reports, or, as document
+    003's own example, another machine's); 400 for an unknown resource name, a device of
+    another type, or a device given twice. A device id is a device's ``id``, or the bus id
+    of one of a NIC's VFs listed one by one (what an SR-IOV device plugin gives): that VF
+    alone is held."""
     by_id: dict[str, tuple[int, VirtualFunction | None]] = {}
     for index, state in enumerate(node.devices):
         by_id[state.device.identity] = (index, None)
@@ -115,6 +129,7 @@ def plan_holds(node: DeviceNode, checkpoints: Sequence[Checkpoint]) -> list[PodH
             by_id.setdefault(listed.bus_id, (index, listed))
     holders: dict[int, dict[int | None, Checkpoint]] = {}  # device -> VF minor (None: whole)
     pods: dict[str, dict[int, list[VirtualFunction] | None]] = {}
+    unknown: list[UnknownDevice] = []
     for checkpoint in checkpoints:
         device_type = device_type_of(checkpoint.resource_name)
         if device_type is None:
@@ -127,10 +142,8 @@ def plan_holds(node: DeviceNode, checkpoints: Sequence[Checkpoint]) -> list[PodH
         held = pods.setdefault(checkpoint.pod_uid, {})
         for device_id in checkpoint.device_ids:
             if device_id not in by_id:
-                raise errors.BadRequest(
-                    f"Checkpoint of {checkpoint.where()}: node {node.name} has no device "
-                    f"with id {device_id!r}."
-                )
+                unknown.append(UnknownDevice(checkpoint, device_id))
+                continue
             index, vf = by_id[device_id]
             device = node.devices[index].device
             if device.type != device_type:
@@ -153,7 +166,7 @@ def plan_holds(node: DeviceNode, checkpoints: Sequence[Checkpoint]) -> list[PodH
                 vfs = held.setdefault(index, [])
                 assert vfs is not None  # (the whole device would have clashed)
                 vfs.append(vf)
-    return [
+    holds = [
         PodHold(pod_uid, consumer_uuid(pod_uid), tuple(sorted(held)),
                 tuple(sorted((index, vf.minor) for index, vfs in held.items()
                              for vf in vfs or ())),
@@ -161,6 +174,7 @@ def plan_holds(node: DeviceNode, checkpoints: Sequence[Checkpoint]) -> list[PodH
         for pod_uid, held in pods.items()
         if held
     ]
+    return holds, unknown
 
 
 def _held_allocations(
@@ -196,7 +210,7 @@ def hold(
     409 ``consumer_exists`` when a pod's consumer holds allocations not written from
     this node's checkpoints; placement's capacity check refuses (409) a device another
     consumer holds part of."""
-    holds = plan_holds(node, checkpoints)
+    holds, unknown = plan_holds(node, checkpoints)
     wanted = {h.consumer_uuid: h for h in holds}
     held_here = allocation_data.consumers_of_type_in_tree(conn, root_id, CHECKPOINT_CONSUMER_TYPE)
     existing = consumer_data.get_consumers(conn, set(wanted) | set(held_here))
@@ -231,7 +245,8 @@ def hold(
         ))
     if writes:
         allocation_data.write_allocations(conn, writes)
-    return HoldResult(node=node, holds=holds, released=released, changed=bool(writes))
+    return HoldResult(node=node, holds=holds, released=released, changed=bool(writes),
+                      unknown=unknown)
 
 
 def _provider_uuids(node: DeviceNode) -> set[str]:

@@ -22,7 +22,8 @@ SEED_NODE = {
 }
 POD = "fa8983dc-bb76-4eeb-8dcc-556fbd44d7ce"
 # The entry of seed 003's example, with a device of its node: the example's own id
-# (GPU-36b27e44-...) is none of the two GPUs listed beside it.
+# (GPU-36b27e44-...) is none of the two GPUs listed beside it (see
+# test_the_seeds_own_entry_is_taken_and_its_unknown_device_reported).
 SEED_ENTRY = {"podUID": POD, "containerName": "cuda-container",
               "resourceName": "nvidia.com/gpu", "deviceIDs": [GPU0_ID]}
 ABSENT_ID = "GPU-36b27e44-b086-46f7-f2dc-73c36dc65991"
@@ -160,8 +161,6 @@ def test_checkpoints_that_do_not_fit_the_node_are_400_and_write_nothing(api):
                                           switches_per_numa=1))
     good = {"podUID": "good", "resourceName": "nvidia.com/gpu", "deviceIDs": ["GPU-0000"]}
     refused = [
-        ({**good, "podUID": "p", "deviceIDs": [ABSENT_ID]},
-         f"Checkpoint of pod p: node node-1 has no device with id '{ABSENT_ID}'."),
         ({**good, "podUID": "p", "containerName": "c", "deviceIDs": ["mlx5_0"]},
          "Checkpoint of pod p, container c: device 'mlx5_0' is of type rdma, not gpu "
          "(nvidia.com/gpu)."),
@@ -266,3 +265,21 @@ def test_a_node_whose_tree_no_longer_matches_its_topology_is_409(api):
         "checkpoint.")
     import_node(api, "node-1", SEED_NODE)
     put_checkpoints(api, "node-1", [SEED_ENTRY])
+
+
+def test_the_seeds_own_entry_is_taken_and_its_unknown_device_reported(api):
+    """Seed 003's example checkpoint names a GPU its Device does not list: nothing can be
+    held for it (no search offers a device the topology lacks), so it is reported, not
+    refused, and the pod's other devices are held."""
+    import_node(api, "node-1", SEED_NODE)
+    seed_entry = {**SEED_ENTRY, "deviceIDs": [ABSENT_ID]}
+    body = put_checkpoints(api, "node-1", [seed_entry])
+    assert body["pods"] == [] and body["changed"] is False
+    assert body["unknownDevices"] == [
+        {"podUID": POD, "containerName": "cuda-container", "deviceID": ABSENT_ID}]
+    both = put_checkpoints(api, "node-1", [{**SEED_ENTRY, "deviceIDs": [ABSENT_ID, GPU1_ID]}])
+    [pod] = both["pods"]
+    assert [g["minor"] for g in pod["devices"]["gpu"]] == [1]
+    assert [u["deviceID"] for u in both["unknownDevices"]] == [ABSENT_ID]
+    assert candidates(api, {"nvidia.com/gpu": "2"})["candidates"] == []  # GPU 1 is held
+    assert len(candidates(api, {"nvidia.com/gpu": "1"})["candidates"]) == 1

@@ -99,9 +99,13 @@ def test_checkpoints_hold_the_devices_kubelet_gave_and_release_them(run_on_both,
     status, body, _ = run("devices", "checkpoints", "h", str(entries))
     assert (status, body["released"]) == (0, [pod["consumer_uuid"]])
     entries.write_text("- {podUID: p, resourceName: nvidia.com/gpu, deviceIDs: [nope]}\n")
+    status, body, _ = run("devices", "checkpoints", "h", str(entries))
+    assert status == 0
+    assert body["unknownDevices"] == [{"podUID": "p", "containerName": "", "deviceID": "nope"}]
+    entries.write_text("- {podUID: p, resourceName: example.com/foo, deviceIDs: [nope]}\n")
     status, _, err = run("devices", "checkpoints", "h", str(entries))
     assert status == 1
-    assert "node h has no device with id 'nope'" in err
+    assert "resourceName 'example.com/foo' is not a device resource" in err
 
 
 def test_a_malformed_matrix_is_refused_with_its_problem(run):
