@@ -24,6 +24,8 @@ any group of their level anywhere on the node (``Node.by_level``).
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from placement.group_resources.assignment import assign_distinct
+from placement.group_resources.exact import ExactSums, Gain
 from placement.group_resources.request_tree import RequestGroup
 from placement.group_resources.scoring import Scorer
 from placement.group_resources.snapshot import Location, Node
@@ -46,11 +48,12 @@ class Want:
     group: RequestGroup
     shape_id: int
     kinds: list[Kind] = field(default_factory=list)
+    terms: int = 0  # requested amounts in the group and below it: the terms of its gain
 
 
 @dataclass(frozen=True)
 class Fit:
-    gain: float
+    gain: Gain
     # for each kind (by position), the positions of the chosen subgroups
     chosen: tuple[tuple[int, ...], ...]
 
@@ -61,6 +64,7 @@ class Placement:
 
     node: Node
     score: float
+    score_key: int  # the score as nodes are compared: exactly, at nine decimals
     mappings: dict[str, str]  # requested key -> the node's key
     allocations: dict[str, dict[str, int]]  # provider uuid -> class -> amount
 
@@ -68,23 +72,28 @@ class Placement:
 class Allocator:
     """Finds the best placement per node for one request; reuse it across nodes."""
 
-    def __init__(self, scorer: Scorer) -> None:
+    def __init__(self, scorer: Scorer, terms: int) -> None:
+        """``terms``: how many amounts the request asks for (``ExactSums``)."""
         self.scorer = scorer
+        self.sums = ExactSums(terms)
         self._shapes: dict[tuple, int] = {}
         self._wants: dict[int, Want] = {}  # id(RequestGroup) -> Want
         self._memo: dict[tuple, Fit | None] = {}
 
     def place(self, node: Node, top: RequestGroup, flat: bool) -> Placement | None:
         want = self._want(top)
-        fit = self._best(want, node.root, node if flat else None)
+        flat_node = node if flat else None
+        fit = self._best(want, node.root, flat_node)
         if fit is NO_FIT:
             return None
         mappings: dict[str, str] = {}
         allocations: dict[str, dict[str, int]] = {}
-        self._materialize(want, node.root, fit, node if flat else None, mappings, allocations)
+        self._materialize(want, node.root, fit, flat_node, mappings, allocations)
+        score, score_key = self.scorer.node_score(node, fit.gain, want.terms)
         return Placement(
             node=node,
-            score=self.scorer.node_score(node, fit.gain),
+            score=score,
+            score_key=score_key,
             mappings=mappings,
             allocations=allocations,
         )
@@ -107,6 +116,9 @@ class Allocator:
             Kind(level=level, members=tuple(members))
             for (level, _shape), members in sorted(by_kind.items(), key=lambda kv: kv[0][1])
         ]
+        want.terms = len(group.demands) + sum(
+            member.terms for kind in want.kinds for member in kind.members
+        )
         self._wants[id(group)] = want
         return want
 
@@ -119,37 +131,37 @@ class Allocator:
         return fit
 
     def _compute(self, want: Want, location: Location, flat_node: Node | None) -> Fit | None:
-        gain = 0.0
+        gains: list[Gain] = []
         for demand in want.group.demands:
             room = location.rooms.get(demand.resource_class)
             if room is None or not room.fits(demand.amount):
                 return NO_FIT
-            gain += self.scorer.gain(demand.amount, room)
+            gains.append(self.scorer.gain(self.sums, demand.amount, room))
         chosen: list[tuple[int, ...]] = [()] * len(want.kinds)
         levels = {kind.level for kind in want.kinds}
         for level in sorted(levels):
             kinds = [i for i, kind in enumerate(want.kinds) if kind.level == level]
             slots = (flat_node.by_level if flat_node else location.children).get(level, [])
             representatives = [want.kinds[i].members[0] for i in kinds]
-            assigned = _assign(
+            assigned = assign_distinct(
                 [len(want.kinds[i].members) for i in kinds],
                 len(slots),
                 self._pair_gains(representatives, slots),
+                self.sums,
             )
             if assigned is None:
                 return NO_FIT
-            level_gain, positions = assigned
-            gain += level_gain
+            gains.append(assigned.gain)
             for k, i in enumerate(kinds):
-                chosen[i] = positions[k]
-        return Fit(gain=gain, chosen=tuple(chosen))
+                chosen[i] = assigned.chosen[k]
+        return Fit(gain=self.sums.total(gains), chosen=tuple(chosen))
 
     def _pair_gains(
         self, wants: list[Want], slots: list[Location]
-    ) -> Callable[[int, int], float | None]:
+    ) -> Callable[[int, int], Gain | None]:
         """gain(k, s): the best gain of ``wants[k]`` on ``slots[s]`` (None: no fit)."""
 
-        def gain(k: int, s: int) -> float | None:
+        def gain(k: int, s: int) -> Gain | None:
             fit = self._best(wants[k], slots[s], None)
             return None if fit is NO_FIT else fit.gain
 
@@ -168,47 +180,3 @@ class Allocator:
                 assert member_fit is not NO_FIT
                 self._materialize(member, slot, member_fit, None, mappings, allocations)
 
-
-def _assign(
-    counts: list[int], slot_count: int, pair_gain: Callable[[int, int], float | None]
-) -> tuple[float, list[tuple[int, ...]]] | None:
-    """Give every requested subgroup its own slot, maximising the summed gain.
-
-    ``counts[k]`` subgroups of kind k; ``pair_gain(k, slot)`` is the gain of
-    one of them on ``slot`` (None: does not fit). Returns the gain and, per
-    kind, the slots chosen (in slot order); None if they cannot all be placed.
-    """
-    needed = sum(counts)
-    start = tuple(counts)
-    frontier: dict[tuple[int, ...], float] = {start: 0.0}
-    steps: list[dict[tuple[int, ...], tuple[tuple[int, ...], int]]] = []
-    for slot in range(slot_count):
-        left_after = slot_count - slot - 1
-        gains = [pair_gain(k, slot) if counts[k] else None for k in range(len(counts))]
-        reached: dict[tuple[int, ...], float] = {}
-        back: dict[tuple[int, ...], tuple[tuple[int, ...], int]] = {}
-        for state, value in frontier.items():
-            for k, gain in enumerate(gains):
-                if gain is None or state[k] == 0:
-                    continue
-                taken = state[:k] + (state[k] - 1,) + state[k + 1 :]
-                if taken not in reached or value + gain > reached[taken]:
-                    reached[taken] = value + gain
-                    back[taken] = (state, k)
-            if sum(state) <= left_after and (state not in reached or value > reached[state]):
-                reached[state] = value
-                back[state] = (state, -1)
-        steps.append(back)
-        frontier = reached
-        if not frontier:
-            return None
-    done = tuple(0 for _ in counts)
-    if done not in frontier:
-        return None if needed else (0.0, [() for _ in counts])
-    chosen: list[list[int]] = [[] for _ in counts]
-    state = done
-    for slot in range(slot_count - 1, -1, -1):
-        state, kind = steps[slot][state]
-        if kind >= 0:
-            chosen[kind].append(slot)
-    return frontier[done], [tuple(sorted(slots)) for slots in chosen]

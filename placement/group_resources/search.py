@@ -18,7 +18,7 @@ from placement.group_resources.request_tree import (
     Unplaced,
     fit_to_levels,
 )
-from placement.group_resources.scoring import Scorer, bound_key, score_key
+from placement.group_resources.scoring import Scorer, bound_key
 from placement.group_resources.snapshot import Location, Node
 
 
@@ -72,7 +72,7 @@ class Ranking:
     def __init__(self, request: GroupRequest, scorer: Scorer) -> None:
         self.request = request
         self.scorer = scorer
-        self.allocator = Allocator(scorer)
+        self.allocator = Allocator(scorer, len(request.keys()))
         self.placements: list[Placement] = []
         self._fitted: dict[tuple, RequestGroup | Unplaced] = {}
         self._blocked: Counter[str] = Counter()
@@ -127,7 +127,7 @@ class Ranking:
 
 
 def _rank_key(placement: Placement) -> tuple:
-    return (-score_key(placement.score), placement.node.name)
+    return (-placement.score_key, placement.node.name)
 
 
 def _explain(allocator: Allocator, node: Node, top: RequestGroup, flat: bool) -> Unplaced:

@@ -17,7 +17,7 @@ from placement.group_resources.allocator import Placement
 from placement.group_resources.candidate_query import CandidateQuery, candidate_query
 from placement.group_resources.replica_nodes import NodesKept, ReplicaNodes
 from placement.group_resources.request_tree import Unplaced, fit_to_levels, parse_request
-from placement.group_resources.scoring import SCORERS, score_key
+from placement.group_resources.scoring import SCORERS
 from placement.group_resources.search import CandidateAnswer, Ranking, bounded_ranking
 from placement.group_resources.snapshot import Node, build_nodes, rooms_of
 from placement.group_resources.sync import SyncResult, require_node
@@ -127,7 +127,7 @@ class GroupResourceSearch:
         claimant = Claimant(
             kind="group_resources",
             choose=choose,
-            standing=lambda placement: score_key(placement.score),
+            standing=lambda placement: placement.score_key,
             allocations=lambda placement: placement.allocations,
         )
         return claim_best(

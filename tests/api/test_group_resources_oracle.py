@@ -11,17 +11,20 @@ are then answered three ways, which must agree:
 - the brute force below, which enumerates every assignment of request groups
   to node groups (same level, distinct groups, subgroups on direct children
   of their parent's group, skipped levels filled in per request group, room)
-  and scores each with the documented pack/spread formula;
+  and scores each with the documented pack/spread formula, in fractions;
 - POST /group_resources/candidates, with and without ``limit``: exactly the
-  nodes with an assignment (the best ``limit`` of them), each answered with a
-  valid one of maximal score, best node first;
+  nodes with an assignment (the best ``limit`` of them, by exact score at nine
+  decimals, then name), each answered with a valid one of exactly maximal
+  score;
 - each node's dry-run query (POST /group_resources/queries) run through GET
   /allocation_candidates: exactly the brute-force assignments, once each.
 
 A world of 36 nodes checks ``limit`` past the first batch of the bounded
-search, and two minimal cases keep the bugs it once found fixed: groups of
-later batches numbered apart from the first, and a zero-capacity inventory
-lowering a bound.
+search, worlds of devices of about 2**31 units requests whose placements
+differ by less than float rounding, and minimal cases keep the bugs it once
+found fixed: groups of later batches numbered apart from the first, a
+zero-capacity inventory lowering a bound, and float sums that tied or ranked
+the wrong way round.
 
 The oracle knows the worlds from the key maps it writes and the allocations
 it reads back through the generic API; it imports nothing of the translator.
@@ -31,6 +34,7 @@ import random
 import re
 import uuid
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import pytest
 
@@ -275,18 +279,20 @@ def _preorder(top: Want) -> list[tuple[Want, Want]]:
     return pairs
 
 
-def pack(node: NodeModel, top: Want, assignment: dict[Want, NodeGroup]) -> float:
-    """Mean over every inventory of the node of (used + placed) / capacity."""
+def pack(node: NodeModel, top: Want, assignment: dict[Want, NodeGroup]) -> Fraction:
+    """Mean over every inventory of the node of (used + placed) / capacity, exactly
+    (the capacity being the float product placement computes)."""
     inventories = node.inventories()
     assert all(i.capacity > 0 for i in inventories)
-    filled = sum(i.used / i.capacity for i in inventories)
+    filled = sum((Fraction(i.used) / Fraction(i.capacity) for i in inventories), Fraction(0))
     for want, group in [(top, node.root), *assignment.items()]:
         for base_name, (_key, amount) in want.demands.items():
-            filled += amount / group.inventories[resource_class(group.level, base_name)].capacity
+            capacity = group.inventories[resource_class(group.level, base_name)].capacity
+            filled += amount / Fraction(capacity)
     return filled / len(inventories)
 
 
-def score(scorer: str, node: NodeModel, top: Want, assignment) -> float:
+def score(scorer: str, node: NodeModel, top: Want, assignment) -> Fraction:
     packed = pack(node, top, assignment)
     return packed if scorer == "pack" else 1.0 - packed
 
@@ -426,8 +432,11 @@ class World:
     node_of: dict[str, NodeModel]  # provider uuid -> node
 
 
-def build_world(api, rng: random.Random, names: list[str], make_resources) -> World:
-    """Nodes ``names`` synced from ``make_resources(rng)``, then some capacity changed or taken."""
+def build_world(
+    api, rng: random.Random, names: list[str], make_resources, change_capacity: bool = True
+) -> World:
+    """Nodes ``names`` synced from ``make_resources(rng)``, then (``change_capacity``) some
+    capacity changed or taken."""
     world = World(nodes={}, by_uuid={}, node_of={})
     resources: dict = {}
     for name in names:
@@ -443,6 +452,8 @@ def build_world(api, rng: random.Random, names: list[str], make_resources) -> Wo
             world.by_uuid[group.uuid] = group
             world.node_of[group.uuid] = model
         world.nodes[name] = model
+    if not change_capacity:
+        return world
     if rng.random() < 0.6:
         _tweak_inventories(api, rng, world)
     if rng.random() < 0.4:
@@ -539,7 +550,11 @@ class Expected:
     keys: set[str]  # every requested key
     fitted: dict[str, Want]  # node -> the request as it must land there (levels filled in)
     valid: dict[str, set]  # node -> signatures of every valid assignment (feasible nodes)
-    best: dict[str, float]  # node -> its best score (feasible nodes)
+    best: dict[str, Fraction]  # node -> its best score (feasible nodes)
+
+    def ranked(self) -> list[str]:
+        """The feasible nodes, best first: by exact score at nine decimals, then name."""
+        return sorted(self.best, key=lambda name: (-round(self.best[name] * 10**9), name))
 
 
 def expected(world: World, request: dict, scorer: str) -> Expected:
@@ -563,7 +578,9 @@ def check_answer(world: World, oracle: Expected, body: dict, limit, context: str
     listed = body["candidates"]
     names = [c["node"] for c in listed]
     assert len(names) == len(set(names)), context
-    best_scores = sorted(oracle.best.values(), reverse=True)[:limit]
+    ranked = oracle.ranked()[:limit]
+    assert names == ranked, (context, names, ranked)
+    best_scores = [float(oracle.best[name]) for name in ranked]
     if limit is None:
         assert set(names) == set(oracle.best), (context, names, oracle.best)
         assert body["feasible_nodes"] == len(oracle.best), context
@@ -585,11 +602,11 @@ def check_answer(world: World, oracle: Expected, body: dict, limit, context: str
             f"{context}: invalid placement on {node.name}: {candidate['mappings']}"
         )
         achieved = score(oracle.scorer, node, fitted, assignment)
-        assert achieved == pytest.approx(oracle.best[node.name], abs=TOLERANCE), (
+        assert achieved == oracle.best[node.name], (
             f"{context}: {node.name} answered a placement scoring {achieved}, its best "
             f"scores {oracle.best[node.name]}: {candidate['mappings']}"
         )
-        assert candidate["score"] == pytest.approx(achieved, abs=TOLERANCE), context
+        assert candidate["score"] == pytest.approx(float(achieved), abs=TOLERANCE), context
         assert {u: e["resources"] for u, e in candidate["allocations"].items()} == (
             expected_allocations(node, fitted, assignment)
         ), context
@@ -695,6 +712,65 @@ def test_limited_answers_on_many_nodes_agree_with_brute_force(api, seed):
                 options = {} if limit is None else {"limit": limit}
                 body = candidates(api, request, scorer=scorer, **options)
                 check_answer(world, oracle, body, limit, context)
+
+
+# Devices of about 2**31 units: placements whose scores differ by less than float
+# rounding (about 2**-52 of the score), which only exact comparisons tell apart.
+
+BIG = 2**31 - 1
+
+
+def random_big_node_resources(rng: random.Random) -> dict:
+    devices = rng.randint(2, 4)
+    pairs = rng.random() < 0.5
+    resources: dict = {}
+    for device in range(devices):
+        prefix = f"Gpugrp0/{device // 2}/" if pairs else ""
+        resources[f"{prefix}gpu/dev{device}/units"] = BIG - rng.randint(0, 3)
+    return resources
+
+
+def random_big_request(rng: random.Random) -> dict:
+    return {
+        f"gpu/{i}/units": 2**30 + rng.randint(-2, 2) for i in range(rng.randint(1, 3))
+    }
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_scores_closer_than_float_rounding_agree_with_brute_force(api, seed):
+    rng = random.Random(2000 + seed)
+    names = [f"b{i}" for i in range(rng.randint(1, 3))]
+    world = build_world(api, rng, names, random_big_node_resources, change_capacity=False)
+    for number in range(REQUESTS_PER_WORLD):
+        request = random_big_request(rng)
+        for scorer in SCORERS:
+            check_candidates(api, world, request, scorer,
+                             f"big seed {seed}, request {number}: {request} ({scorer})")
+
+
+def test_a_placement_better_by_less_than_float_rounding_wins(api):
+    # Floats give a->d1, b->d2 and a->d2, b->d1 one sum; exactly, the second is larger
+    # by 1 / (d1 * d2). Before scores were exact the first was answered.
+    sync(api, "n", {"gpu/d1/units": 2147483646, "gpu/d2/units": 2147483647})
+    request = {"gpu/a/units": 1073741824, "gpu/b/units": 1073741825}
+    for options in ({}, {"limit": 1}):
+        [best] = candidates(api, request, **options)["candidates"]
+        assert best["mappings"] == {"gpu/a/units": "gpu/d2/units", "gpu/b/units": "gpu/d1/units"}
+    consumer = str(uuid.uuid4())
+    assert claim(api, request, consumer).json["mappings"] == best["mappings"]
+
+
+def test_nodes_rank_by_their_exact_score_at_nine_decimals(api):
+    # a scores (1720635158 + 1) / (2**31 - 1) = 0.80123318349..., b 0.801233184. In
+    # floats a's score rounded up to b's at nine decimals, and the tie went to a by name.
+    for name, total, used in (("a", BIG, 1720635158), ("b", 10**9, 801233183)):
+        sync(api, name, {"gpu/d/units": total})
+        [device] = api.get(f"/group_resources/nodes/{name}").json["groups"]
+        allocated = api.allocate(uuid.uuid4(), {device["uuid"]: {"CUSTOM_GPU_UNITS": used}})
+        assert allocated.status_code == 204, allocated.json
+    for options in ({}, {"limit": 1}):
+        listed = candidates(api, {"gpu/0/units": 1}, **options)["candidates"]
+        assert [c["node"] for c in listed][:1] == ["b"], options
 
 
 def one_gpu_node(gpu_memory: str) -> dict:
