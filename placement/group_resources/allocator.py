@@ -19,12 +19,27 @@ subgroups are one kind, so 8 identical GPUs are 9 states, not 2^8).
 ``best`` is remembered by (shape of R, signature of X): on nodes with the
 same free groups it is computed once. A flat request places its groups on
 any group of their level anywhere on the node (``Node.by_level``).
+
+With shared groups (``GroupOptions.sibling_groups``) several request groups
+may land on one node group, when each fits there alone and it holds all their
+base resources together (one allocation per provider and class: the summed
+amount must fit too). The
+unit is then a *pool*, the request groups placed together on one node group:
+
+    best(pool P, node group X) =
+        gain of the summed base resources of P on X
+        + the best assignment of the subgroups of all of P to X's subgroups,
+          several to one when it holds them, each slot weighted by
+          best(the subgroups it takes, slot)
+
+remembered by (the shapes in P, signature of X). It is exact too: distinct
+node groups share nothing, and everything that lands under X is in P.
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from placement.group_resources.assignment import assign_distinct
+from placement.group_resources.assignment import assign_distinct, assign_shared
 from placement.group_resources.exact import ExactSums, Gain
 from placement.group_resources.request_tree import RequestGroup
 from placement.group_resources.scoring import Scorer
@@ -58,6 +73,14 @@ class Fit:
     chosen: tuple[tuple[int, ...], ...]
 
 
+@dataclass(frozen=True)
+class PoolFit:
+    gain: Gain
+    # for each level of the pool's subgroups (``_pooled_children``), the moves of
+    # assignment.assign_shared: (slot position, how many of each kind)
+    moves: tuple[tuple[tuple[int, tuple[int, ...]], ...], ...]
+
+
 @dataclass
 class Placement:
     """The best placement of a request on one node."""
@@ -72,23 +95,33 @@ class Placement:
 class Allocator:
     """Finds the best placement per node for one request; reuse it across nodes."""
 
-    def __init__(self, scorer: Scorer, terms: int) -> None:
-        """``terms``: how many amounts the request asks for (``ExactSums``)."""
+    def __init__(self, scorer: Scorer, terms: int, shared: bool = False) -> None:
+        """``terms``: how many amounts the request asks for (``ExactSums``); ``shared``:
+        request groups may share node groups."""
         self.scorer = scorer
         self.sums = ExactSums(terms)
+        self.shared = shared
         self._shapes: dict[tuple, int] = {}
         self._wants: dict[int, Want] = {}  # id(RequestGroup) -> Want
         self._memo: dict[tuple, Fit | None] = {}
+        self._pools: dict[tuple, PoolFit | None] = {}
 
     def place(self, node: Node, top: RequestGroup, flat: bool) -> Placement | None:
         want = self._want(top)
         flat_node = node if flat else None
-        fit = self._best(want, node.root, flat_node)
-        if fit is NO_FIT:
-            return None
         mappings: dict[str, str] = {}
         allocations: dict[str, dict[str, int]] = {}
-        self._materialize(want, node.root, fit, flat_node, mappings, allocations)
+        fit: Fit | PoolFit | None
+        if self.shared:
+            fit = self._best_pool((want,), node.root, flat_node)
+            if fit is NO_FIT:
+                return None
+            self._materialize_pool((want,), node.root, fit, flat_node, mappings, allocations)
+        else:
+            fit = self._best(want, node.root, flat_node)
+            if fit is NO_FIT:
+                return None
+            self._materialize(want, node.root, fit, flat_node, mappings, allocations)
         score, score_key = self.scorer.node_score(node, fit.gain, want.terms)
         return Placement(
             node=node,
@@ -100,6 +133,8 @@ class Allocator:
 
     def fits_alone(self, group: RequestGroup, location: Location) -> bool:
         """Whether ``group`` (and its subgroups) fit on ``location`` ignoring its siblings."""
+        if self.shared:
+            return self._best_pool((self._want(group),), location, None) is not NO_FIT
         return self._best(self._want(group), location, None) is not NO_FIT
 
     def _want(self, group: RequestGroup) -> Want:
@@ -168,10 +203,7 @@ class Allocator:
         return gain
 
     def _materialize(self, want, location, fit, flat_node, mappings, allocations) -> None:
-        for demand in want.group.demands:
-            taken = allocations.setdefault(location.uuid, {})
-            taken[demand.resource_class] = taken.get(demand.resource_class, 0) + demand.amount
-            mappings[demand.key] = location.key(demand.base_name)
+        _place_demands(want, location, mappings, allocations)
         for kind, positions in zip(want.kinds, fit.chosen, strict=True):
             slots = (flat_node.by_level if flat_node else location.children)[kind.level]
             for member, position in zip(kind.members, positions, strict=True):
@@ -180,3 +212,96 @@ class Allocator:
                 assert member_fit is not NO_FIT
                 self._materialize(member, slot, member_fit, None, mappings, allocations)
 
+    # Shared groups: pools of request groups on one node group -----------------------
+
+    def _best_pool(
+        self, members: tuple[Want, ...], location: Location, flat_node: Node | None
+    ) -> PoolFit | None:
+        key = (tuple(sorted(m.shape_id for m in members)), location.signature,
+               flat_node is not None)
+        if key not in self._pools:
+            self._pools[key] = self._compute_pool(members, location, flat_node)
+        return self._pools[key]
+
+    def _compute_pool(
+        self, members: tuple[Want, ...], location: Location, flat_node: Node | None
+    ) -> PoolFit | None:
+        amounts: dict[str, int] = {}
+        for member in members:
+            for demand in member.group.demands:
+                room = location.rooms.get(demand.resource_class)
+                if room is None or not room.fits(demand.amount):
+                    return NO_FIT  # each fits alone, as without sharing (and as placement's)
+                amounts[demand.resource_class] = (
+                    amounts.get(demand.resource_class, 0) + demand.amount
+                )
+        gains: list[Gain] = []
+        for resource_class, amount in amounts.items():
+            room = location.rooms.get(resource_class)
+            if room is None or not room.fits(amount):
+                return NO_FIT
+            gains.append(self.scorer.gain(self.sums, amount, room))
+        moves = []
+        for level, kinds in _pooled_children(members):
+            slots = (flat_node.by_level if flat_node else location.children).get(level, [])
+            assigned = assign_shared(
+                [len(kind) for kind in kinds], len(slots), self._pool_gains(kinds, slots),
+                self.sums,
+            )
+            if assigned is None:
+                return NO_FIT
+            gains.append(assigned.gain)
+            moves.append(assigned.moves)
+        return PoolFit(gain=self.sums.total(gains), moves=tuple(moves))
+
+    def _pool_gains(
+        self, kinds: list[list[Want]], slots: list[Location]
+    ) -> Callable[[tuple[int, ...], int], Gain | None]:
+        """gain(v, s): the best gain of ``v[k]`` of each kind together on ``slots[s]``."""
+
+        def gain(taking: tuple[int, ...], s: int) -> Gain | None:
+            members = tuple(m for kind, n in zip(kinds, taking, strict=True) for m in kind[:n])
+            fit = self._best_pool(members, slots[s], None)
+            return None if fit is NO_FIT else fit.gain
+
+        return gain
+
+    def _materialize_pool(self, members, location, fit, flat_node, mappings, allocations):
+        for member in members:
+            _place_demands(member, location, mappings, allocations)
+        for (level, kinds), moves in zip(_pooled_children(members), fit.moves, strict=True):
+            slots = (flat_node.by_level if flat_node else location.children)[level]
+            waiting = [list(kind) for kind in kinds]
+            for position, taking in moves:
+                chosen = []
+                for queue, n in zip(waiting, taking, strict=True):
+                    chosen += queue[:n]
+                    del queue[:n]
+                slot = slots[position]
+                pool_fit = self._best_pool(tuple(chosen), slot, None)
+                assert pool_fit is not NO_FIT
+                self._materialize_pool(
+                    tuple(chosen), slot, pool_fit, None, mappings, allocations
+                )
+
+
+def _place_demands(want: Want, location: Location, mappings, allocations) -> None:
+    """The base resources of ``want`` on ``location``: in the mappings and allocations."""
+    for demand in want.group.demands:
+        taken = allocations.setdefault(location.uuid, {})
+        taken[demand.resource_class] = taken.get(demand.resource_class, 0) + demand.amount
+        mappings[demand.key] = location.key(demand.base_name)
+
+
+def _pooled_children(members: tuple[Want, ...]) -> list[tuple[str, list[list[Want]]]]:
+    """The subgroups of all ``members``, by level (in name order), each level's by kind
+    (identical subgroups, in shape order): the same for pools of the same shapes."""
+    by_level: dict[str, dict[int, list[Want]]] = {}
+    for member in members:
+        for kind in member.kinds:
+            for child in kind.members:
+                by_level.setdefault(kind.level, {}).setdefault(child.shape_id, []).append(child)
+    return [
+        (level, [kinds[shape] for shape in sorted(kinds)])
+        for level, kinds in sorted(by_level.items())
+    ]

@@ -7,14 +7,20 @@ subgroups are one *kind*; ``counts[k]`` of kind k are to be placed, and
 fit there). The search is a dynamic programme over the slots in order whose
 state is how many of each kind are still to place.
 
+With shared groups (``assign_shared``) a slot may take several requested
+subgroups at once, of any kinds, when it holds them all together: ``pair``
+then scores a vector of how many of each kind.
+
 Gains are compared exactly (``exact``): as floats when every float of the
 search is exact, else as integers over a common denominator. Between
 placements of exactly equal gain the one found first is kept: slots earlier
-in their order, kinds in their order.
+in their order, kinds in their order (with shared groups, the most taken at
+once first).
 """
 
 from collections.abc import Callable, Sequence
 from fractions import Fraction
+from itertools import product
 from typing import NamedTuple
 
 from placement.group_resources.exact import ZERO, ExactSums, Gain, common_numerators
@@ -100,3 +106,55 @@ def gain_of(value: Number, denominator: int | None) -> Gain:
         return Gain(float(value))
     exact = Fraction(int(value), denominator)
     return Gain(float(exact), exact)
+
+
+class Shared(NamedTuple):
+    gain: Gain
+    moves: tuple[tuple[int, tuple[int, ...]], ...]  # (slot, how many of each kind), by slot
+
+
+def assign_shared(
+    counts: list[int],
+    slot_count: int,
+    pair: Callable[[tuple[int, ...], int], Gain | None],
+    sums: ExactSums,
+) -> Shared | None:
+    """Give every requested subgroup a slot, several to one slot when it holds them all,
+    maximising the summed gain.
+
+    ``pair(v, slot)`` is the gain of ``v[k]`` subgroups of each kind k together on
+    the slot (None: they do not fit there together). None if the subgroups cannot
+    all be placed.
+    """
+    vectors = list(product(*(range(count, -1, -1) for count in counts)))[:-1]  # not 0
+    index = {vector: position for position, vector in enumerate(vectors)}
+    pairs = [[pair(vector, slot) for vector in vectors] for slot in range(slot_count)]
+    values, denominator = comparable(pairs, sum(counts), sums)
+    frontier: dict[State, Number] = {tuple(counts): 0}
+    steps: list[dict[State, tuple[State, int]]] = []
+    for slot in range(slot_count):
+        row = values[slot]
+        reached: dict[State, Number] = {}
+        back: dict[State, tuple[State, int]] = {}
+        for state, value in frontier.items():
+            for taking in product(*(range(left, -1, -1) for left in state)):
+                position = index.get(taking, -1)  # -1: takes nothing
+                gain = row[position] if position >= 0 else 0
+                if gain is None:
+                    continue
+                taken = tuple(left - took for left, took in zip(state, taking, strict=True))
+                if taken not in reached or value + gain > reached[taken]:
+                    reached[taken] = value + gain
+                    back[taken] = (state, position)
+        steps.append(back)
+        frontier = reached
+    done = tuple(0 for _ in counts)
+    if done not in frontier:
+        return None
+    moves = []
+    state = done
+    for slot in range(slot_count - 1, -1, -1):
+        state, position = steps[slot][state]
+        if position >= 0:
+            moves.append((slot, vectors[position]))
+    return Shared(gain_of(frontier[done], denominator), tuple(reversed(moves)))

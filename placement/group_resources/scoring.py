@@ -2,12 +2,15 @@
 
 A node's score is a function, over every inventory the node offers, of its
 capacity, what is used of it and what the request puts there; the linear
-"most allocated" form is (used + requested) / capacity. We average it over the
-node's inventories instead of summing it (api-ref/group_resources.md, Scoring),
-so that a node does not win merely for having more devices:
+"most allocated" form is (used + requested) / capacity. By default we average it
+over the node's inventories instead of summing it (api-ref/group_resources.md,
+Scoring), so that a node does not win merely for having more devices; the
+``sum`` node ranking (``GroupOptions.node_ranking``) sums it, as the group
+allocator's eq. 17 does:
 
     pack   = mean over the node's inventories of (used + placed) / capacity
     spread = 1 - pack
+    (sum:    pack = the sum instead of the mean; spread = inventories - pack)
 
 Both are linear in what is placed, so the best placement on one node is the
 one maximising ``direction * sum(amount / capacity)``, which is what the
@@ -26,6 +29,7 @@ from fractions import Fraction
 from placement.group_resources.exact import ExactSums, Gain, exact_quotient, slack
 from placement.group_resources.request_tree import GroupRequest
 from placement.group_resources.snapshot import Node, Room
+from placement.nodes.group_options import SUM
 from placement.nodes.scorers import PACK, SPREAD
 
 SCORE_SCALE = 10**9  # scores are compared, and tie, at nine decimals
@@ -62,6 +66,7 @@ def _clamped(value: float, to_int, if_nan: int) -> int:
 class Scorer:
     name: str
     direction: int  # +1: prefer fuller groups and nodes; -1: emptier ones
+    summed: bool = False  # the node's score sums its inventories' instead of averaging
 
     def gain(self, sums: ExactSums, amount: int, room: Room) -> Gain:
         """What placing ``amount`` on ``room`` adds to the quantity the allocator maximises."""
@@ -81,7 +86,9 @@ class Scorer:
         if not -KEY_LIMIT < scaled < KEY_LIMIT:
             return score, score_key(score)
         key = round(scaled)
-        magnitude = (abs(node.utilisation) + abs(gain.value) + count) / max(count, 1)
+        magnitude = abs(node.utilisation) + abs(gain.value) + count
+        if not self.summed:
+            magnitude /= max(count, 1)
         if 0.5 - abs(scaled - key) > SCORE_SCALE * slack(terms + count, magnitude):
             return score, key
         utilisation = sum(
@@ -121,8 +128,17 @@ class Scorer:
         """The score of a node: floats, or fractions for the exact score."""
         if inventory_count == 0:
             return 0.0
+        if self.summed:
+            packed = utilisation + placed
+            return packed if self.direction > 0 else inventory_count - packed
         packed = (utilisation + placed) / inventory_count
         return packed if self.direction > 0 else 1 - packed
 
 
 SCORERS = {PACK: Scorer(PACK, 1), SPREAD: Scorer(SPREAD, -1)}
+
+
+def scorer_for(name: str, node_ranking: str) -> Scorer:
+    """The scorer ``name`` (pack, spread), ranking nodes by ``node_ranking`` (mean, sum)."""
+    scorer = SCORERS[name]
+    return Scorer(scorer.name, scorer.direction, summed=True) if node_ranking == SUM else scorer
