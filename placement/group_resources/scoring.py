@@ -122,7 +122,14 @@ class Scorer:
                 smallest, largest = capacity_ranges[demand.resource_class]
                 capacity = smallest if self.direction > 0 else largest
                 placed += demand.amount / capacity
-        return self._score(utilisation, inventory_count, placed)
+        bound = self._score(utilisation, inventory_count, placed)
+        if self.summed:
+            # A sum may round by more than ``bound_key``'s slack (a thousandth of its last
+            # unit): raise the bound by what it may have lost, so that it stays a bound.
+            terms = inventory_count + len(request.keys())
+            magnitude = abs(utilisation) + abs(placed) + inventory_count
+            bound += slack(terms, magnitude)
+        return bound
 
     def _score(self, utilisation, inventory_count: int, placed):
         """The score of a node: floats, or fractions for the exact score."""
