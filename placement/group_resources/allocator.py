@@ -109,27 +109,21 @@ class Allocator:
     def place(self, node: Node, top: RequestGroup, flat: bool) -> Placement | None:
         want = self._want(top)
         flat_node = node if flat else None
-        mappings: dict[str, str] = {}
-        allocations: dict[str, dict[str, int]] = {}
         fit: Fit | PoolFit | None
         if self.shared:
             fit = self._best_pool((want,), node.root, flat_node)
-            if fit is NO_FIT:
-                return None
-            self._materialize_pool((want,), node.root, fit, flat_node, mappings, allocations)
         else:
             fit = self._best(want, node.root, flat_node)
-            if fit is NO_FIT:
-                return None
+        if fit is NO_FIT:
+            return None
+        mappings: dict[str, str] = {}
+        allocations: dict[str, dict[str, int]] = {}
+        if isinstance(fit, PoolFit):
+            self._materialize_pool((want,), node.root, fit, flat_node, mappings, allocations)
+        else:
             self._materialize(want, node.root, fit, flat_node, mappings, allocations)
         score, score_key = self.scorer.node_score(node, fit.gain, want.terms)
-        return Placement(
-            node=node,
-            score=score,
-            score_key=score_key,
-            mappings=mappings,
-            allocations=allocations,
-        )
+        return Placement(node, score, score_key, mappings, allocations)
 
     def fits_alone(self, group: RequestGroup, location: Location) -> bool:
         """Whether ``group`` (and its subgroups) fit on ``location`` ignoring its siblings."""
@@ -203,7 +197,10 @@ class Allocator:
         return gain
 
     def _materialize(self, want, location, fit, flat_node, mappings, allocations) -> None:
-        _place_demands(want, location, mappings, allocations)
+        for demand in want.group.demands:  # as _place_demands, without a call: it is hot
+            taken = allocations.setdefault(location.uuid, {})
+            taken[demand.resource_class] = taken.get(demand.resource_class, 0) + demand.amount
+            mappings[demand.key] = location.key(demand.base_name)
         for kind, positions in zip(want.kinds, fit.chosen, strict=True):
             slots = (flat_node.by_level if flat_node else location.children)[kind.level]
             for member, position in zip(kind.members, positions, strict=True):

@@ -23,7 +23,13 @@ from fractions import Fraction
 from itertools import product
 from typing import NamedTuple
 
-from placement.group_resources.exact import ZERO, ExactSums, Gain, common_numerators
+from placement.group_resources.exact import (
+    ExactSums,
+    Gain,
+    Rounded,
+    common_numerators,
+    fraction,
+)
 
 State = tuple[int, ...]
 Number = float | int  # a gain as the search compares it (``comparable``)
@@ -39,16 +45,37 @@ def assign_distinct(
 ) -> Assigned | None:
     """Give every requested subgroup a slot of its own, maximising the summed gain.
 
-    None if they cannot all be placed.
+    None if they cannot all be placed. While the search's floats are exact the
+    gains are asked slot by slot, as the search goes (it may stop early); if one
+    of them was not, the search runs again on all of them, compared exactly.
     """
     kinds = range(len(counts))
-    pairs = [[pair(k, slot) if counts[k] else None for k in kinds] for slot in range(slot_count)]
-    values, denominator = comparable(pairs, sum(counts), sums)
+
+    def row_of(slot: int) -> list[Gain | None]:
+        return [pair(k, slot) if counts[k] else None for k in kinds]
+
+    if sums.floats_exact:
+        assigned = _distinct(counts, slot_count, row_of, None)
+        if assigned is None or sums.floats_exact:
+            return assigned
+    values, denominator = comparable([row_of(slot) for slot in range(slot_count)],
+                                     sum(counts), sums)
+    return _distinct(counts, slot_count, values.__getitem__, denominator)
+
+
+def _distinct(
+    counts: list[int],
+    slot_count: int,
+    row_of: Callable[[int], Sequence[Number | None]],
+    denominator: int | None,
+) -> Assigned | None:
+    """``assign_distinct`` on the gains of ``row_of(slot)``, compared as they are: floats,
+    or numerators over ``denominator``."""
     frontier: dict[State, Number] = {tuple(counts): 0}
     steps: list[dict[State, tuple[State, int]]] = []
     for slot in range(slot_count):
         left_after = slot_count - slot - 1
-        row = values[slot]
+        row = row_of(slot)
         reached: dict[State, Number] = {}
         back: dict[State, tuple[State, int]] = {}
         for state, value in frontier.items():
@@ -68,7 +95,7 @@ def assign_distinct(
             return None
     done = tuple(0 for _ in counts)
     if done not in frontier:
-        return None if sum(counts) else Assigned(ZERO, [() for _ in counts])
+        return None if sum(counts) else Assigned(0.0, [() for _ in counts])
     chosen: list[list[int]] = [[] for _ in counts]
     state = done
     for slot in range(slot_count - 1, -1, -1):
@@ -82,17 +109,14 @@ def assign_distinct(
 
 def comparable(
     pairs: Sequence[Sequence[Gain | None]], count: int, sums: ExactSums
-) -> tuple[list[list[Number | None]], int | None]:
-    """The gains as the search adds and compares them: their floats when sums of
+) -> tuple[Sequence[Sequence[Number | None]], int | None]:
+    """The gains as the search adds and compares them: themselves, floats, when sums of
     ``count`` of them are exact (``ExactSums``); else their numerators over a common
     denominator, which is given too."""
     if sums.exact_floats(pairs, count):
-        floats: list[list[Number | None]] = [
-            [None if p is None else p.value for p in row] for row in pairs
-        ]
-        return floats, None
+        return pairs, None
     present = [p for row in pairs for p in row if p is not None]
-    numerators, denominator = common_numerators([p.fraction() for p in present])
+    numerators, denominator = common_numerators([fraction(p) for p in present])
     numbered = iter(numerators)
     integers: list[list[Number | None]] = [
         [None if p is None else next(numbered) for p in row] for row in pairs
@@ -101,11 +125,10 @@ def comparable(
 
 
 def gain_of(value: Number, denominator: int | None) -> Gain:
-    """A sum of the numbers ``comparable`` gave, as a ``Gain``."""
+    """A sum of the numbers ``comparable`` gave, as a gain."""
     if denominator is None:
-        return Gain(float(value))
-    exact = Fraction(int(value), denominator)
-    return Gain(float(exact), exact)
+        return float(value)
+    return Rounded(Fraction(int(value), denominator))
 
 
 class Shared(NamedTuple):

@@ -4,9 +4,9 @@ A placement's gain is a sum of ``amount / capacity`` over what it puts where
 (``scoring.Scorer``), the capacity being the float product placement computes
 (``placement.capacity.unrounded``) taken at its exact value. Floats are fast
 but round: two placements whose exact gains differ by less than the rounding
-compare equal, or the wrong way round, and the worse one can win. So a
-``Gain`` is a float and, when the float is not exactly the sum, the sum as a
-``fractions.Fraction``.
+compare equal, or the wrong way round, and the worse one can win. So a gain
+is a float when the float is exactly the sum, and a ``Rounded`` float that
+carries the sum as a ``fractions.Fraction`` when it is not.
 
 A float that is exactly its rational is a multiple of ``2**-grid`` for some
 ``grid``; sums of such floats (of one sign, as every gain of one search is)
@@ -16,32 +16,42 @@ so the sums of one request are below its number of amounts. ``ExactSums``
 follows the terms of one search as they are divided: while each was exact
 and their finest grid leaves room for that many, every sum and comparison of
 floats is exact, and nothing else is done (whole cards, memory in powers of
-two). After that, sums whose terms were all exact and stayed below the bound
-are still floats; others carry their fraction, and the assignment
-(``assignment.comparable``) compares integers over a common denominator.
+two): the search runs on plain floats, as fast as it always did. After that,
+sums whose terms were all exact and stayed below the bound are still plain
+floats; others are ``Rounded``, and the assignment (``assignment.comparable``)
+compares integers over a common denominator.
 """
 
 import math
 import sys
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import NamedTuple
 
 EPSILON = sys.float_info.epsilon
 MANTISSA_BITS = sys.float_info.mant_dig  # 53
 
 
-class Gain(NamedTuple):
-    """A sum of amounts over capacities (of one sign), as a float and exactly."""
+class Rounded(float):
+    """A gain whose float is rounded: ``exact`` is the sum it stands for."""
 
-    value: float
-    exact: Fraction | None = None  # the sum when ``value`` is rounded; None: it is not
+    exact: Fraction
 
-    def fraction(self) -> Fraction:
-        return Fraction(self.value) if self.exact is None else self.exact
+    def __new__(cls, exact: Fraction) -> "Rounded":
+        gain = super().__new__(cls, exact)
+        gain.exact = exact
+        return gain
 
 
-ZERO = Gain(0.0)
+Gain = float  # a sum of amounts over capacities: exact unless it is Rounded
+
+
+def fraction(gain: Gain) -> Fraction:
+    """The exact value of a gain."""
+    return gain.exact if type(gain) is Rounded else Fraction(gain)
+
+
+def is_rounded(gain: Gain) -> bool:
+    return type(gain) is Rounded
 
 
 class ExactSums:
@@ -56,32 +66,31 @@ class ExactSums:
     def quotient(self, numerator: int, divisor: float) -> Gain:
         """``numerator / divisor`` (0 for a divisor that is not positive)."""
         if not divisor > 0:
-            return ZERO
+            return 0.0
         value = numerator / divisor
         divisor_top, divisor_bottom = divisor.as_integer_ratio()
         top, bottom = value.as_integer_ratio()
         if top * divisor_top != numerator * divisor_bottom * bottom:
             self.floats_exact = False
-            return Gain(value, Fraction(numerator * divisor_bottom, divisor_top))
+            return Rounded(Fraction(numerator * divisor_bottom, divisor_top))
         grid = bottom.bit_length() - 1  # bottom is a power of two
         if grid > self._finest:
             self._finest = grid
             self._below = math.ldexp(1.0, MANTISSA_BITS - grid)
             if self._terms >= self._below:
                 self.floats_exact = False
-        return Gain(value)
+        return value
 
     def total(self, gains: Sequence[Gain]) -> Gain:
         """The sum of same-signed gains."""
         value = 0.0
         for gain in gains:
-            value += gain.value
+            value += gain
         if self.floats_exact or (
-            all(gain.exact is None for gain in gains) and abs(value) < self._below
+            not any(type(gain) is Rounded for gain in gains) and abs(value) < self._below
         ):
-            return Gain(value)
-        exact = sum((gain.fraction() for gain in gains), Fraction(0))
-        return Gain(float(exact), exact)
+            return value
+        return Rounded(sum((fraction(gain) for gain in gains), Fraction(0)))
 
     def exact_floats(self, rows: Sequence[Sequence[Gain | None]], count: int) -> bool:
         """Whether sums of ``count`` of these gains are exact as floats."""
@@ -91,9 +100,9 @@ class ExactSums:
         for row in rows:
             for gain in row:
                 if gain is not None:
-                    if gain.exact is not None:
+                    if type(gain) is Rounded:
                         return False
-                    largest = max(largest, abs(gain.value))
+                    largest = max(largest, abs(gain))
         return count * largest < self._below
 
 

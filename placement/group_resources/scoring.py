@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-from placement.group_resources.exact import ExactSums, Gain, exact_quotient, slack
+from placement.group_resources.exact import ExactSums, Gain, exact_quotient, fraction, slack
 from placement.group_resources.request_tree import GroupRequest
 from placement.group_resources.snapshot import Node, Room
 from placement.nodes.group_options import SUM
@@ -81,12 +81,12 @@ class Scorer:
         exactly (the node's use as fractions, and the gain's).
         """
         count = node.inventory_count
-        score = self._score(node.utilisation, count, self.direction * gain.value)
+        score = self._score(node.utilisation, count, self.direction * gain)
         scaled = score * SCORE_SCALE
         if not -KEY_LIMIT < scaled < KEY_LIMIT:
             return score, score_key(score)
         key = round(scaled)
-        magnitude = abs(node.utilisation) + abs(gain.value) + count
+        magnitude = abs(node.utilisation) + abs(gain) + count
         if not self.summed:
             magnitude /= max(count, 1)
         if 0.5 - abs(scaled - key) > SCORE_SCALE * slack(terms + count, magnitude):
@@ -95,7 +95,7 @@ class Scorer:
             (exact_quotient(room.used, room.unrounded_capacity) for room in node.rooms),
             Fraction(0),
         )
-        exact = self._score(utilisation, node.inventory_count, self.direction * gain.fraction())
+        exact = self._score(utilisation, node.inventory_count, self.direction * fraction(gain))
         return score, max(-KEY_LIMIT, min(KEY_LIMIT, round(exact * SCORE_SCALE)))
 
     def bound(

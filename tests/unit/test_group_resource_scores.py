@@ -5,7 +5,7 @@ from fractions import Fraction
 import pytest
 
 from placement.group_resources.assignment import assign_distinct
-from placement.group_resources.exact import ExactSums, Gain
+from placement.group_resources.exact import ExactSums, Rounded, fraction, is_rounded
 from placement.group_resources.levels import Levels
 from placement.group_resources.scoring import SCORERS
 from placement.group_resources.snapshot import Location, Node, Room
@@ -19,28 +19,30 @@ from placement.group_resources.snapshot import Location, Node, Room
 def test_a_quotient_is_its_float_when_that_is_exact(numerator, divisor, exact):
     sums = ExactSums(terms=4)
     gain = sums.quotient(numerator, divisor)
-    assert gain.value == numerator / divisor
-    assert gain.fraction() == Fraction(numerator) / Fraction(divisor)
-    assert (gain.exact is None) == exact == sums.floats_exact
+    assert gain == numerator / divisor
+    assert fraction(gain) == Fraction(numerator) / Fraction(divisor)
+    assert (not is_rounded(gain)) == exact == sums.floats_exact
 
 
 def test_sums_stay_floats_while_no_bit_can_be_lost():
     sums = ExactSums(terms=3)
     half, quarter = sums.quotient(1, 2.0), sums.quotient(1, 4.0)
-    assert sums.total([half, quarter]) == Gain(0.75)
+    assert sums.total([half, quarter]) == 0.75
     assert sums.floats_exact
     sums.quotient(1, 2.0**51)  # 3 terms in steps of 2**-51 stay below 2**(53 - 51)
     assert sums.floats_exact
     sums.quotient(1, 2.0**52)  # but not below 2**(53 - 52)
     assert not sums.floats_exact
-    assert sums.total([half, quarter]) == Gain(0.75)  # this one is below: still exact
+    total = sums.total([half, quarter])  # this one is below: still exact
+    assert (total, is_rounded(total)) == (0.75, False)
     third = sums.quotient(1, 3.0)
-    assert sums.total([third, third, third]) == Gain(1.0, Fraction(1))
+    total = sums.total([third, third, third])
+    assert (total, fraction(total), is_rounded(total)) == (1.0, 1, True)
 
 
 def _pairs(table):
     """assign_distinct's pair() from a table of exact gains [slot][kind]."""
-    return lambda k, s: None if table[s][k] is None else Gain(float(table[s][k]), table[s][k])
+    return lambda k, s: None if table[s][k] is None else Rounded(table[s][k])
 
 
 def _rounded() -> ExactSums:
@@ -58,7 +60,7 @@ def test_the_assignment_sees_differences_below_float_rounding():
     assigned = assign_distinct([1, 1], 2, _pairs(table), _rounded())
     assert assigned is not None
     assert assigned.chosen == [(1,), (0,)]  # a on d2, b on d1: the exact optimum
-    assert assigned.gain.exact == table[1][0] + table[0][1]
+    assert fraction(assigned.gain) == table[1][0] + table[0][1]
 
 
 def test_exact_ties_keep_the_first_placement_found():
@@ -68,9 +70,9 @@ def test_exact_ties_keep_the_first_placement_found():
 
 
 def test_exact_floats_are_compared_as_they_are():
-    assigned = assign_distinct([2], 4, lambda k, s: Gain(1.0), ExactSums(terms=2))
+    assigned = assign_distinct([2], 4, lambda k, s: 1.0, ExactSums(terms=2))
     assert assigned is not None
-    assert (assigned.gain, assigned.chosen) == (Gain(2.0), [(0, 1)])
+    assert (assigned.gain, is_rounded(assigned.gain), assigned.chosen) == (2.0, False, [(0, 1)])
 
 
 def _node(used: int, capacity: int, name: str = "n") -> Node:
