@@ -180,9 +180,10 @@ class Allocator:
             )
             if assigned is None:
                 return NO_FIT
-            gains.append(assigned.gain)
+            level_gain, positions = assigned
+            gains.append(level_gain)
             for k, i in enumerate(kinds):
-                chosen[i] = assigned.chosen[k]
+                chosen[i] = positions[k]
         return Fit(gain=self.sums.total(gains), chosen=tuple(chosen))
 
     def _pair_gains(

@@ -35,9 +35,8 @@ State = tuple[int, ...]
 Number = float | int  # a gain as the search compares it (``comparable``)
 
 
-class Assigned(NamedTuple):
-    gain: Gain
-    chosen: list[tuple[int, ...]]  # per kind, the slots its members took (in slot order)
+# The gain of an assignment and, per kind, the slots its members took (in slot order).
+Assigned = tuple[Gain, list[tuple[int, ...]]]
 
 
 def assign_distinct(
@@ -49,33 +48,34 @@ def assign_distinct(
     gains are asked slot by slot, as the search goes (it may stop early); if one
     of them was not, the search runs again on all of them, compared exactly.
     """
-    kinds = range(len(counts))
-
-    def row_of(slot: int) -> list[Gain | None]:
-        return [pair(k, slot) if counts[k] else None for k in kinds]
-
     if sums.floats_exact:
-        assigned = _distinct(counts, slot_count, row_of, None)
+        assigned = _distinct(counts, slot_count, pair, None, None)
         if assigned is None or sums.floats_exact:
             return assigned
-    values, denominator = comparable([row_of(slot) for slot in range(slot_count)],
-                                     sum(counts), sums)
-    return _distinct(counts, slot_count, values.__getitem__, denominator)
+    kinds = range(len(counts))
+    rows = [[pair(k, slot) if counts[k] else None for k in kinds] for slot in range(slot_count)]
+    values, denominator = comparable(rows, sum(counts), sums)
+    return _distinct(counts, slot_count, pair, values, denominator)
 
 
 def _distinct(
     counts: list[int],
     slot_count: int,
-    row_of: Callable[[int], Sequence[Number | None]],
+    pair: Callable[[int, int], Gain | None],
+    values: Sequence[Sequence[Number | None]] | None,
     denominator: int | None,
 ) -> Assigned | None:
-    """``assign_distinct`` on the gains of ``row_of(slot)``, compared as they are: floats,
-    or numerators over ``denominator``."""
+    """``assign_distinct`` on the gains ``pair`` gives (``values``: those gains as
+    ``comparable`` gave them, numerators over ``denominator`` or floats)."""
+    kinds = range(len(counts))
     frontier: dict[State, Number] = {tuple(counts): 0}
     steps: list[dict[State, tuple[State, int]]] = []
     for slot in range(slot_count):
         left_after = slot_count - slot - 1
-        row = row_of(slot)
+        if values is None:
+            row: Sequence[Number | None] = [pair(k, slot) if counts[k] else None for k in kinds]
+        else:
+            row = values[slot]
         reached: dict[State, Number] = {}
         back: dict[State, tuple[State, int]] = {}
         for state, value in frontier.items():
@@ -95,16 +95,14 @@ def _distinct(
             return None
     done = tuple(0 for _ in counts)
     if done not in frontier:
-        return None if sum(counts) else Assigned(0.0, [() for _ in counts])
+        return None if sum(counts) else (0.0, [() for _ in counts])
     chosen: list[list[int]] = [[] for _ in counts]
     state = done
     for slot in range(slot_count - 1, -1, -1):
         state, kind = steps[slot][state]
         if kind >= 0:
             chosen[kind].append(slot)
-    return Assigned(
-        gain_of(frontier[done], denominator), [tuple(sorted(slots)) for slots in chosen]
-    )
+    return gain_of(frontier[done], denominator), [tuple(sorted(slots)) for slots in chosen]
 
 
 def comparable(
