@@ -105,6 +105,8 @@ class Allocator:
         self._wants: dict[int, Want] = {}  # id(RequestGroup) -> Want
         self._memo: dict[tuple, Fit | None] = {}
         self._pools: dict[tuple, PoolFit | None] = {}
+        # members of a pool -> (their shapes sorted, their subgroups by level and kind)
+        self._pooled: dict[tuple[Want, ...], tuple[tuple[int, ...], list]] = {}
 
     def place(self, node: Node, top: RequestGroup, flat: bool) -> Placement | None:
         want = self._want(top)
@@ -215,11 +217,20 @@ class Allocator:
     def _best_pool(
         self, members: tuple[Want, ...], location: Location, flat_node: Node | None
     ) -> PoolFit | None:
-        key = (tuple(sorted(m.shape_id for m in members)), location.signature,
-               flat_node is not None)
+        key = (self._pool(members)[0], location.signature, flat_node is not None)
         if key not in self._pools:
             self._pools[key] = self._compute_pool(members, location, flat_node)
         return self._pools[key]
+
+    def _pool(self, members: tuple[Want, ...]) -> tuple[tuple[int, ...], list]:
+        """The members' shapes, sorted (what pools are remembered by), and their subgroups
+        (``_pooled_children``); computed once per pool of this request."""
+        known = self._pooled.get(members)
+        if known is None:
+            known = self._pooled[members] = (
+                tuple(sorted(m.shape_id for m in members)), _pooled_children(members)
+            )
+        return known
 
     def _compute_pool(
         self, members: tuple[Want, ...], location: Location, flat_node: Node | None
@@ -240,7 +251,7 @@ class Allocator:
                 return NO_FIT
             gains.append(self.scorer.gain(self.sums, amount, room))
         moves = []
-        for level, kinds in _pooled_children(members):
+        for level, kinds in self._pool(members)[1]:
             slots = (flat_node.by_level if flat_node else location.children).get(level, [])
             assigned = assign_shared(
                 [len(kind) for kind in kinds], len(slots), self._pool_gains(kinds, slots),
@@ -257,8 +268,14 @@ class Allocator:
     ) -> Callable[[tuple[int, ...], int], Gain | None]:
         """gain(v, s): the best gain of ``v[k]`` of each kind together on ``slots[s]``."""
 
+        pools: dict[tuple[int, ...], tuple[Want, ...]] = {}
+
         def gain(taking: tuple[int, ...], s: int) -> Gain | None:
-            members = tuple(m for kind, n in zip(kinds, taking, strict=True) for m in kind[:n])
+            members = pools.get(taking)
+            if members is None:
+                members = pools[taking] = tuple(
+                    m for kind, n in zip(kinds, taking, strict=True) for m in kind[:n]
+                )
             fit = self._best_pool(members, slots[s], None)
             return None if fit is NO_FIT else fit.gain
 
@@ -267,7 +284,7 @@ class Allocator:
     def _materialize_pool(self, members, location, fit, flat_node, mappings, allocations):
         for member in members:
             _place_demands(member, location, mappings, allocations)
-        for (level, kinds), moves in zip(_pooled_children(members), fit.moves, strict=True):
+        for (level, kinds), moves in zip(self._pool(members)[1], fit.moves, strict=True):
             slots = (flat_node.by_level if flat_node else location.children)[level]
             waiting = [list(kind) for kind in kinds]
             for position, taking in moves:
@@ -293,7 +310,8 @@ def _place_demands(want: Want, location: Location, mappings, allocations) -> Non
 
 def _pooled_children(members: tuple[Want, ...]) -> list[tuple[str, list[list[Want]]]]:
     """The subgroups of all ``members``, by level (in name order), each level's by kind
-    (identical subgroups, in shape order): the same for pools of the same shapes."""
+    (identical subgroups, in shape order): the same for pools of the same shapes (and the
+    order in which ``PoolFit.moves`` lists them)."""
     by_level: dict[str, dict[int, list[Want]]] = {}
     for member in members:
         for kind in member.kinds:

@@ -147,23 +147,50 @@ def assign_shared(
     the slot (None: they do not fit there together). None if the subgroups cannot
     all be placed.
     """
-    vectors = list(product(*(range(count, -1, -1) for count in counts)))[:-1]  # not 0
+    if sums.floats_exact:
+        shared = _shared(counts, slot_count, pair, None, None)
+        if shared is None or sums.floats_exact:
+            return shared
+    vectors = _takings(counts)
+    rows = [[pair(vector, slot) for vector in vectors] for slot in range(slot_count)]
+    values, denominator = comparable(rows, sum(counts), sums)
+    return _shared(counts, slot_count, pair, values, denominator)
+
+
+def _takings(counts: list[int]) -> list[tuple[int, ...]]:
+    """Every way to take some of ``counts``, the most first, without taking none."""
+    return list(product(*(range(count, -1, -1) for count in counts)))[:-1]
+
+
+def _shared(
+    counts: list[int],
+    slot_count: int,
+    pair: Callable[[tuple[int, ...], int], Gain | None],
+    values: Sequence[Sequence[Number | None]] | None,
+    denominator: int | None,
+) -> Shared | None:
+    """``assign_shared`` on the gains ``pair`` gives (``values``: as ``comparable`` gave
+    them, in the order of ``_takings``)."""
+    vectors = _takings(counts)
     index = {vector: position for position, vector in enumerate(vectors)}
-    pairs = [[pair(vector, slot) for vector in vectors] for slot in range(slot_count)]
-    values, denominator = comparable(pairs, sum(counts), sums)
+    # state -> (position of what a slot takes, or -1 for nothing; the state after it)
+    moves_of: dict[State, list[tuple[int, State]]] = {}
+    for state in [*vectors, tuple(0 for _ in counts)]:
+        moves_of[state] = [
+            (index.get(taking, -1), tuple(a - b for a, b in zip(state, taking, strict=True)))
+            for taking in product(*(range(left, -1, -1) for left in state))
+        ]
     frontier: dict[State, Number] = {tuple(counts): 0}
     steps: list[dict[State, tuple[State, int]]] = []
     for slot in range(slot_count):
-        row = values[slot]
+        row = values[slot] if values is not None else [pair(v, slot) for v in vectors]
         reached: dict[State, Number] = {}
         back: dict[State, tuple[State, int]] = {}
         for state, value in frontier.items():
-            for taking in product(*(range(left, -1, -1) for left in state)):
-                position = index.get(taking, -1)  # -1: takes nothing
+            for position, taken in moves_of[state]:
                 gain = row[position] if position >= 0 else 0
                 if gain is None:
                     continue
-                taken = tuple(left - took for left, took in zip(state, taking, strict=True))
                 if taken not in reached or value + gain > reached[taken]:
                     reached[taken] = value + gain
                     back[taken] = (state, position)
