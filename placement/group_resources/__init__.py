@@ -24,6 +24,11 @@ Nodes and requests are flat maps of hierarchical keys
   HTTP in ``placement.handlers.group_resources``; the ``placement
   group-resources`` CLI in ``placement.cli.group_resources``.
 
+A request may choose the group allocator's own readings where ours differ
+(``placement.nodes.group_options``: filled-in levels for flat requests, nodes
+ranked by the sum, request groups sharing node groups); the configuration
+gives the defaults.
+
 Nothing is cached between requests; a claim (``placement.claiming``) re-checks
 capacity as it writes and chooses again when a concurrent claim took its choice.
 """
