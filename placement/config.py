@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from placement.nodes.group_options import CHOICES, GroupOptions
 from placement.nodes.naming import (
     DEFAULT_BYTE_UNITS,
     DEFAULT_STANDARD_CLASSES,
@@ -235,6 +236,38 @@ OPTIONS: tuple[Option, ...] = (
         "(MB or GB, binary) their class counts in, as name:UNIT pairs.",
     ),
     Option(
+        "group_flat_requests",
+        "group_resources",
+        "flat_requests",
+        "PLACEMENT_GROUP_RESOURCE_FLAT_REQUESTS",
+        str,
+        "Group-resource translator, for requests that do not say (options.flat_requests): "
+        "anywhere: a request whose groups hold no subgroups places each on any group of its "
+        "level anywhere on the node. fill_levels: the levels it skips are filled in per "
+        "group, as for a request with subgroups (the group allocator's section V).",
+    ),
+    Option(
+        "group_node_ranking",
+        "group_resources",
+        "node_ranking",
+        "PLACEMENT_GROUP_RESOURCE_NODE_RANKING",
+        str,
+        "Group-resource translator, for requests that do not say (options.node_ranking): "
+        "mean: nodes rank by the mean over their inventories of the per-inventory score. "
+        "sum: by the sum (the group allocator's eq. 17), so that a node with more "
+        "inventories scores more.",
+    ),
+    Option(
+        "group_sibling_groups",
+        "group_resources",
+        "sibling_groups",
+        "PLACEMENT_GROUP_RESOURCE_SIBLING_GROUPS",
+        str,
+        "Group-resource translator, for requests that do not say (options.sibling_groups): "
+        "distinct: two request groups never share a group of the node. shared: they may "
+        "when its inventories hold both, as KubeGPU's allocator lets them.",
+    ),
+    Option(
         "log_level",
         "logging",
         "level",
@@ -295,6 +328,9 @@ class Config:
     source_file: str | None = None
     log_format: str = "text"
     metrics_unauthenticated: bool = False
+    group_flat_requests: str = GroupOptions.flat_requests
+    group_node_ranking: str = GroupOptions.node_ranking
+    group_sibling_groups: str = GroupOptions.sibling_groups
 
     def __post_init__(self) -> None:
         if self.auth_strategy not in AUTH_STRATEGIES:
@@ -327,6 +363,11 @@ class Config:
             raise ConfigError("allocation_candidates_budget_ms must be 0 or more")
         if self.max_allocation_candidates == 0 or self.max_allocation_candidates < -1:
             raise ConfigError("max_allocation_candidates must be -1 (no bound) or 1 or more")
+        for option, values in CHOICES.items():
+            value = getattr(self, f"group_{option}")
+            if value not in values:
+                raise ConfigError(f"[group_resources] {option} must be one of "
+                                  f"{', '.join(values)}, not {value!r}")
         for name, unit in self.group_resource_byte_units.items():
             if unit not in ("MB", "GB"):
                 raise ConfigError(f"group_resources byte_units: {name}:{unit} is not MB or GB")
@@ -348,6 +389,14 @@ class Config:
         return Naming(
             standard_classes=self.group_resource_classes,
             byte_units=self.group_resource_byte_units,
+        )
+
+    def group_options(self) -> GroupOptions:
+        """The translator's readings for a request that does not choose them."""
+        return GroupOptions(
+            flat_requests=self.group_flat_requests,
+            node_ranking=self.group_node_ranking,
+            sibling_groups=self.group_sibling_groups,
         )
 
     def replace(self, **changes: Any) -> "Config":

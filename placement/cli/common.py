@@ -18,9 +18,10 @@ from placement.nodes.scorers import PACK, SCORER_NAMES
 from placement.schemas import validate
 
 
-def add_request_command(sub, name: str, run, help_text: str, file_help: str) -> None:
+def add_request_command(sub, name: str, run, help_text: str, file_help: str):
     """A command reading a request from FILE: ``candidates`` (with ``--limit``),
-    ``claim`` (with the new consumer) or ``query`` (neither, and no scorer)."""
+    ``claim`` (with the new consumer) or ``query`` (neither, and no scorer). Returns
+    the command's parser, for arguments of its own."""
     command = sub.add_parser(name, help=help_text)
     command.add_argument("file", help=file_help)
     command.add_argument(
@@ -36,6 +37,7 @@ def add_request_command(sub, name: str, run, help_text: str, file_help: str) -> 
         command.add_argument("--user", required=True)
         command.add_argument("--consumer-type", help="e.g. INSTANCE")
     command.set_defaults(run=run)
+    return command
 
 
 def run_in_transaction(config: Config, work) -> int:

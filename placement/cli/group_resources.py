@@ -17,6 +17,7 @@ from placement.cli.common import (
 )
 from placement.config import Config
 from placement.group_resources import bodies, service
+from placement.nodes.group_options import CHOICES, GroupOptions
 from placement.replica.replica import Replica
 from placement.schemas import group_resources as schemas
 
@@ -47,9 +48,25 @@ def add_commands(commands) -> None:
         ("claim", _claim, "allocate the best placement to a new consumer"),
         ("query", _query, "the GET /allocation_candidates query a request becomes"),
     ):
-        add_request_command(
+        command = add_request_command(
             sub, name, run, text, "YAML or JSON key map of the requested resources (- for stdin)"
         )
+        for option, values in CHOICES.items():
+            command.add_argument(
+                f"--{option.replace('_', '-')}", dest=option, choices=values,
+                help=f"options.{option} (default: the configuration's)",
+            )
+
+
+def _options(args: argparse.Namespace) -> dict | None:
+    """The body's ``options`` from the command's arguments (None: the configuration's)."""
+    chosen = {option: getattr(args, option) for option in CHOICES
+              if getattr(args, option) is not None}
+    return chosen or None
+
+
+def _search_options(config: Config, body: dict) -> GroupOptions:
+    return config.group_options().overridden(body.get("options"))
 
 
 def read_key_map(path: str) -> Any:
@@ -78,10 +95,11 @@ def _delete(config: Config, args: argparse.Namespace) -> int:
 def _candidates(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
         body = checked_arguments(schemas.FindCandidates(), args, resources=read_key_map(args.file),
-                        scorer=args.scorer, limit=args.limit, nodes=args.nodes)
+                        scorer=args.scorer, limit=args.limit, nodes=args.nodes,
+                        options=_options(args))
         answer = service.GroupResourceSearch(Replica()).find_candidates(
             conn, body["resources"], naming, scorer=body["scorer"], limit=body.get("limit"),
-            node_names=body.get("nodes"),
+            node_names=body.get("nodes"), options=_search_options(config, body),
         )
         return bodies.candidates_body(answer, body["resources"])
 
@@ -93,7 +111,7 @@ def _claim(config: Config, args: argparse.Namespace) -> int:
         body = checked_arguments(
             schemas.Claim(), args, resources=read_key_map(args.file), consumer_uuid=args.consumer,
             project_id=args.project, user_id=args.user, consumer_type=args.consumer_type,
-            scorer=args.scorer, nodes=args.nodes,
+            scorer=args.scorer, nodes=args.nodes, options=_options(args),
         )
         placement = service.GroupResourceSearch(Replica()).claim(
             conn,
@@ -105,6 +123,7 @@ def _claim(config: Config, args: argparse.Namespace) -> int:
             consumer_type=body.get("consumer_type"),
             scorer=body["scorer"],
             node_names=body.get("nodes"),
+            options=_search_options(config, body),
         )
         return {
             "consumer_uuid": body["consumer_uuid"],
@@ -117,8 +136,10 @@ def _claim(config: Config, args: argparse.Namespace) -> int:
 def _query(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
         body = checked_arguments(schemas.Translate(), args, resources=read_key_map(args.file),
-                        nodes=args.nodes)
-        translations = service.translate(conn, body["resources"], naming, body.get("nodes"))
+                        nodes=args.nodes, options=_options(args))
+        translations = service.translate(
+            conn, body["resources"], naming, body.get("nodes"), _search_options(config, body)
+        )
         return bodies.translations_body(translations)
 
     return run_in_transaction(config, work)

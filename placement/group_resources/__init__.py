@@ -12,9 +12,10 @@ Nodes and requests are flat maps of hierarchical keys
   levels (levels the request skips are filled in, one per request group).
 - ``snapshot``: the managed trees as read in one moment, each group with a
   signature so that equal groups are searched once.
-- ``allocator`` and ``scoring``: the exact best placement per node (a
-  recursive assignment, pack or spread), and the score bounds that let a
-  search with ``limit`` read only the nodes that can win.
+- ``allocator``, ``assignment`` and ``scoring``: the exact best placement per
+  node (a recursive assignment, pack or spread), and the score bounds that let
+  a search with ``limit`` read only the nodes that can win; ``exact``: the
+  arithmetic that keeps those comparisons exact at float speed.
 - ``search``: ranking the nodes of one request, over every node or best
   bound first, with the requested key that kept the others out.
 - ``service``: the Python API (candidates, claims, dry-run, sync, views);
@@ -23,6 +24,13 @@ Nodes and requests are flat maps of hierarchical keys
   HTTP in ``placement.handlers.group_resources``; the ``placement
   group-resources`` CLI in ``placement.cli.group_resources``.
 
-Nothing is cached between requests; a claim (``placement.claiming``) re-checks
-capacity as it writes and chooses again when a concurrent claim took its choice.
+A request may choose the group allocator's own readings where ours differ
+(``placement.nodes.group_options``: filled-in levels for flat requests, nodes
+ranked by the sum, request groups sharing node groups); the configuration
+gives the defaults.
+
+The nodes built from the copy are kept between requests, each while its tree keeps
+the form it was built from (``replica_nodes``); a claim (``placement.claiming``)
+re-checks capacity as it writes and chooses again when a concurrent claim took its
+choice.
 """

@@ -9,7 +9,9 @@ to check that the translator and that search agree:
   be on a provider of its level (``required$S=CUSTOM_GROUP_LEVEL_<LEVEL>``),
   with ``resources$S`` for its base resources, resourceless otherwise;
 - every group with subgroups is tied to everything under it (``same_subtree``);
-- ``group_policy=isolate``: distinct request groups, distinct providers.
+- ``group_policy=isolate``: distinct request groups, distinct providers; or
+  ``group_policy=none`` when they may share (``GroupOptions.sibling_groups``),
+  the generic search then checking the summed amounts on each provider.
 """
 
 from dataclasses import dataclass
@@ -29,7 +31,9 @@ class CandidateQuery:
         return "&".join(f"{key}={value}" for key, value in self.params)
 
 
-def candidate_query(top: RequestGroup, in_tree: str | None = None) -> CandidateQuery:
+def candidate_query(
+    top: RequestGroup, in_tree: str | None = None, isolate: bool = True
+) -> CandidateQuery:
     params: list[tuple[str, str]] = []
     if top.demands:
         params.append(("resources", _resources(top)))
@@ -53,7 +57,7 @@ def candidate_query(top: RequestGroup, in_tree: str | None = None) -> CandidateQ
             under = [suffixes[id(g)] for g in group.walk()]
             params.append(("same_subtree", ",".join(under)))
     if groups:
-        params.append(("group_policy", "isolate"))
+        params.append(("group_policy", "isolate" if isolate else "none"))
     if in_tree is not None and top.demands:
         params.append(("in_tree", in_tree))
     return CandidateQuery(params=params, groups=groups)

@@ -13,9 +13,15 @@ kept). ``fit_to_levels`` then completes it for the levels of one node:
   groups the request keeps apart stay apart at every level above.
 - A *flat* request (every group holds only base resources, e.g.
   ``gpu/0/cards``) expresses no affinity: each group lands on any group of
-  that level anywhere on the node.
+  that level anywhere on the node. Unless the request asks for its skipped
+  levels to be filled in (``GroupOptions.flat_requests``): then it is fitted
+  as a hierarchical one, each group getting a group of its own at every level
+  above it.
 
-Distinct request groups always land on distinct groups of the node.
+Distinct request groups land on distinct groups of the node, unless the
+request lets them share (``GroupOptions.sibling_groups``): then only
+capacity keeps them apart, and how many groups of one level the allocator
+may have to share out is bounded (``too_many_to_share``).
 """
 
 from dataclasses import dataclass
@@ -143,9 +149,12 @@ def _request_group(group: KeyGroup, naming: Naming) -> RequestGroup:
     )
 
 
-def fit_to_levels(request: GroupRequest, levels: Levels) -> RequestGroup | Unplaced:
-    """The request's groups as they must land on a node with ``levels``."""
-    if request.flat:
+def fit_to_levels(
+    request: GroupRequest, levels: Levels, flat_anywhere: bool = True
+) -> RequestGroup | Unplaced:
+    """The request's groups as they must land on a node with ``levels``; a flat
+    request's go anywhere unless ``flat_anywhere`` is False."""
+    if request.flat and flat_anywhere:
         for child in request.top.children:
             if child.level not in levels.parents:
                 return Unplaced(
@@ -153,6 +162,35 @@ def fit_to_levels(request: GroupRequest, levels: Levels) -> RequestGroup | Unpla
                 )
         return request.top
     return _fit(request.top, levels)
+
+
+# With shared groups the allocator hands out the request groups of one level that
+# land on one group of the node, any number of each kind to each of its subgroups:
+# the product over their kinds of (count + 1) * (count + 2) / 2 moves per subgroup.
+MAX_SHARED_MOVES = 20_000
+
+
+def too_many_to_share(top: RequestGroup) -> Unplaced | None:
+    """Why the fitted request cannot be searched with shared groups, if it cannot: the
+    groups of one level, all of which could meet in one group of the node, are too
+    many different ones for ``MAX_SHARED_MOVES``."""
+    by_level: dict[str | None, dict[tuple, int]] = {}
+    for group in top.walk():
+        if group is not top:
+            kinds = by_level.setdefault(group.level, {})
+            kinds[group.shape()] = kinds.get(group.shape(), 0) + 1
+    for level, kinds in by_level.items():
+        moves = 1
+        for count in kinds.values():
+            moves *= (count + 1) * (count + 2) // 2
+        if moves > MAX_SHARED_MOVES:
+            first = next(g for g in top.walk() if g is not top and g.level == level)
+            return Unplaced(
+                first.first_key(),
+                f"too many different {first.written_level!r} groups to share out: make more "
+                "of them alike (same resources and amounts) or split the request",
+            )
+    return None
 
 
 def _fit(group: RequestGroup, levels: Levels) -> RequestGroup | Unplaced:

@@ -17,9 +17,11 @@ from placement.group_resources.request_tree import (
     RequestGroup,
     Unplaced,
     fit_to_levels,
+    too_many_to_share,
 )
-from placement.group_resources.scoring import Scorer, bound_key, score_key
+from placement.group_resources.scoring import Scorer, bound_key
 from placement.group_resources.snapshot import Location, Node
+from placement.nodes.group_options import DEFAULT_OPTIONS, GroupOptions
 
 
 @dataclass(frozen=True)
@@ -69,10 +71,15 @@ def bounded_ranking(source: ReplicaNodes, ranking: "Ranking", limit: int) -> Can
 class Ranking:
     """The nodes placed so far for one request, and why the others were not."""
 
-    def __init__(self, request: GroupRequest, scorer: Scorer) -> None:
+    def __init__(
+        self, request: GroupRequest, scorer: Scorer, options: GroupOptions = DEFAULT_OPTIONS
+    ) -> None:
         self.request = request
-        self.scorer = scorer
-        self.allocator = Allocator(scorer)
+        self.scorer = scorer  # ranking nodes as options.node_ranking says (scoring.scorer_for)
+        self.options = options
+        # A flat request's groups land anywhere on the node, unless its levels are filled in.
+        self.anywhere = request.flat and not options.fills_flat_requests
+        self.allocator = Allocator(scorer, len(request.keys()), shared=options.shares_groups)
         self.placements: list[Placement] = []
         self._fitted: dict[tuple, RequestGroup | Unplaced] = {}
         self._blocked: Counter[str] = Counter()
@@ -88,14 +95,17 @@ class Ranking:
     def consider(self, node: Node) -> None:
         shape = node.levels.shape()
         if shape not in self._fitted:
-            self._fitted[shape] = fit_to_levels(self.request, node.levels)
+            fitted = fit_to_levels(self.request, node.levels, self.anywhere)
+            if self.options.shares_groups and not isinstance(fitted, Unplaced):
+                fitted = too_many_to_share(fitted) or fitted
+            self._fitted[shape] = fitted
         fitted = self._fitted[shape]
         if isinstance(fitted, Unplaced):
             self._block(node, fitted)
             return
-        placement = self.allocator.place(node, fitted, self.request.flat)
+        placement = self.allocator.place(node, fitted, self.anywhere)
         if placement is None:
-            self._block(node, _explain(self.allocator, node, fitted, self.request.flat))
+            self._block(node, _explain(self.allocator, node, fitted, self.anywhere))
             return
         self.placements.append(placement)
 
@@ -127,7 +137,7 @@ class Ranking:
 
 
 def _rank_key(placement: Placement) -> tuple:
-    return (-score_key(placement.score), placement.node.name)
+    return (-placement.score_key, placement.node.name)
 
 
 def _explain(allocator: Allocator, node: Node, top: RequestGroup, flat: bool) -> Unplaced:
@@ -159,7 +169,8 @@ def _explain_group(allocator, node, group: RequestGroup, location: Location, fla
                 child.first_key(), f"no {child.written_level!r} group has room for {label}"
             )
     label = ", ".join("/".join(child.path) for child in group.children)
+    groups = "groups" if allocator.shared else "distinct groups"
     return Unplaced(
         group.children[0].first_key() if group.children else group.first_key(),
-        f"not enough distinct groups with room for all of {label} together",
+        f"not enough {groups} with room for all of {label} together",
     )

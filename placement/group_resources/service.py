@@ -17,10 +17,11 @@ from placement.group_resources.allocator import Placement
 from placement.group_resources.candidate_query import CandidateQuery, candidate_query
 from placement.group_resources.replica_nodes import NodesKept, ReplicaNodes
 from placement.group_resources.request_tree import Unplaced, fit_to_levels, parse_request
-from placement.group_resources.scoring import SCORERS, score_key
+from placement.group_resources.scoring import scorer_for
 from placement.group_resources.search import CandidateAnswer, Ranking, bounded_ranking
 from placement.group_resources.snapshot import Node, build_nodes, rooms_of
 from placement.group_resources.sync import SyncResult, require_node
+from placement.nodes.group_options import DEFAULT_OPTIONS, GroupOptions
 from placement.nodes.naming import Naming, path_of
 from placement.replica.replica import Replica
 
@@ -77,15 +78,17 @@ class GroupResourceSearch:
         scorer: str = "pack",
         limit: int | None = None,
         node_names: list[str] | None = None,
+        options: GroupOptions = DEFAULT_OPTIONS,
     ) -> CandidateAnswer:
-        """Every node's best placement of ``resources``, best node first.
+        """Every node's best placement of ``resources``, best node first, read as
+        ``options`` say.
 
         Without ``limit`` every node is placed. With ``limit`` the nodes are visited
         best bound first (``search.bounded_ranking``) and the search stops as soon as
         no node left can beat the ``limit`` found.
         """
         request = parse_request(resources, naming)
-        return self._rank(conn, Ranking(request, SCORERS[scorer]), limit, node_names)
+        return self._rank(conn, _ranking(request, scorer, options), limit, node_names)
 
     def _rank(
         self, conn: Connection, ranking: Ranking, limit: int | None,
@@ -109,6 +112,7 @@ class GroupResourceSearch:
         consumer_type: str | None = None,
         scorer: str = "pack",
         node_names: list[str] | None = None,
+        options: GroupOptions = DEFAULT_OPTIONS,
     ) -> Placement:
         """Place ``resources`` on the best node and allocate them to a new consumer.
 
@@ -121,18 +125,22 @@ class GroupResourceSearch:
         request = parse_request(resources, naming)
 
         def choose(limit: int) -> list[Placement] | errors.PlacementError:
-            answer = self._rank(conn, Ranking(request, SCORERS[scorer]), limit, node_names)
+            answer = self._rank(conn, _ranking(request, scorer, options), limit, node_names)
             return answer.placements or unplaceable(answer)
 
         claimant = Claimant(
             kind="group_resources",
             choose=choose,
-            standing=lambda placement: score_key(placement.score),
+            standing=lambda placement: placement.score_key,
             allocations=lambda placement: placement.allocations,
         )
         return claim_best(
             conn, claimant, consumer_uuid, project_id, user_id, consumer_type, self._claims
         )
+
+
+def _ranking(request, scorer: str, options: GroupOptions) -> Ranking:
+    return Ranking(request, scorer_for(scorer, options.node_ranking), options)
 
 
 def unplaceable(answer: CandidateAnswer) -> errors.Conflict:
@@ -157,9 +165,15 @@ class Translation:
 
 
 def translate(
-    conn: Connection, resources: object, naming: Naming, node_names: list[str] | None = None
+    conn: Connection,
+    resources: object,
+    naming: Naming,
+    node_names: list[str] | None = None,
+    options: GroupOptions = DEFAULT_OPTIONS,
 ) -> list[Translation]:
-    """The candidate query per kind of node (nodes with the same levels ask the same)."""
+    """The candidate query per kind of node (nodes with the same levels ask the same), as
+    ``options`` read the request (the query is unscored: ``node_ranking`` changes
+    nothing)."""
     request = parse_request(resources, naming)
     providers, inventories = group_nodes.read_nodes(conn, node_names, without_device_nodes=True)
     nodes = build_nodes(providers, rooms_of(inventories))
@@ -168,14 +182,20 @@ def translate(
         by_shape.setdefault(node.levels.shape(), []).append(node)
     translations = []
     for same_levels in by_shape.values():
-        fitted = fit_to_levels(request, same_levels[0].levels)
+        fitted = fit_to_levels(
+            request, same_levels[0].levels, not options.fills_flat_requests
+        )
         names = [node.name for node in same_levels]
         if isinstance(fitted, Unplaced):
             translations.append(Translation(nodes=names, query=None, unplaced=fitted))
             continue
         in_tree = same_levels[0].root.uuid if len(nodes) == 1 else None
         translations.append(
-            Translation(nodes=names, query=candidate_query(fitted, in_tree), unplaced=None)
+            Translation(
+                nodes=names,
+                query=candidate_query(fitted, in_tree, isolate=not options.shares_groups),
+                unplaced=None,
+            )
         )
     return translations
 

@@ -61,6 +61,7 @@ class Node:
     by_level: dict[str, list[Location]]
     utilisation: float  # sum of used/capacity over every inventory of the node
     inventory_count: int
+    rooms: tuple[Room, ...] = ()  # every inventory of the node's tree (its exact score)
 
 
 def rooms_of(inventories: Iterable[InventoryRow]) -> dict[int, dict[str, Room]]:
@@ -154,6 +155,7 @@ def _build_node(root_id, rows, rooms, signatures) -> Node | None:
             r.used / r.unrounded_capacity for r in all_rooms if r.unrounded_capacity > 0
         ),
         inventory_count=len(all_rooms),
+        rooms=tuple(all_rooms),
     )
 
 

@@ -10,6 +10,7 @@ from placement.context import RequestContext
 from placement.data import group_nodes
 from placement.group_resources import bodies, service
 from placement.http import json_response, load_body, no_content
+from placement.nodes.group_options import GroupOptions
 from placement.schemas import group_resources as schemas
 
 
@@ -24,6 +25,11 @@ def claim_options(data: dict) -> dict:
         "scorer": data.get("scorer", "pack"),
         "node_names": data.get("nodes"),
     }
+
+
+def search_options(ctx: RequestContext, data: dict) -> GroupOptions:
+    """The readings a request body chooses (``options``), the configuration's for the rest."""
+    return ctx.config.group_options().overridden(data.get("options"))
 
 
 def list_nodes(ctx: RequestContext) -> flask.Response:
@@ -53,7 +59,8 @@ def delete_node(ctx: RequestContext, name: str) -> flask.Response:
 def translate(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.Translate())
     translations = service.translate(
-        ctx.conn, data["resources"], ctx.config.group_naming(), data.get("nodes")
+        ctx.conn, data["resources"], ctx.config.group_naming(), data.get("nodes"),
+        search_options(ctx, data),
     )
     return json_response(ctx, bodies.translations_body(translations))
 
@@ -67,6 +74,7 @@ def find_candidates(ctx: RequestContext) -> flask.Response:
         scorer=data.get("scorer", "pack"),
         limit=data.get("limit"),
         node_names=data.get("nodes"),
+        options=search_options(ctx, data),
     )
     return json_response(ctx, bodies.candidates_body(answer, data["resources"]))
 
@@ -74,7 +82,8 @@ def find_candidates(ctx: RequestContext) -> flask.Response:
 def claim(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.Claim())
     placement = ctx.services.group_resources.claim(
-        ctx.conn, data["resources"], ctx.config.group_naming(), **claim_options(data)
+        ctx.conn, data["resources"], ctx.config.group_naming(), **claim_options(data),
+        options=search_options(ctx, data),
     )
     body = {
         "consumer_uuid": data["consumer_uuid"],

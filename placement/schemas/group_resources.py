@@ -8,6 +8,7 @@ import re
 
 from marshmallow import fields, validate
 
+from placement.nodes.group_options import CHOICES
 from placement.nodes.scorers import SCORER_NAMES
 from placement.schemas import ExtensionSchema
 from placement.schemas.fields import StrictInteger, StrictString, UuidString
@@ -25,11 +26,21 @@ class SyncNode(ExtensionSchema):
     uuid = UuidString()
 
 
+class SearchOptions(ExtensionSchema):
+    """The group allocator's readings a request chooses (``placement.nodes.group_options``);
+    one left out is the configuration's."""
+
+    flat_requests = StrictString(validate=validate.OneOf(CHOICES["flat_requests"]))
+    node_ranking = StrictString(validate=validate.OneOf(CHOICES["node_ranking"]))
+    sibling_groups = StrictString(validate=validate.OneOf(CHOICES["sibling_groups"]))
+
+
 class Translate(ExtensionSchema):
     """POST /group_resources/queries (dry-run)."""
 
     resources = fields.Dict(required=True)
     nodes = _node_names
+    options = fields.Nested(SearchOptions)
 
 
 class FindCandidates(Translate):

@@ -4,6 +4,7 @@ import io
 import json
 import uuid
 
+import pytest
 import yaml
 
 
@@ -97,3 +98,26 @@ def test_dash_reads_the_key_map_from_stdin(run, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO("{unclosed"))
     status, _, err = run("group-resources", "candidates", "-")
     assert status == 1 and "Cannot read standard input" in err
+
+
+def test_the_readings_are_arguments_with_the_configuration_as_default(
+    run_on_both, tmp_path, monkeypatch
+):
+    run = run_on_both
+    run("group-resources", "sync", "n1", _write(tmp_path, "node.yaml", {"gpu/d0/cards": 2}))
+    request_file = _write(tmp_path, "request.yaml", {"gpu/0/cards": 1, "gpu/1/cards": 1})
+    status, body, _ = run("group-resources", "candidates", request_file)
+    assert (status, body["candidates"]) == (0, [])
+    status, body, _ = run("group-resources", "candidates", request_file,
+                          "--sibling-groups", "shared", "--node-ranking", "sum")
+    assert status == 0
+    assert body["candidates"][0]["mappings"]["gpu/1/cards"] == "gpu/d0/cards"
+    status, body, _ = run("group-resources", "query", request_file, "--sibling-groups", "shared")
+    assert body["queries"][0]["query"].endswith("group_policy=none")
+    monkeypatch.setenv("PLACEMENT_GROUP_RESOURCE_SIBLING_GROUPS", "shared")
+    status, body, _ = run("group-resources", "claim", request_file, "--consumer",
+                          str(uuid.uuid4()), "--project", "p", "--user", "u",
+                          "--flat-requests", "fill_levels")
+    assert (status, body["mappings"]["gpu/0/cards"]) == (0, "gpu/d0/cards")
+    with pytest.raises(SystemExit):
+        run("group-resources", "candidates", request_file, "--node-ranking", "max")

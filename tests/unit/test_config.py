@@ -5,6 +5,7 @@ import pathlib
 import pytest
 
 from placement.config import OPTIONS, Config, ConfigError, load_config, render_sample
+from placement.nodes.group_options import GroupOptions
 
 SAMPLE = pathlib.Path(__file__).resolve().parents[2] / "etc" / "placement.conf.sample"
 
@@ -111,6 +112,9 @@ def test_every_option_has_an_environment_variable(tmp_path):
         "enforce_new_defaults": "true",
         "log_format": "json",
         "metrics_unauthenticated": "yes",
+        "group_flat_requests": "fill_levels",
+        "group_node_ranking": "sum",
+        "group_sibling_groups": "shared",
     }
     assert {option.field for option in OPTIONS} == set(values)
     environ = {option.env: values[option.field] for option in OPTIONS}
@@ -139,7 +143,28 @@ def test_every_option_has_an_environment_variable(tmp_path):
         source_file=path,
         log_format="json",
         metrics_unauthenticated=True,
+        group_flat_requests="fill_levels",
+        group_node_ranking="sum",
+        group_sibling_groups="shared",
     )
+
+
+def test_the_translator_readings_default_to_the_documented_ones(tmp_path):
+    assert Config().group_options() == GroupOptions("anywhere", "mean", "distinct")
+    path = _write(tmp_path, "[group_resources]\nnode_ranking = sum\nsibling_groups = shared\n")
+    assert load_config(path, environ={}).group_options() == GroupOptions(
+        "anywhere", "sum", "shared"
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("flat_requests", "section_v"), ("node_ranking", "max"), ("sibling_groups", "Shared")],
+)
+def test_an_unknown_translator_reading_is_refused(tmp_path, key, value):
+    path = _write(tmp_path, f"[group_resources]\n{key} = {value}\n")
+    with pytest.raises(ConfigError, match=f"\\[group_resources\\] {key} must be one of"):
+        load_config(path, environ={})
 
 
 @pytest.mark.parametrize(
