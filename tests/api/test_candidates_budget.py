@@ -67,13 +67,13 @@ def test_without_a_budget_nothing_changes(wide):
 
 
 def test_a_cut_answer_is_not_given_again_to_a_request_without_a_budget(wide):
-    # 3 GPUs of 8, in order: 336 candidates per host, far more than a millisecond's work.
-    three = "&".join(f"resources_G{i}=PGPU:1" for i in range(3)) + "&group_policy=isolate"
-    cut = wide.api.get(f"/allocation_candidates?{three}&budget_ms=1")
+    # 4 GPUs of 8, in order: 1,680 candidates per host, tens of milliseconds of work.
+    four = "&".join(f"resources_G{i}=PGPU:1" for i in range(4)) + "&group_policy=isolate"
+    cut = wide.api.get(f"/allocation_candidates?{four}&budget_ms=1")
     assert "Placement-Search-Cut" in cut.headers
-    whole = wide.api.get(f"/allocation_candidates?{three}")  # the same request, no budget
+    whole = wide.api.get(f"/allocation_candidates?{four}")  # the same request, no budget
     assert "Placement-Search-Cut" not in whole.headers
-    assert len(whole.json["allocation_requests"]) == HOSTS * 8 * 7 * 6
+    assert len(whole.json["allocation_requests"]) == HOSTS * 8 * 7 * 6 * 5
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "abc", "1.5", "10000000"])
