@@ -65,6 +65,9 @@ class _Deadline:
     def __init__(self, at: float | None, counts: SearchCounts) -> None:
         self._at = at
         self._counts = counts
+        # Whether there is a deadline at all: the loops test this local flag first, so that
+        # a search without a budget pays no call per candidate.
+        self.timed = at is not None
 
     def passed(self) -> bool:
         if self._at is not None and time.monotonic() >= self._at:
@@ -120,11 +123,12 @@ def _collect_by_form(
     of ``roots`` the first round looked at (fewer than all when the cap or the deadline
     stopped it)."""
     trees = kept.trees
+    timed = stop.timed
     found: list[Candidate] = []
     # The trees that may have more: root, answers, and kind (None when all are kept).
     live: list[tuple[int, TreeAnswers, object]] = []
     for index, root in enumerate(roots):  # the first candidate of every tree
-        if stop.passed():
+        if timed and stop.passed():
             return found, index
         answers = trees.get(root)
         key = None
@@ -154,7 +158,7 @@ def _collect_by_form(
     while live:
         still_live = []
         for entry in live:
-            if stop.passed():
+            if timed and stop.passed():
                 return found, len(roots)
             root, answers, key = entry
             known = answers.candidates
@@ -254,6 +258,7 @@ def _collect_with_sharing(
     stop: _Deadline,
 ) -> list[Candidate]:
     """Each tree searched on its own, with the sharing providers that serve it."""
+    timed = stop.timed
     found: list[Candidate] = []
     seen_outside_anchor: set[tuple] = set()
 
@@ -276,7 +281,7 @@ def _collect_with_sharing(
     chains: dict[int, list[int]] = {}
     live: list[tuple[Iterator[tuple[int, ...]], int]] = []
     for root in roots:
-        if stop.passed():
+        if timed and stop.passed():
             return found
         counts.trees_looked_at += 1
         placements = tree_candidates(plan, plan.tree_options(root), chains)
@@ -287,7 +292,7 @@ def _collect_with_sharing(
     while live:  # the second candidate of every tree, then the third, ...
         still_live = []
         for placements, root in live:
-            if stop.passed():
+            if timed and stop.passed():
                 return found
             if advance(placements, root):
                 still_live.append((placements, root))
