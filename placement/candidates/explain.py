@@ -78,8 +78,8 @@ def explain(plan: SearchPlan) -> Explanation:
     world = plan.world
     providers = world.providers
     explanation = Explanation()
-    checks_of_slot = [plan.filter_of_slot[p].checks(plan.class_names, _names(plan))
-                      for p in range(len(plan.slots))]
+    names = _names(plan)
+    checks_of_slot = [wanted.checks(plan.class_names, names) for wanted in plan.filter_of_slot]
     everyone = list(providers.values())
     for position, slot in enumerate(plan.slots):
         passing = everyone

@@ -489,14 +489,20 @@ def test_a_provider_deleted_after_the_log_was_read_is_left_out(postgresql_engine
     assert set(world.providers) == {kept} and vcpu_total(world, kept) == 8
 
 
-def test_a_change_committed_after_the_log_was_read_is_read_again(postgresql_engine, monkeypatch):
-    engine = postgresql_engine
+def _warm_then_logged(engine) -> tuple[ProviderWorld, int]:
+    """A copy holding one provider of 4 VCPU, then a change of it to 8 logged, not read."""
     with engine.begin() as conn:
         provider_id = add_provider(conn, "cn", 4)
     world = ProviderWorld()
     refresh(world, engine)
     with engine.begin() as conn:
         set_vcpu(conn, provider_id, 8)
+    return world, provider_id
+
+
+def test_a_change_committed_after_the_log_was_read_is_read_again(postgresql_engine, monkeypatch):
+    engine = postgresql_engine
+    world, provider_id = _warm_then_logged(engine)
     _refresh_while(world, engine, monkeypatch, lambda conn: set_vcpu(conn, provider_id, 16))
     assert vcpu_total(world, provider_id) == 16  # (the details are the newer ones)
     version = world.providers[provider_id].version
@@ -507,12 +513,7 @@ def test_a_change_committed_after_the_log_was_read_is_read_again(postgresql_engi
 
 def test_a_class_created_after_the_log_was_read_is_named(postgresql_engine, monkeypatch):
     engine = postgresql_engine
-    with engine.begin() as conn:
-        provider_id = add_provider(conn, "cn", 4)
-    world = ProviderWorld()
-    refresh(world, engine)
-    with engine.begin() as conn:
-        set_vcpu(conn, provider_id, 8)
+    world, provider_id = _warm_then_logged(engine)
 
     def add_custom_inventory(conn):
         class_id = conn.execute(text(
