@@ -28,6 +28,7 @@ class Node:
     parent: str | None
     inventory: dict = field(default_factory=dict)  # class -> (total, reserved, min, max, step)
     used: dict = field(default_factory=dict)
+    ratio: dict = field(default_factory=dict)  # class -> allocation_ratio (1 when absent)
     traits: set = field(default_factory=set)
     aggregates: set = field(default_factory=set)
 
@@ -145,8 +146,11 @@ class Oracle:
         if inventory is None:
             return False
         total, reserved, min_unit, max_unit, step = inventory
-        free = total - reserved - self.nodes[name].used.get(cls, 0)
-        return amount <= free and min_unit <= amount <= max_unit and amount % step == 0
+        capacity = (total - reserved) * self.nodes[name].ratio.get(cls, 1)
+        used = self.nodes[name].used.get(cls, 0)
+        return (
+            used + amount <= capacity and min_unit <= amount <= max_unit and amount % step == 0
+        )
 
     def serves(self, name: str, group: Group, cls: str | None) -> bool:
         node = self.nodes[name]
@@ -249,7 +253,8 @@ def build(api, nodes: dict[str, Node]) -> Providers:
             node.name,
             parent=node.parent,
             inventory={
-                cls: {"total": t, "reserved": r, "min_unit": lo, "max_unit": hi, "step_size": st}
+                cls: {"total": t, "reserved": r, "min_unit": lo, "max_unit": hi, "step_size": st,
+                      "allocation_ratio": node.ratio.get(cls, 1.0)}
                 for cls, (t, r, lo, hi, st) in node.inventory.items()
             },
             traits=sorted(node.traits),
@@ -268,19 +273,21 @@ def build(api, nodes: dict[str, Node]) -> Providers:
 
 
 def rendered(tree: Providers, body: dict) -> Counter:
-    found = []
-    for request in body["allocation_requests"]:
-        taken = tuple(sorted(
-            ((tree.name[uuid], cls), amount)
-            for uuid, allocation in request["allocations"].items()
-            for cls, amount in allocation["resources"].items()
-        ))
-        mappings = tuple(sorted(
-            (suffix, tuple(sorted(tree.name[u] for u in uuids)))
-            for suffix, uuids in request["mappings"].items()
-        ))
-        found.append((taken, mappings))
-    return Counter(found)
+    return Counter(candidate_key(tree, request) for request in body["allocation_requests"])
+
+
+def candidate_key(tree: Providers, request: dict) -> tuple:
+    """One allocation request (1.34+) as ``Oracle.render`` writes a candidate."""
+    taken = tuple(sorted(
+        ((tree.name[uuid], cls), amount)
+        for uuid, allocation in request["allocations"].items()
+        for cls, amount in allocation["resources"].items()
+    ))
+    mappings = tuple(sorted(
+        (suffix, tuple(sorted(tree.name[u] for u in uuids)))
+        for suffix, uuids in request["mappings"].items()
+    ))
+    return taken, mappings
 
 
 @pytest.mark.parametrize("seed", range(30))
