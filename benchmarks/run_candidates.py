@@ -19,6 +19,19 @@ each query, with and without ``&limit=10``:
   four GPUs on one NUMA node (4! per NUMA node, 48 per host) and eight GPUs on
   the host (8! per host), all with group_policy=isolate.
 
+Soft preferences (this service's extension; ``--no-preferences`` skips them, e.g.
+against upstream): once the nested trees (at the last size of ``--trees``) and the GPU
+hosts were asked as above, tree i (in creation order) gets CUSTOM_BENCH_PREFERRED when
+i is even and CUSTOM_BENCH_AVOIDED when i % 3 == 0 (nested: on the root; gpu: the first
+on switch sw00, the second on switch sw01, each ``PUT .../traits`` after a
+``GET /resource_providers?in_tree=``), and one query per scenario is asked with
+``limit=10`` and ``prefer$S=CUSTOM_BENCH_PREFERRED,!CUSTOM_BENCH_AVOIDED&utilization=spread``
+(nested: the unsuffixed group; gpu: the switch of the 2 GPUs + NIC query). The probe
+checks ``scores``: one per candidate, best first, each one a score of its candidate's
+tree, and together the ten best of the loaded trees (a candidate's traits term plus 1
+per group with resources, nothing being used). The
+target is 10 ms p50; the note says when it is missed (timings are not checks).
+
 ``--busy`` (nested only) shows the search when no two trees are alike. After
 the queries at the last size of ``--trees`` (once: the claims are never taken
 back, so a grown load would mix idle and busy trees), tree i (in creation
@@ -55,13 +68,14 @@ loop stopped by its time limit).
 """
 
 import argparse
+import itertools
 import math
 import os
 import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import requests
 
@@ -72,6 +86,11 @@ from benchmarks.service import add_service_options, running_service
 
 LIMIT = 10
 SETTLE_TIMEOUT_S = 600
+PREFERRED = "CUSTOM_BENCH_PREFERRED"  # on the trees of even index
+AVOIDED = "CUSTOM_BENCH_AVOIDED"  # on the trees whose index is a multiple of 3
+PREFERENCES = f"{PREFERRED},!{AVOIDED}"
+PREFERENCES_TARGET_MS = 10.0
+SCORE_TOLERANCE = 1e-6  # the service rounds scores to 6 decimals
 BUSY_DISK_STEPS = 4000  # distinct DISK_GB usages of the root (4096 total, the query asks 10)
 BUSY_FULL_EVERY = 10  # every tenth busy tree has no VCPU left on its CUSTOM_FOO NUMA node
 BUSY_LABEL = f"nested, busy (every tree its own usage, {100 // BUSY_FULL_EVERY}% full)"
@@ -84,6 +103,8 @@ class Query:
     label: str
     params: str
     per_tree: int
+    # With preferences: the scores of the candidates of tree i (in creation order).
+    scores_of: Callable[[int], list[float]] | None = None
 
 
 @dataclass
@@ -97,6 +118,9 @@ class Probe:
     foreign: int = 0  # candidates using providers this run did not load
     on_full: int = 0  # candidates in trees made full (--busy)
     kib: int = 0
+    scores: list[float] | None = None  # the answer's scores, when it has them
+    trees: list[str | None] = field(default_factory=list)  # each candidate's loaded root
+    detail: str = ""  # why it was refused, when it was
 
 
 @dataclass
@@ -142,6 +166,38 @@ def nested_queries(loaded: LoadedTrees) -> list[Query]:
     )]
 
 
+def nested_preference_query(loaded: LoadedTrees) -> Query:
+    """The nested query preferring the marked roots (the unsuffixed group's DISK_GB), spread:
+    three groups with resources, nothing used: + 3."""
+    [nested] = nested_queries(loaded)
+    return replace(
+        nested,
+        label="nested, preferences (prefer half, avoid a third, spread)",
+        params=f"{nested.params}&prefer={PREFERENCES}&utilization=spread",
+        scores_of=lambda index: [traits_term(index) + 3.0] * nested.per_tree,
+    )
+
+
+def gpu_preference_query(loaded: LoadedTrees) -> Query:
+    """The 2 GPUs + NIC query preferring the marked switches (the resourceless _SW group),
+    spread: three groups with resources (two GPUs, the NIC), nothing used: + 3. Each switch
+    gives 2 candidates: sw00 scores the preferred trait, sw01 the avoided one."""
+    switch_query = gpu_queries(loaded)[0]
+
+    def scores_of(index: int) -> list[float]:
+        preferred, avoided = preference_traits(index)
+        by_switch = [len(preferred), -len(avoided), 0, 0]  # sw00, sw01, sw10, sw11
+        return [term + 3.0 for term in by_switch for _order in range(2)]
+
+    return replace(
+        switch_query,
+        label="gpu: 2 GPUs + NIC under one switch, preferences (prefer half, avoid a third, "
+              "spread)",
+        params=f"{switch_query.params}&prefer_SW={PREFERENCES}&utilization=spread",
+        scores_of=scores_of,
+    )
+
+
 def gpu_queries(loaded: LoadedTrees) -> list[Query]:
     return [
         Query(
@@ -182,8 +238,11 @@ def probe(url: str, loaded: LoadedTrees, full: frozenset[str] = frozenset()) -> 
         return Probe(type(exc).__name__, time.perf_counter() - start)
     found = Probe(response.status_code, time.perf_counter() - start)
     if response.status_code != 200:
+        found.detail = refusal_detail(response)
         return found
-    candidates = response.json()["allocation_requests"]
+    body = response.json()
+    candidates = body["allocation_requests"]
+    found.scores = body.get("scores")
     roots = set()
     for candidate in candidates:
         providers = candidate["allocations"]
@@ -193,13 +252,24 @@ def probe(url: str, loaded: LoadedTrees, full: frozenset[str] = frozenset()) -> 
         if in_roots & full:
             found.on_full += 1
         roots.update(in_roots)
+        found.trees.append(next(iter(in_roots)) if len(in_roots) == 1 else None)
     found.count, found.roots, found.kib = len(candidates), len(roots), len(response.content) // 1024
     return found
 
 
+def refusal_detail(response: requests.Response) -> str:
+    """The first error's detail of a refused request, on one line, cut to 200 characters."""
+    try:
+        detail = response.json()["errors"][0]["detail"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        detail = response.text
+    return " ".join(str(detail).split())[:200]
+
+
 def probe_note(found: Probe, expected: int) -> str:
     if found.status != 200:
-        return f"first answer: {found.status} after {found.seconds:.1f} s (EXPECTED 200)"
+        note = f"first answer: {found.status} after {found.seconds:.1f} s (EXPECTED 200)"
+        return f"{note}: {found.detail}" if found.detail else note
     note = f"{found.count} candidates"
     if found.count != expected:
         note += f" (EXPECTED {expected})"
@@ -224,6 +294,8 @@ def query_row(ctx: Context, loaded: LoadedTrees, query: Query, limit: int | None
     found = probe(url, loaded, full)
     answering = len(loaded.roots) - len(full)
     note = probe_note(found, expected_count(query, answering, limit, args.max_candidates))
+    if found.status == 200 and query.scores_of is not None:
+        note += "; " + scores_note(found, query, loaded)
     if found.status != 200:
         if not isinstance(found.status, int):
             settle(ctx.base_url, found.seconds)
@@ -240,6 +312,100 @@ def query_row(ctx: Context, loaded: LoadedTrees, query: Query, limit: int | None
     if seq.errors or conc.errors:
         settle(ctx.base_url, max(seq.latencies + conc.latencies))
     return report.Row(name, seq, conc, note)
+
+
+def scores_note(found: Probe, query: Query, loaded: LoadedTrees) -> str:
+    """Whether the answer's scores are one per candidate, best first, each one a score of
+    its candidate's tree, and the best of the loaded trees (as many as the answer has)."""
+    scores = found.scores
+    if scores is None:
+        return "no scores (EXPECTED scores)"
+    if len(scores) != found.count:
+        return f"{len(scores)} scores for {found.count} candidates (EXPECTED as many)"
+    if any(a < b for a, b in itertools.pairwise(scores)):
+        return f"scores not best first: {scores} (EXPECTED)"
+    index = {root: i for i, root in enumerate(loaded.roots)}
+    for score, root in zip(scores, found.trees, strict=True):
+        possible = query.scores_of(index[root]) if root in index else []
+        if not any(abs(score - p) <= SCORE_TOLERANCE for p in possible):
+            return (f"a candidate of tree {root} scores {score}, not one of {sorted(possible)} "
+                    "(EXPECTED)")
+    every = sorted((s for i in range(len(loaded.roots)) for s in query.scores_of(i)),
+                   reverse=True)
+    best = every[:len(scores)]
+    if any(abs(a - b) > SCORE_TOLERANCE for a, b in zip(scores, best, strict=True)):
+        return f"scores {scores} (EXPECTED the best: {best})"
+    return f"scores {scores[0]:g} to {scores[-1]:g}, the best"
+
+
+def preference_traits(index: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The traits tree ``index`` is marked with: (preferred ones, avoided ones)."""
+    return (PREFERRED,) * (index % 2 == 0), (AVOIDED,) * (index % 3 == 0)
+
+
+def traits_term(index: int) -> int:
+    preferred, avoided = preference_traits(index)
+    return len(preferred) - len(avoided)
+
+
+def mark_trees(ctx: Context, loaded: LoadedTrees,
+               marks: Callable[[int], dict[str, tuple[str, ...]]]) -> str:
+    """Add ``marks(i)`` (node name -> traits) to the providers of tree i, keeping the traits
+    its shape gives them; on ``--load-threads`` threads. Returns what was done."""
+    base_url = ctx.base_url
+    shape_traits = {node.name: node.traits for node in loaded.shape.nodes}
+    with client.new_session() as session:
+        for trait in (PREFERRED, AVOIDED):
+            response = session.put(f"{base_url}/traits/{trait}",
+                                   timeout=client.REQUEST_TIMEOUT_S)
+            if response.status_code not in (201, 204):
+                raise LoadError(f"trait {trait}: {response.status_code} {response.text[:500]}")
+
+    def mark(session: requests.Session, index: int) -> int:
+        wanted = {node: traits for node, traits in marks(index).items() if traits}
+        if not wanted:
+            return 0
+        root = loaded.roots[index]
+        response = session.get(f"{base_url}/resource_providers?in_tree={root}",
+                               timeout=client.REQUEST_TIMEOUT_S)
+        if response.status_code != 200:
+            raise LoadError(f"providers of tree {root}: {response.status_code} "
+                            f"{response.text[:500]}")
+        marked = 0
+        for rp in response.json()["resource_providers"]:
+            node = rp["name"].rsplit("-", 1)[-1]
+            if node not in wanted:
+                continue
+            response = session.put(f"{base_url}/resource_providers/{rp['uuid']}/traits", json={
+                "resource_provider_generation": rp["generation"],
+                "traits": sorted({*shape_traits[node], *wanted[node]}),
+            }, timeout=client.REQUEST_TIMEOUT_S)
+            if response.status_code != 200:
+                raise LoadError(f"traits of {rp['name']}: {response.status_code} "
+                                f"{response.text[:500]}")
+            marked += 1
+        if marked != len(wanted):
+            raise LoadError(f"tree {root} lacks providers {sorted(wanted)}")
+        return marked
+
+    count = len(loaded.roots)
+    print(f"marking {count} {loaded.shape.unit} with {PREFERRED} (even) and {AVOIDED} "
+          "(every third)...", file=sys.stderr, flush=True)
+    marked, seconds = client.load_in_parallel(count, ctx.args.load_threads, mark,
+                                              f"{loaded.shape.unit} marked", progress=True)
+    return (f"preferences: {sum(marked)} {loaded.shape.name} providers given {PREFERRED} "
+            f"or {AVOIDED} in {seconds:.0f} s")
+
+
+def preference_row(ctx: Context, loaded: LoadedTrees, query: Query) -> report.Row:
+    """``query`` with ``limit``, its scores checked; the note says how it did against the
+    target."""
+    row = query_row(ctx, loaded, query, LIMIT)
+    if row.sequential is not None and row.sequential.count:
+        p50 = row.sequential.p50_ms
+        row.note += (f"; target p50 <= {PREFERENCES_TARGET_MS:g} ms"
+                     + (" (missed)" if p50 > PREFERENCES_TARGET_MS else " (met)"))
+    return row
 
 
 def settle(base_url: str, longest: float) -> None:
@@ -373,6 +539,10 @@ def scenario_nested(ctx: Context, loads: list[str]) -> list[report.Row]:
         rows += query_rows(ctx, loaded, nested_queries)
         rows += [explain_row(ctx, loaded, query) for query in explained_queries(loaded)]
     loads.append(describe_load(loaded))
+    if ctx.args.preferences:
+        loads.append(mark_trees(ctx, loaded, lambda index: {"cn": sum(
+            preference_traits(index), ())}))
+        rows.append(preference_row(ctx, loaded, nested_preference_query(loaded)))
     if ctx.args.busy:
         busy = make_busy(ctx, loaded)
         loads.append(f"busy: {busy.claims} consumers, one per nested tree, "
@@ -415,7 +585,12 @@ def explain_row(ctx: Context, loaded: LoadedTrees, query: Query) -> report.Row:
 def scenario_gpu(ctx: Context, loads: list[str]) -> list[report.Row]:
     loaded = load(ctx, load_trees.GPU_HOST, ctx.args.hosts)
     loads.append(describe_load(loaded))
-    return query_rows(ctx, loaded, gpu_queries)
+    rows = query_rows(ctx, loaded, gpu_queries)
+    if ctx.args.preferences:
+        loads.append(mark_trees(ctx, loaded, lambda index: dict(zip(
+            ("sw00", "sw01"), preference_traits(index), strict=True))))
+        rows.append(preference_row(ctx, loaded, gpu_preference_query(loaded)))
+    return rows
 
 
 SCENARIOS = {"flat": scenario_flat, "nested": scenario_nested, "gpu": scenario_gpu}
@@ -445,6 +620,10 @@ def parse_args(argv):
     parser.add_argument("--busy", action="store_true",
                         help="nested: after the last size, give every tree its own usage "
                              f"({100 // BUSY_FULL_EVERY}%% of them full) and ask again")
+    parser.add_argument("--preferences", action=argparse.BooleanOptionalAction, default=True,
+                        help="nested and gpu: mark the trees and ask one query with soft "
+                             "preferences (this service's extension; --no-preferences for "
+                             "upstream)")
     parser.add_argument("--requests", type=int, default=30, help="sequential requests per query")
     parser.add_argument("--concurrent-requests", type=int,
                         help="requests per query at --concurrency (default: --requests)")
