@@ -180,14 +180,14 @@ def test_a_group_scores_the_traits_of_all_its_providers_once(api):
 # Refusals.
 
 
-def assert_refused(response, version: str = "1.39") -> dict:
+def assert_refused(response) -> dict:
+    """The one error format (with a code: every microversion here is 1.23 or later)."""
     assert response.status_code == 400, response.get_data(as_text=True)
     [error] = response.json["errors"]
+    assert error.keys() == ERROR_KEYS, error
     assert error["status"] == 400 and error["title"] == "Bad Request"
     assert error["request_id"].startswith("req-")
-    if version == "1.39":
-        assert error.keys() == ERROR_KEYS
-        assert error["code"].startswith("placement."), error
+    assert error["code"].startswith("placement."), error
     return error
 
 
@@ -208,6 +208,7 @@ def assert_refused(response, version: str = "1.39") -> dict:
         (f"resources=VCPU:1&prefer_member_of_X={AGG}", "1.39"),
         ("resources=VCPU:1&prefer1=CUSTOM_FAST", "1.25"),
         ("resources_A=VCPU:1&prefer_B=CUSTOM_FAST&utilization=pack", "1.39"),
+        ("resources_A=VCPU:1&required_A=CUSTOM_FAST&prefer_B=CUSTOM_FAST&same_subtree=_A", "1.39"),
         # utilization is pack or spread.
         ("resources=VCPU:1&utilization=balanced", "1.39"),
         ("resources=VCPU:1&utilization=", "1.39"),
@@ -216,18 +217,25 @@ def assert_refused(response, version: str = "1.39") -> dict:
         # A malformed aggregate uuid, preferred or avoided.
         ("resources=VCPU:1&prefer_member_of=not-a-uuid", "1.39"),
         ("resources=VCPU:1&prefer_member_of=!not-a-uuid", "1.39"),
-        # Suffixes follow the microversion's grammar: none before 1.25, strings from 1.33.
-        ("resources=VCPU:1&prefer1=CUSTOM_FAST", "1.24"),
-        ("resources1=VCPU:1&prefer_X=CUSTOM_FAST", "1.32"),
     ],
 )
 def test_bad_preferences_are_400(computes, query, version):
-    error = assert_refused(
-        computes.api.get(f"/allocation_candidates?{query}", version=version), version
-    )
-    if version == "1.39":  # refused for what the preference says, not as an unknown parameter
-        assert "match any of the regexes" not in error["detail"], error
-        assert "Additional properties are not allowed" not in error["detail"], error
+    error = assert_refused(computes.api.get(f"/allocation_candidates?{query}", version=version))
+    # Refused for what the preference says, not as an unknown parameter.
+    assert "match any of the regexes" not in error["detail"], error
+    assert "Additional properties are not allowed" not in error["detail"], error
+
+
+@pytest.mark.parametrize(
+    ("query", "version"),
+    [
+        # Suffixes follow the microversion's grammar: none before 1.25, strings from 1.33.
+        ("resources=VCPU:1&prefer1=CUSTOM_FAST", "1.24"),
+        ("resources1=VCPU:1&resources2=VCPU:1&prefer_X=CUSTOM_FAST&group_policy=none", "1.32"),
+    ],
+)
+def test_a_suffix_the_microversion_does_not_know_is_400(computes, query, version):
+    assert_refused(computes.api.get(f"/allocation_candidates?{query}", version=version))
 
 
 @pytest.mark.parametrize("names", ["CUSTOM_NOPE", "!CUSTOM_NOPE", "CUSTOM_FAST,!CUSTOM_NOPE"])
