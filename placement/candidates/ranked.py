@@ -73,7 +73,8 @@ class _Ranking:
         self.order = count()  # the walk order, over all trees
         self.seen_sharing: set[tuple] = set()
         self.chains: dict[int, list[int]] = {}
-        self.steps = 0
+        self.steps = 0  # partial placements the walks were told of
+        self.expired = False  # a walk saw the deadline pass
 
     def walk_trees(self, roots: list[int], counts: SearchCounts) -> None:
         bounded = []
@@ -131,9 +132,12 @@ class _Ranking:
         timed = self.stop.timed
 
         def prune(position: int, providers: list[int]) -> bool:
-            if timed:
+            if timed:  # past the deadline, the walk drops everything left
+                if self.expired:
+                    return True
                 self.steps += 1
                 if self.steps % DEADLINE_EVERY == 0 and self.stop.passed():
+                    self.expired = True
                     return True
             if self.cap is None or len(self.kept) < self.cap:
                 return False
