@@ -171,6 +171,9 @@ class QuerySchema:
     patterns: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
     unknown_key_code: str = errors.DEFAULT
+    # This service's own keys with a suffix: taken as ``patterns`` are, never quoted in
+    # a refusal (which stays upstream's, word for word).
+    extension_patterns: tuple[str, ...] = ()
 
     def validate(
         self, params: dict[str, list[str]], newer: Callable[[str], str | None] | None = None
@@ -193,7 +196,8 @@ class QuerySchema:
 
     def takes_key(self, key: str) -> bool:
         return key in self.checks or any(
-            re.fullmatch(p.removeprefix("^").removesuffix("$"), key) for p in self.patterns
+            re.fullmatch(p.removeprefix("^").removesuffix("$"), key)
+            for p in self.patterns + self.extension_patterns
         )
 
     def _refuse_unknown_keys(

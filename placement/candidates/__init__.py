@@ -40,6 +40,11 @@ per module:
    is reached: nothing is built that is not returned. Each candidate comes
    with its allocation request written (``bodies.AllocationRequests``:
    one JSON template per way the slots share providers).
+   A request with soft preferences (``preferences``: ``prefer$S``,
+   ``prefer_member_of$S``, ``utilization``) is *ranked* instead: ``scoring`` says
+   each placement's score and bounds, and ``ranked`` finds the best ``limit`` by
+   branch and bound (trees best bound first, partial placements pruned), nothing
+   kept for the next request.
 6. ``answers``: without sharing providers, each tree's candidates are kept
    (``CandidateSearch.answers``) for the next request like this one
    (``SearchPlan.signature`` and the microversion), and dropped when the copy

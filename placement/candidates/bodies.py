@@ -24,19 +24,28 @@ _PLACEHOLDER = re.compile(r"@(\d+)@")
 
 
 def body(
-    plan: SearchPlan, candidates: list[Candidate], version, summaries: TreeSummaries
+    plan: SearchPlan, candidates: list[Candidate], version, summaries: TreeSummaries,
+    scores: list[float] | None = None,
 ) -> bytes:
     """The body as JSON text, from candidates whose allocation requests
     ``AllocationRequests`` wrote: the texts are joined as they are, the requests and
     the summaries (the trees' from ``summaries``), then the whole (every further copy
-    of a body of hundreds of KiB costs about as much as a join)."""
+    of a body of hundreds of KiB costs about as much as a join). A ranked request's
+    ``scores`` (one per candidate, this service's) follow the allocation requests."""
     return b"".join([
         b'{"allocation_requests":[',
         b",".join([candidate.request for candidate in candidates]),
-        b'],"provider_summaries":{',
+        b"]",
+        b"" if scores is None else b',"scores":' + orjson.dumps(rounded_scores(scores)),
+        b',"provider_summaries":{',
         b",".join(_summaries(plan, candidates, version, summaries)),
         b"}}",
     ])
+
+
+def rounded_scores(scores: list[float]) -> list[float]:
+    """Scores as the body shows them: to 6 decimals (as the translator's)."""
+    return [round(score, 6) + 0.0 for score in scores]  # + 0.0: no -0.0
 
 
 def _summaries(

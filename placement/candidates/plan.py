@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection
 
+from placement import errors
 from placement.candidates.filters import RootFilter, SlotFilter
 from placement.candidates.request import CandidateRequest
 from placement.candidates.slots import Slot, ordered_slots, slot_filter
@@ -44,6 +45,8 @@ class SearchPlan:
     twin_families: list[list[int]] = field(default_factory=list)
     # class id -> the most one provider can be asked for: the sum over the slots
     demand: dict[int, int] = field(default_factory=dict)
+    # The ids of the traits the groups prefer or avoid (``preferences``), by name.
+    preferred_trait_ids: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for slot in self.slots:
@@ -123,7 +126,13 @@ def build_plan(
 ) -> SearchPlan | None:
     """The plan for ``request`` over ``world``, or None when some slot cannot match
     anything (an unknown aggregate or in_tree provider) or a class or trait does not
-    exist (what upstream answers then: ``placement.candidates.unknown_names``)."""
+    exist (what upstream answers then: ``placement.candidates.unknown_names``). 400 for
+    a trait a group prefers or avoids that does not exist."""
+    preferred_traits = request.preferred_trait_names()
+    preferred_trait_ids = known_trait_ids(conn, world, preferred_traits)
+    if len(preferred_trait_ids) < len(preferred_traits):
+        unknown = sorted(preferred_traits - set(preferred_trait_ids))
+        raise errors.BadRequest(f"No such trait(s): {', '.join(unknown)}.")
     wanted_classes = request.resource_class_names()
     class_ids = known_class_ids(world, wanted_classes)
     wanted_traits = request.trait_names()
@@ -163,6 +172,7 @@ def build_plan(
         unsuffixed_slots=tuple(p for p, slot in enumerate(slots) if not slot.group.granular),
         class_names={id_: name for name, id_ in class_ids.items()},
         one_provider_per_tree=not nested_aware,
+        preferred_trait_ids=preferred_trait_ids,
     )
     sharing_trait = world.trait_id_of_name.get(SHARING_TRAIT)
     _add_sharing(plan, world.with_trait.get(sharing_trait, set()) if sharing_trait else set())

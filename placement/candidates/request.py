@@ -6,7 +6,9 @@ which parameters each microversion accepts (``resources`` from 1.10, ``limit``
 ``group_policy`` 1.25, ``in_tree`` 1.31, string suffixes 1.33, ``root_required``
 1.35, ``same_subtree`` and resourceless groups 1.36, ``in:`` traits 1.39) and
 refuses everything else with a 400; at every one it also takes this service's
-``budget_ms`` (a time budget: see ``search``), which upstream refuses. The value
+``budget_ms`` (a time budget: see ``search``) and soft preferences (``prefer$S``,
+``prefer_member_of$S``, ``utilization``: see ``preferences``), which upstream
+refuses. The value
 grammar of ``resources``, ``required`` and ``member_of`` comes from
 ``placement.query``.
 
@@ -24,9 +26,11 @@ from 1.24 and ``required$S`` from 1.39 (ANDed), the first ``limit`` and
 """
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from placement import errors, query
+from placement.candidates import preferences
+from placement.candidates.preferences import NO_PREFERENCES, GroupPreferences
 
 UNSUFFIXED = ""
 GROUP_POLICIES = ("none", "isolate")
@@ -52,15 +56,16 @@ class RequestGroup:
     traits: query.TraitFilter
     aggregates: query.AggregateFilter
     in_tree: str | None
+    preferences: GroupPreferences = NO_PREFERENCES  # what it prefers and avoids
 
     @property
     def granular(self) -> bool:
         return self.suffix != UNSUFFIXED
 
     def constraints(self) -> tuple:
-        """Everything a provider is matched against, without the suffix: groups
-        with equal constraints are interchangeable."""
-        return (self.resources, self.traits, self.aggregates, self.in_tree)
+        """Everything a provider is matched against and ranked by, without the
+        suffix: groups with equal constraints are interchangeable."""
+        return (self.resources, self.traits, self.aggregates, self.in_tree, self.preferences)
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,8 @@ class CandidateRequest:
     limit: int | None
     # The search's time budget in milliseconds (``budget_ms``, this service's), or None.
     budget_ms: int | None = None
+    # Rank by how used the providers are (``utilization``, this service's): pack, spread.
+    utilization: str | None = None
     # The suffixes in the order the query string first names each group: the order
     # upstream looks at the groups in (placement.candidates.unknown_names).
     query_order: tuple[str, ...] = ()
@@ -84,6 +91,15 @@ class CandidateRequest:
         for group in self.groups:
             names |= group.traits.names()
         return names
+
+    def preferred_trait_names(self) -> set[str]:
+        """The traits the groups prefer or avoid."""
+        return set().union(*(group.preferences.trait_names() for group in self.groups))
+
+    @property
+    def ranked(self) -> bool:
+        """Whether the candidates are ranked by a preference (``preferences``)."""
+        return self.utilization is not None or any(g.preferences for g in self.groups)
 
 
 def parse_candidate_request(pairs: Iterable[tuple[str, str]], version) -> CandidateRequest:
@@ -112,6 +128,10 @@ def parse_candidate_request(pairs: Iterable[tuple[str, str]], version) -> Candid
             '"resources{N}" parameter.',
             code=errors.QUERYPARAM_MISSING_VALUE,
         )
+    utilization = preferences.parse_utilization(params.get(preferences.UTILIZATION))
+    preferred = preferences.parse_group_preferences(pairs, set(groups))
+    for suffix, wanted in preferred.items():
+        groups[suffix] = replace(groups[suffix], preferences=wanted)
     return CandidateRequest(
         groups=tuple(groups[suffix] for suffix in sorted(groups)),
         group_policy=group_policy,
@@ -119,6 +139,7 @@ def parse_candidate_request(pairs: Iterable[tuple[str, str]], version) -> Candid
         root_traits=root_traits,
         limit=limit,
         budget_ms=budget_ms,
+        utilization=utilization,
         query_order=tuple(groups),
     )
 
@@ -128,7 +149,10 @@ def _schema(version) -> query.QuerySchema:
     are plain properties (``resources`` required) before 1.25, keys with a suffix
     after."""
     group_names = ["resources"]
-    checks: dict[str, tuple[query.Check, ...]] = {"budget_ms": (query.pattern(BUDGET_PATTERN),)}
+    checks: dict[str, tuple[query.Check, ...]] = {
+        "budget_ms": (query.pattern(BUDGET_PATTERN),),
+        preferences.UTILIZATION: (),
+    }
     if version >= (1, 16):
         checks["limit"] = (query.pattern(LIMIT_PATTERN),)
     if version >= (1, 17):
@@ -137,6 +161,7 @@ def _schema(version) -> query.QuerySchema:
         group_names.append("member_of")
     if version < (1, 25):
         checks.update((name, ()) for name in group_names)
+        checks.update((name, ()) for name in preferences.PARAMETERS)
         return query.QuerySchema(
             checks=checks, required=("resources",), unknown_key_code=errors.QUERYPARAM_BAD_VALUE
         )
@@ -152,6 +177,7 @@ def _schema(version) -> query.QuerySchema:
         checks=checks,
         patterns=tuple(f"^{name}({suffix})?$" for name in group_names),
         unknown_key_code=errors.QUERYPARAM_BAD_VALUE,
+        extension_patterns=tuple(f"^{name}({suffix})?$" for name in preferences.PARAMETERS),
     )
 
 

@@ -59,7 +59,7 @@ class SearchCounts:
     cut: bool = False  # the deadline passed before the search was done
 
 
-class _Deadline:
+class Deadline:
     """When a search must stop (never, without one)."""
 
     def __init__(self, at: float | None, counts: SearchCounts) -> None:
@@ -89,7 +89,7 @@ def collect(
     to them, and the trees they tell need no look are not looked at. ``counts``, when
     given, is told what the search did; past the ``deadline`` it stops."""
     counts = counts if counts is not None else SearchCounts()
-    stop = _Deadline(deadline, counts)
+    stop = Deadline(deadline, counts)
     if plan.sharing:
         roots = plan.candidate_roots()
         counts.trees = len(roots)
@@ -116,7 +116,7 @@ def collect(
 
 def _collect_by_form(
     plan: SearchPlan, roots: list[int], cap: int | None, kinds: "_KindSearch",
-    kept: KeptAnswers, counts: SearchCounts, stop: _Deadline,
+    kept: KeptAnswers, counts: SearchCounts, stop: Deadline,
 ) -> tuple[list[Candidate], int]:
     """Without sharing providers: each tree's answers are those kept, or else those of
     its kind (``_KindSearch``), added to the kept ones as they are found. Also how many
@@ -196,16 +196,8 @@ class _KindSearch:
         self.chains: dict[int, list[int]] = {}  # shared by the walks
 
     def key_of(self, root: int) -> object:
-        """The tree's kind (``tree_key``), None when it lacks a class asked for; kept on
-        its form for the next request asking the same amounts."""
-        form = self.plan.world.form_of_tree[root]
-        demand_items = self.demand_items
-        key = form.keys.get(demand_items, _UNKNOWN)
-        if key is _UNKNOWN:
-            if len(form.keys) >= KEYS_KEPT_PER_FORM:
-                form.keys.clear()
-            key = form.keys[demand_items] = tree_key(form, self.plan.demand, demand_items)
-        return key
+        """The tree's kind (``kind_of``)."""
+        return kind_of(self.plan, root, self.demand_items)
 
     def candidate(self, root: int, key: object, rank: int) -> Candidate | None:
         """The candidate of ``rank`` (the first is 0) of the tree ``root`` of kind ``key``
@@ -227,6 +219,19 @@ class _KindSearch:
 
 _UNKNOWN = object()
 KEYS_KEPT_PER_FORM = 16  # distinct demands (flavors, say) whose keys each form keeps
+
+
+def kind_of(plan: SearchPlan, root: int, demand_items: tuple) -> object:
+    """The tree's kind (``tree_key``; ``demand_items``: the plan's demand, sorted), None
+    when it lacks a class asked for; kept on its form for the next request asking the
+    same amounts."""
+    form = plan.world.form_of_tree[root]
+    key = form.keys.get(demand_items, _UNKNOWN)
+    if key is _UNKNOWN:
+        if len(form.keys) >= KEYS_KEPT_PER_FORM:
+            form.keys.clear()
+        key = form.keys[demand_items] = tree_key(form, plan.demand, demand_items)
+    return key
 
 
 def tree_key(form: TreeForm, demand: dict[int, int], demand_items) -> object:
@@ -255,7 +260,7 @@ def tree_key(form: TreeForm, demand: dict[int, int], demand_items) -> object:
 
 def _collect_with_sharing(
     plan: SearchPlan, roots: list[int], cap: int | None, render: Render, counts: SearchCounts,
-    stop: _Deadline,
+    stop: Deadline,
 ) -> list[Candidate]:
     """Each tree searched on its own, with the sharing providers that serve it."""
     timed = stop.timed
@@ -267,7 +272,7 @@ def _collect_with_sharing(
         if all(p in plan.sharing for p in providers):
             # Only sharing providers: the same placement is met again from
             # every tree they serve (and from their own).
-            key = _identity(plan, providers)
+            key = identity(plan, providers)
             if key in seen_outside_anchor:
                 return False
             seen_outside_anchor.add(key)
@@ -322,7 +327,7 @@ class _KindAnswer:
         return self.found[rank]
 
 
-def _identity(plan: SearchPlan, providers: tuple[int, ...]) -> tuple:
+def identity(plan: SearchPlan, providers: tuple[int, ...]) -> tuple:
     """What the answer shows of a placement: who takes what, and each group's providers."""
     taken: dict[tuple[int, int], int] = {}
     for position, provider in enumerate(providers):

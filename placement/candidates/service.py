@@ -16,10 +16,11 @@ from typing import Protocol
 from microversion_parse import Version
 from sqlalchemy import Connection
 
-from placement.candidates import bodies, explain, search
+from placement.candidates import bodies, explain, ranked, search
 from placement.candidates.answers import AnswerMemo, KeptAnswers
 from placement.candidates.plan import SearchPlan, build_plan
 from placement.candidates.request import CandidateRequest
+from placement.candidates.scoring import Scorer
 from placement.candidates.summaries import TreeSummaries
 from placement.candidates.unknown_names import refuse_unknown_names
 from placement.collector import collector_paused
@@ -97,6 +98,13 @@ class CandidateSearch:
                 self._report(False, counts, None)
                 return Found(None)
             cap = self._cap(request.limit)
+            if request.ranked:
+                deadline = time.monotonic() + budget_ms / 1000 if budget_ms else None
+                ranked_body, found = self._search_ranked(
+                    plan, Scorer(plan, request), cap, version, counts, deadline
+                )
+                self._report(False, counts, self._capped_by(request.limit, cap, found, counts))
+                return Found(ranked_body, self._cut_of(counts))
             kept = self._kept_answers(plan, version)
             # Asked again with nothing written since: the same body (see answers.py).
             body_kept_in = None if self._randomize else kept
@@ -111,12 +119,8 @@ class CandidateSearch:
                 if body_kept_in is not None and body is not None and not counts.cut:
                     body_kept_in.keep_body(body_key, body, self._cache_budget)
             self.answers.keep_within(self._cache_budget)
-        capped = cap is not None and found >= cap
-        capped_by = self._capped_by(request.limit) if capped else None
-        self._report(body_reused, counts, "time_budget" if counts.cut else capped_by)
-        if counts.cut:
-            return Found(body, Cut(counts.trees_looked_at, counts.trees))
-        return Found(body)
+        self._report(body_reused, counts, self._capped_by(request.limit, cap, found, counts))
+        return Found(body, self._cut_of(counts))
 
     def explain(
         self, conn: Connection, request: CandidateRequest, version: Version
@@ -167,6 +171,24 @@ class CandidateSearch:
         # (text only: no more reads)
         return bodies.body(plan, candidates, version, self.summaries), len(candidates)
 
+    def _search_ranked(
+        self, plan: SearchPlan, scorer: Scorer, cap: int | None, version: Version,
+        counts: search.SearchCounts, deadline: float | None,
+    ) -> tuple[bytes, int]:
+        """The body of the best candidates (``ranked``), with their scores; not kept."""
+        renderer = bodies.AllocationRequests(plan, version)
+        found = ranked.best(
+            plan, scorer, cap, renderer.render, shuffle=self._randomize, counts=counts,
+            deadline=deadline,
+        )
+        candidates = [candidate for _, candidate in found]
+        scores = [score for score, _ in found]
+        return bodies.body(plan, candidates, version, self.summaries, scores), len(found)
+
+    @staticmethod
+    def _cut_of(counts: search.SearchCounts) -> Cut | None:
+        return Cut(counts.trees_looked_at, counts.trees) if counts.cut else None
+
     def _kept_answers(self, plan: SearchPlan, version: Version) -> KeptAnswers | None:
         """The answers kept for requests like this one (None: not kept, when the answers
         depend on sharing providers, the request looks at one tree only, or the cache is
@@ -175,8 +197,15 @@ class CandidateSearch:
             return None
         return self.answers.kept_for((plan.signature(), version.major, version.minor))
 
-    def _capped_by(self, limit: int | None) -> str:
-        """Which bound a capped answer met (``_cap``)."""
+    def _capped_by(
+        self, limit: int | None, cap: int | None, found: int, counts: search.SearchCounts
+    ) -> str | None:
+        """What cut the answer short: the time budget, or the bound a capped answer met
+        (``_cap``); None when nothing did."""
+        if counts.cut:
+            return "time_budget"
+        if cap is None or found < cap:
+            return None
         if limit is not None and (self._max_candidates < 0 or limit <= self._max_candidates):
             return "limit"
         return "max_allocation_candidates"

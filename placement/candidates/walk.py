@@ -19,15 +19,23 @@ non-decreasing option order, and each complete placement is then expanded
 into the distinct reorderings of the twins' providers, lazily.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from placement.candidates.plan import SearchPlan
 
+# Told a partial placement (the slot just placed, and the providers of the slots so far),
+# says whether to drop it: how a ranked search (``ranked``) cuts what cannot enter its answer.
+Prune = Callable[[int, list[int]], bool]
+
 
 def tree_candidates(
-    plan: SearchPlan, options: list[list[int]], chains: dict[int, list[int]]
+    plan: SearchPlan, options: list[list[int]], chains: dict[int, list[int]],
+    prune: Prune | None = None, reordered: bool = True,
 ) -> Iterator[tuple[int, ...]]:
-    """Every valid placement of all slots, each slot on one of its ``options``."""
+    """Every valid placement of all slots, each slot on one of its ``options``; with
+    ``prune``, not those of a partial placement it drops. Without ``reordered``, one
+    placement of each combination of the twins' providers (``reorderings`` gives the
+    others)."""
     if not all(options):
         return
     if all(len(o) == 1 for o in options):
@@ -36,21 +44,31 @@ def tree_candidates(
         if _TreeSearch(plan, options, chains).valid_whole(placement):
             yield placement  # twins all on one provider: no other order exists
         return
-    search = _TreeSearch(plan, options, chains)
-    if plan.twin_families:
+    search = _TreeSearch(plan, options, chains, prune)
+    if plan.twin_families and reordered:
         for placement in search.placements(0):
-            yield from _reorder_families(list(placement), plan.twin_families, 0)
+            yield from reorderings(placement, plan.twin_families)
     else:
         yield from search.placements(0)
+
+
+def reorderings(
+    placement: tuple[int, ...], families: list[list[int]]
+) -> Iterator[tuple[int, ...]]:
+    """The distinct reorderings of the twins' providers in ``placement`` (itself among
+    them), lazily."""
+    return _reorder_families(list(placement), families, 0)
 
 
 class _TreeSearch:
     """The state of one depth-first walk over one tree."""
 
     def __init__(
-        self, plan: SearchPlan, options: list[list[int]], chains: dict[int, list[int]]
+        self, plan: SearchPlan, options: list[list[int]], chains: dict[int, list[int]],
+        prune: Prune | None = None,
     ) -> None:
         self.plan = plan
+        self.prune = prune
         self.options = options
         self.options_after: dict[tuple[tuple[int, ...], int], set[int]] = {}
         self.chosen: list[int] = [0] * len(options)  # option index per slot
@@ -82,7 +100,9 @@ class _TreeSearch:
             if plan.one_provider_per_tree and not self._alone_in_tree(provider):
                 continue
             self._place(position, index, provider, granular)
-            if self._still_possible(position):
+            if self._still_possible(position) and (
+                self.prune is None or not self.prune(position, self.providers)
+            ):
                 yield from self.placements(position + 1)
             self._unplace(position, provider, granular)
 

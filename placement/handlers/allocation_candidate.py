@@ -17,9 +17,11 @@ CUT_HEADER = "Placement-Search-Cut"
 
 @min_version(1, 10)
 def list_allocation_candidates(ctx: RequestContext) -> flask.Response:
-    found = ctx.services.candidates.find(ctx.conn, _parsed(ctx), ctx.version)
+    request = _parsed(ctx)
+    found = ctx.services.candidates.find(ctx.conn, request, ctx.version)
     if found.body is None:
-        response = json_response(ctx, EMPTY)
+        # A ranked request (soft preferences, this service's) also has its scores.
+        response = json_response(ctx, {**EMPTY, "scores": []} if request.ranked else EMPTY)
     else:
         response = json_text_response(ctx, found.body)
     if found.cut is not None:

@@ -577,6 +577,7 @@ NOT_IN_SIGNATURE = {
     "in_tree_roots",  # likewise
     "sharing_options", "anchors", "sharing",  # nothing is kept when something is shared
     "subtree_sets_of_slot", "twin_families", "demand",  # follow from the slots and sets
+    "preferred_trait_ids",  # only ranked requests read it, and nothing is kept for them
 }
 IN_SIGNATURE = {
     "slots", "filter_of_slot", "isolate", "subtree_sets", "unsuffixed_slots",
