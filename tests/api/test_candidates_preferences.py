@@ -254,12 +254,12 @@ def test_an_unknown_trait_is_refused_as_required_refuses_it(computes, names):
 # Requests without preferences.
 
 
-NO_PREFERENCES = [
-    (QUERY, "1.10"),
-    (QUERY + "&limit=2", "1.16"),
-    (QUERY + "&required=!CUSTOM_SLOW", "1.25"),
-    ("resources_C=VCPU:1&resources_M=MEMORY_MB:512&group_policy=none&limit=2", "1.39"),
-    (QUERY, "1.39"),
+NO_PREFERENCES = [  # (query, microversion, the suffix of a group it has)
+    (QUERY, "1.10", ""),
+    (QUERY + "&limit=2", "1.16", ""),
+    (QUERY + "&required=!CUSTOM_SLOW", "1.25", ""),
+    ("resources_C=VCPU:1&resources_M=MEMORY_MB:512&group_policy=none&limit=2", "1.39", "_C"),
+    (QUERY, "1.39", ""),
 ]
 
 
@@ -269,24 +269,26 @@ def test_requests_without_preferences_are_answered_as_before_them(computes):
     def answers() -> list[bytes]:
         return [
             api.get(f"/allocation_candidates?{query}", version=version).get_data()
-            for query, version in NO_PREFERENCES
+            for query, version, _suffix in NO_PREFERENCES
         ]
 
     with api.as_a_new_worker():
         never_saw_preferences = answers()
     before = answers()
     for preferences in (
-        "prefer=CUSTOM_FAST&utilization=spread",
-        f"prefer_member_of={AGG}&utilization=pack",
+        "prefer{}=CUSTOM_FAST&utilization=spread",
+        f"prefer_member_of{{}}={AGG}&utilization=pack",
     ):
-        for query, version in NO_PREFERENCES:
-            answer = api.get(f"/allocation_candidates?{query}&{preferences}", version=version)
+        for query, version, suffix in NO_PREFERENCES:
+            ranked = f"/allocation_candidates?{query}&{preferences.format(suffix)}"
+            answer = api.get(ranked, version=version)
             assert answer.status_code == 200, answer.json
+            assert "scores" in answer.json
     after = answers()
     with api.as_a_new_worker():
         asked_with_preferences_first = [
             api.get(f"/allocation_candidates?{query}&utilization=pack", version=version).status_code
-            for query, version in NO_PREFERENCES
+            for query, version, _suffix in NO_PREFERENCES
         ]
         after_in_a_new_worker = answers()
 
