@@ -20,6 +20,7 @@ from placement.nodes.naming import (
     lookup_ignoring_case,
     unit_of_class,
 )
+from placement.nodes.search_budget import MAX_BUDGET_MS
 
 DEFAULT_CONFIG_FILE = "/etc/placement/placement.conf"
 DEFAULT_DATABASE_URL = "sqlite:///placement.sqlite"
@@ -268,6 +269,18 @@ OPTIONS: tuple[Option, ...] = (
         "when its inventories hold both, as KubeGPU's allocator lets them.",
     ),
     Option(
+        "group_candidates_budget_ms",
+        "group_resources",
+        "candidates_budget_ms",
+        "PLACEMENT_GROUP_RESOURCE_CANDIDATES_BUDGET_MS",
+        int,
+        "Time budget, in milliseconds, of a translator or device search (candidates and "
+        "claims: /group_resources/candidates, /claims, /device_candidates, "
+        "/device_claims) for a request without budget_ms (0: none; at most 9999999). "
+        "When it runs out the answer is the best found so far, valid each, and says it "
+        "was cut (the cut field and the Placement-Search-Cut header).",
+    ),
+    Option(
         "log_level",
         "logging",
         "level",
@@ -331,6 +344,7 @@ class Config:
     group_flat_requests: str = GroupOptions.flat_requests
     group_node_ranking: str = GroupOptions.node_ranking
     group_sibling_groups: str = GroupOptions.sibling_groups
+    group_candidates_budget_ms: int = 0
 
     def __post_init__(self) -> None:
         if self.auth_strategy not in AUTH_STRATEGIES:
@@ -361,6 +375,9 @@ class Config:
             raise ConfigError("allocation_candidates_cache_mib must be 0 or more")
         if self.allocation_candidates_budget_ms < 0:
             raise ConfigError("allocation_candidates_budget_ms must be 0 or more")
+        if not 0 <= self.group_candidates_budget_ms <= MAX_BUDGET_MS:
+            raise ConfigError(f"[group_resources] candidates_budget_ms must be 0 (none) to "
+                              f"{MAX_BUDGET_MS}")
         if self.max_allocation_candidates == 0 or self.max_allocation_candidates < -1:
             raise ConfigError("max_allocation_candidates must be -1 (no bound) or 1 or more")
         for option, values in CHOICES.items():

@@ -17,6 +17,7 @@ from placement.devices.chooser import SCOPES, Chooser, Pick, Unfit
 from placement.devices.request import DeviceRequest
 from placement.devices.snapshot import DeviceNode, DeviceNodes
 from placement.devices.takes import counts_in_scores
+from placement.nodes.search_budget import SearchBudget
 
 
 @dataclass(frozen=True)
@@ -52,19 +53,30 @@ def rank(
     request: DeviceRequest,
     scorer: str,
     limit: int | None,
+    budget: SearchBudget | None = None,
 ) -> DeviceAnswer:
     """``nodes`` ranked for ``request``, the first ``limit`` as candidates.
 
     Nodes of one kind (equal ``DeviceNode.kind``: devices, links, state and node
     resources) choose, score and rank alike but for their names: each kind is chosen
     on once, and only the nodes the answer shows become candidates, in the order a
-    sort of every node by (``_kind_rank_key``, name) gives.
+    sort of every node by (``_kind_rank_key``, name) gives. Past the deadline of a
+    ``budget`` no other kind is chosen on (the first always is), and ``budget`` is
+    told how many nodes were looked at.
     """
     pack = scorer == "pack"
     chooser = Chooser(request, pack=pack)
     reasons: Counter[str] = Counter()
     ranked: list[tuple[tuple, list[DeviceNode], Pick, float]] = []
+    timed = budget is not None and budget.timed
+    looked = 0
     for key, alike in nodes.kinds.items():
+        if timed:  # the flag first: a search without a budget makes no call here
+            assert budget is not None
+            if looked and budget.passed():
+                budget.stop(looked, nodes.count)
+                break
+            looked += len(alike)
         pick = chooser.choose(alike[0], key)
         if isinstance(pick, Unfit):
             reasons[pick.reason] += len(alike)

@@ -41,6 +41,7 @@ from placement.devices.topology_matrix import MatrixDetails, parse_matrix
 from placement.group_resources import service as group_service
 from placement.group_resources import sync as group_sync
 from placement.nodes.naming import DEVICE_NODE_TRAIT, Naming, provider_name
+from placement.nodes.search_budget import Cut, SearchBudget
 from placement.replica.replica import Replica
 
 MIB = 2**20
@@ -235,12 +236,17 @@ class DeviceSearch:
         scorer: str = "pack",
         limit: int | None = None,
         node_names: list[str] | None = None,
+        budget: SearchBudget | None = None,
     ) -> DeviceAnswer:
+        """The device nodes ranked for ``request``; a ``budget`` that runs out stops the
+        search and says how far it got (``budget.cut``; ``search.rank``)."""
+        budget = budget or SearchBudget()
         # As the other searches: many small objects, no cycles. The nodes are ranked
         # while the copy is held: they are kept in it from one search to the next.
         with collector_paused(), self._replica.current(conn) as world:
+            budget.start()
             nodes = self._nodes.read(conn, world, device_naming(naming), node_names)
-            return rank(nodes, request, scorer, limit)
+            return rank(nodes, request, scorer, limit, budget)
 
     def claim(
         self,
@@ -253,17 +259,22 @@ class DeviceSearch:
         consumer_type: str | None = None,
         scorer: str = "pack",
         node_names: list[str] | None = None,
+        budget: SearchBudget | None = None,
     ) -> DeviceCandidate:
         """Choose the best devices and allocate them to a new consumer.
 
         A concurrent claim committing first may take what was chosen: the write
         then fails placement's capacity check and the choice is made again from
-        fresh data, at random among the nodes ranked as well as the best.
+        fresh data, at random among the nodes ranked as well as the best. A
+        ``budget`` bounds the whole claim, as the translator's
+        (``group_resources.service``).
         """
+        budget = budget or SearchBudget()
 
         def choose(limit: int) -> list[DeviceCandidate] | errors.PlacementError:
-            answer = self.find_candidates(conn, request, naming, scorer, limit, node_names)
-            return answer.candidates or unplaceable(answer)
+            answer = self.find_candidates(
+                conn, request, naming, scorer, limit, node_names, budget=budget)
+            return answer.candidates or unplaceable(answer, budget.cut)
 
         claimant = Claimant(
             kind="devices",
@@ -300,7 +311,7 @@ def _standing(candidate: DeviceCandidate) -> tuple:
     return (pick.scope, pick.strength, round(candidate.score, 9))
 
 
-def unplaceable(answer: DeviceAnswer) -> errors.Conflict:
+def unplaceable(answer: DeviceAnswer, cut: Cut | None = None) -> errors.Conflict:
     if not answer.nodes_considered:
         stale = (
             f" ({len(answer.out_of_sync)} device node(s) have trees that no longer match "
@@ -314,6 +325,6 @@ def unplaceable(answer: DeviceAnswer) -> errors.Conflict:
     reason, count = answer.unfit[0]
     return errors.Conflict(
         f"No device node can take the request: {reason} ({count} of "
-        f"{answer.nodes_considered} node(s)).",
+        f"{answer.nodes_considered} node(s)).{Cut.sentence_of(cut)}",
         code=errors.GROUP_UNPLACEABLE,
     )

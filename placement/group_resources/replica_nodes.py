@@ -70,28 +70,36 @@ class NodesKept:
 
     def nodes(self, world: ProviderWorld, root_ids: list[int]) -> list[Node]:
         """The nodes of these roots (those whose trees are as a map writes them), by name."""
+        found = [node for node in self.nodes_of_roots(world, root_ids) if node is not None]
+        found.sort(key=lambda node: node.name)
+        return found
+
+    def nodes_of_roots(self, world: ProviderWorld, root_ids: list[int]) -> list[Node | None]:
+        """The node of each of these roots, in their order; None where a tree is not as a
+        node's map writes it."""
         if len(self.signatures) > MAX_GROUP_STATES:
             self.signatures.clear()
             self._nodes.clear()
-        found: list[Node] = []
+        found: list[Node | None] = []
         to_build = []
         for root_id in root_ids:
             kept = self._nodes.get(world, root_id)
             if kept is None:
                 to_build.append(root_id)
-            elif kept.node is not None:
-                found.append(kept.node)
+            found.append(None if kept is None else kept.node)
         if to_build:
             providers, rooms = tree_parts(world, to_build, _room)
             built = {
                 node.root.uuid: node for node in build_nodes(providers, rooms, self.signatures)
             }
+            built_now: dict[int, Node | None] = {}
             for root_id in to_build:
-                node = built.get(world.providers[root_id].uuid)
+                node = built_now[root_id] = built.get(world.providers[root_id].uuid)
                 self._nodes.put(world, root_id, _Built(node))
-                if node is not None:
-                    found.append(node)
-        found.sort(key=lambda node: node.name)
+            found = [
+                built_now[root_id] if root_id in built_now else node
+                for root_id, node in zip(root_ids, found, strict=True)
+            ]
         return found
 
 
@@ -112,6 +120,10 @@ class ReplicaNodes:
     def nodes(self, root_ids: list[int] | None = None) -> list[Node]:
         """The nodes of these roots (None: every node of the search), by name."""
         return self._kept.nodes(self._world, self._root_ids if root_ids is None else root_ids)
+
+    def nodes_of_roots(self, root_ids: list[int]) -> list[Node | None]:
+        """The node of each of these roots, in their order (None: not a node's tree)."""
+        return self._kept.nodes_of_roots(self._world, root_ids)
 
 
 def tree_parts(

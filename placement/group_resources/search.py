@@ -5,6 +5,10 @@
 ``bounded_ranking`` builds nodes in order of their score bound and stops when
 no node left can enter the answer; its answer is the one a full search gives.
 The nodes come from the searches' copy of the providers (``replica_nodes``).
+
+With a time budget (``SearchBudget``) that runs out, ``bounded_ranking`` stops after
+the node it is on, the best bounds looked at first, and answers the best placements
+found so far, each of them whole.
 """
 
 from collections import Counter
@@ -22,6 +26,7 @@ from placement.group_resources.request_tree import (
 from placement.group_resources.scoring import Scorer, bound_key
 from placement.group_resources.snapshot import Location, Node
 from placement.nodes.group_options import DEFAULT_OPTIONS, GroupOptions
+from placement.nodes.search_budget import SearchBudget
 
 
 @dataclass(frozen=True)
@@ -43,29 +48,62 @@ class CandidateAnswer:
 FIRST_BATCH = 32  # nodes built at once by the bounded search; doubles each time
 
 
-def bounded_ranking(source: ReplicaNodes, ranking: "Ranking", limit: int) -> CandidateAnswer:
-    """The ``limit`` best nodes, building nodes in batches in order of their bound.
+def bounded_ranking(
+    source: ReplicaNodes, ranking: "Ranking", limit: int | None,
+    budget: SearchBudget | None = None,
+) -> CandidateAnswer:
+    """The ``limit`` best nodes (None: every node's placement), building nodes in
+    batches in order of their bound.
 
     A node's bound is the best score it could reach (``Scorer.bound``): its
     current use plus the request placed on the smallest (pack) or largest
     (spread) inventories of each class anywhere. A node whose bound is below
     the ``limit``-th best score found (or equal, and after it by name) cannot
     enter the answer, nor can any node after it, so the search stops there.
+
+    Past the deadline of a ``budget`` it stops before the next node (the first is
+    always placed) and tells ``budget`` how many it looked at.
     """
     bounded = [
         (ranking.scorer.bound(s.utilisation, s.inventory_count, ranking.request, s.capacities), s)
         for s in source.summaries()
     ]
     bounded.sort(key=lambda pair: (-bound_key(pair[0]), pair[1].name))
+    timed = budget is not None and budget.timed
     position, batch = 0, FIRST_BATCH
     while position < len(bounded):
         bound, summary = bounded[position]
-        if not ranking.could_enter(bound, summary.name, limit):
+        if limit is not None and not ranking.could_enter(bound, summary.name, limit):
             return ranking.answer(limit, complete=False)
         chunk = bounded[position : position + batch]
+        root_ids = [s.root_id for _bound, s in chunk]
+        if timed:
+            assert budget is not None
+            looked = _consider_in_time(source, ranking, root_ids, position, budget)
+            if looked < position + len(chunk):
+                budget.stop(looked, len(bounded))
+                return ranking.answer(limit, complete=False)
+        else:
+            ranking.consider_all(source, root_ids)
         position, batch = position + batch, batch * 2
-        ranking.consider_all(source, [s.root_id for _bound, s in chunk])
     return ranking.answer(limit, complete=True)
+
+
+def _consider_in_time(
+    source: ReplicaNodes, ranking: "Ranking", root_ids: list[int], looked: int,
+    budget: SearchBudget,
+) -> int:
+    """Place the request on the nodes of ``root_ids`` in their order (best bound first),
+    ``looked`` at before them, until the deadline passes: how many are looked at then."""
+    if looked and budget.passed():
+        return looked
+    for node in source.nodes_of_roots(root_ids):
+        if looked and budget.passed():
+            return looked
+        if node is not None:  # None: its tree is not as a node's map writes it
+            ranking.consider(node)
+        looked += 1
+    return looked
 
 
 class Ranking:

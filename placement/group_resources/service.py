@@ -23,6 +23,7 @@ from placement.group_resources.snapshot import Node, build_nodes, rooms_of
 from placement.group_resources.sync import SyncResult, require_node
 from placement.nodes.group_options import DEFAULT_OPTIONS, GroupOptions
 from placement.nodes.naming import Naming, path_of
+from placement.nodes.search_budget import Cut, SearchBudget
 from placement.replica.replica import Replica
 
 __all__ = [
@@ -79,27 +80,33 @@ class GroupResourceSearch:
         limit: int | None = None,
         node_names: list[str] | None = None,
         options: GroupOptions = DEFAULT_OPTIONS,
+        budget: SearchBudget | None = None,
     ) -> CandidateAnswer:
         """Every node's best placement of ``resources``, best node first, read as
         ``options`` say.
 
         Without ``limit`` every node is placed. With ``limit`` the nodes are visited
         best bound first (``search.bounded_ranking``) and the search stops as soon as
-        no node left can beat the ``limit`` found.
+        no node left can beat the ``limit`` found. With a ``budget`` the nodes are
+        visited best bound first too, and a search its deadline stops answers the best
+        found so far (``budget.cut`` then says how far it got).
         """
         request = parse_request(resources, naming)
-        return self._rank(conn, _ranking(request, scorer, options), limit, node_names)
+        return self._rank(
+            conn, _ranking(request, scorer, options), limit, node_names, budget or SearchBudget()
+        )
 
     def _rank(
         self, conn: Connection, ranking: Ranking, limit: int | None,
-        node_names: list[str] | None,
+        node_names: list[str] | None, budget: SearchBudget,
     ) -> CandidateAnswer:
         with collector_paused(), self._replica.current(conn) as world:
             source = ReplicaNodes(world, node_names, self._kept)
-            if limit is None:
+            budget.start()
+            if limit is None and not budget.timed:
                 ranking.consider_all(source)
                 return ranking.answer(None, complete=True)
-            return bounded_ranking(source, ranking, limit)
+            return bounded_ranking(source, ranking, limit, budget)
 
     def claim(
         self,
@@ -113,6 +120,7 @@ class GroupResourceSearch:
         scorer: str = "pack",
         node_names: list[str] | None = None,
         options: GroupOptions = DEFAULT_OPTIONS,
+        budget: SearchBudget | None = None,
     ) -> Placement:
         """Place ``resources`` on the best node and allocate them to a new consumer.
 
@@ -120,13 +128,17 @@ class GroupResourceSearch:
         fails its capacity check (PostgreSQL: after waiting for the other's
         provider locks), and the choice is made again from fresh data, at random
         among the nodes that score as well as the best, so that claimers racing
-        for one node spread out.
+        for one node spread out. A ``budget`` bounds the whole claim: past it, each
+        choice is the best of the nodes looked at (``budget.cut`` says how many, of
+        the last search).
         """
         request = parse_request(resources, naming)
+        budget = budget or SearchBudget()
 
         def choose(limit: int) -> list[Placement] | errors.PlacementError:
-            answer = self._rank(conn, _ranking(request, scorer, options), limit, node_names)
-            return answer.placements or unplaceable(answer)
+            ranking = _ranking(request, scorer, options)
+            answer = self._rank(conn, ranking, limit, node_names, budget)
+            return answer.placements or unplaceable(answer, budget.cut)
 
         claimant = Claimant(
             kind="group_resources",
@@ -143,7 +155,7 @@ def _ranking(request, scorer: str, options: GroupOptions) -> Ranking:
     return Ranking(request, scorer_for(scorer, options.node_ranking), options)
 
 
-def unplaceable(answer: CandidateAnswer) -> errors.Conflict:
+def unplaceable(answer: CandidateAnswer, cut: Cut | None = None) -> errors.Conflict:
     if not answer.blocking:
         return errors.Conflict(
             "No group-resource node exists to place the request on.",
@@ -152,9 +164,10 @@ def unplaceable(answer: CandidateAnswer) -> errors.Conflict:
     first = answer.blocking[0]
     return errors.Conflict(
         f"No node can take the request: {first.key} could not be placed on {first.nodes} "
-        f"node(s) ({first.reason}).",
+        f"node(s) ({first.reason}).{Cut.sentence_of(cut)}",
         code=errors.GROUP_UNPLACEABLE,
     )
+
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from placement.data import device_topologies
 from placement.data.consumers import INCOMPLETE_CONSUMER_ID
 from placement.devices import bodies, checkpoints, service
 from placement.devices.request import DeviceRequest, parse_device_request, parse_pod
-from placement.handlers.group_resources import claim_options
+from placement.handlers.group_resources import answer_with_cut, claim_options, search_budget
 from placement.http import json_response, load_body, no_content
 from placement.schemas import devices as schemas
 
@@ -59,6 +59,7 @@ def hold_checkpoints(ctx: RequestContext, name: str) -> flask.Response:
 def find_candidates(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.DeviceQuery())
     request = _device_request(ctx, data)
+    budget = search_budget(ctx, data)
     answer = ctx.services.devices.find_candidates(
         ctx.conn,
         request,
@@ -66,22 +67,24 @@ def find_candidates(ctx: RequestContext) -> flask.Response:
         scorer=data.get("scorer", "pack"),
         limit=data.get("limit"),
         node_names=data.get("nodes"),
+        budget=budget,
     )
-    return json_response(
-        ctx, bodies.candidates_body(answer, request, data.get("device_allocated", False)))
+    body = bodies.candidates_body(answer, request, data.get("device_allocated", False))
+    return answer_with_cut(ctx, body, budget)
 
 
 def claim(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.DeviceClaim())
     request = _device_request(ctx, data)
+    budget = search_budget(ctx, data)
     candidate = ctx.services.devices.claim(
-        ctx.conn, request, ctx.config.group_naming(), **claim_options(data)
+        ctx.conn, request, ctx.config.group_naming(), **claim_options(data), budget=budget
     )
     body = {
         "consumer_uuid": data["consumer_uuid"],
         **bodies.candidate_body(candidate, request, data.get("device_allocated", False)),
     }
-    return json_response(ctx, body)
+    return answer_with_cut(ctx, body, budget)
 
 
 def _device_request(ctx: RequestContext, data: dict) -> DeviceRequest:

@@ -11,6 +11,7 @@ from placement.data import group_nodes
 from placement.group_resources import bodies, service
 from placement.http import json_response, load_body, no_content
 from placement.nodes.group_options import GroupOptions
+from placement.nodes.search_budget import CUT_HEADER, SearchBudget
 from placement.schemas import group_resources as schemas
 
 
@@ -30,6 +31,22 @@ def claim_options(data: dict) -> dict:
 def search_options(ctx: RequestContext, data: dict) -> GroupOptions:
     """The readings a request body chooses (``options``), the configuration's for the rest."""
     return ctx.config.group_options().overridden(data.get("options"))
+
+
+def search_budget(ctx: RequestContext, data: dict) -> SearchBudget:
+    """The time budget a request body gives (``budget_ms``), the configuration's else."""
+    return SearchBudget(data.get("budget_ms") or ctx.config.group_candidates_budget_ms)
+
+
+def answer_with_cut(ctx: RequestContext, body: dict, budget: SearchBudget) -> flask.Response:
+    """``body``, saying so when the budget cut its search short: the ``cut`` field and the
+    Placement-Search-Cut header (``nodes=L/T``: L of the T nodes looked at)."""
+    cut = budget.cut
+    if cut is None:
+        return json_response(ctx, body)
+    response = json_response(ctx, {**body, "cut": cut.body()})
+    response.headers[CUT_HEADER] = cut.header()
+    return response
 
 
 def list_nodes(ctx: RequestContext) -> flask.Response:
@@ -67,6 +84,7 @@ def translate(ctx: RequestContext) -> flask.Response:
 
 def find_candidates(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.FindCandidates())
+    budget = search_budget(ctx, data)
     answer = ctx.services.group_resources.find_candidates(
         ctx.conn,
         data["resources"],
@@ -75,18 +93,20 @@ def find_candidates(ctx: RequestContext) -> flask.Response:
         limit=data.get("limit"),
         node_names=data.get("nodes"),
         options=search_options(ctx, data),
+        budget=budget,
     )
-    return json_response(ctx, bodies.candidates_body(answer, data["resources"]))
+    return answer_with_cut(ctx, bodies.candidates_body(answer, data["resources"]), budget)
 
 
 def claim(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.Claim())
+    budget = search_budget(ctx, data)
     placement = ctx.services.group_resources.claim(
         ctx.conn, data["resources"], ctx.config.group_naming(), **claim_options(data),
-        options=search_options(ctx, data),
+        options=search_options(ctx, data), budget=budget,
     )
     body = {
         "consumer_uuid": data["consumer_uuid"],
         **bodies.placement_body(placement, data["resources"]),
     }
-    return json_response(ctx, body)
+    return answer_with_cut(ctx, body, budget)

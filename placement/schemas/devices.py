@@ -11,6 +11,7 @@ from marshmallow import ValidationError, fields, validate, validates_schema
 
 from placement.nodes.device_types import MAX_DEVICES
 from placement.nodes.scorers import SCORER_NAMES
+from placement.nodes.search_budget import MAX_BUDGET_MS
 from placement.schemas import ExtensionSchema
 from placement.schemas.fields import (
     StrictBoolean,
@@ -186,6 +187,8 @@ class DeviceRequestBody(ExtensionSchema):
     scorer = _scorer
     # Also answer each candidate as the value of ALLOCATED_ANNOTATION (default false)
     device_allocated = StrictBoolean()
+    # The search's time budget in milliseconds (``placement.nodes.search_budget``)
+    budget_ms = StrictInteger(minimum=1, maximum=MAX_BUDGET_MS)
 
     @validates_schema
     def _one_request(self, data, **kwargs):

@@ -10,6 +10,7 @@ from marshmallow import fields, validate
 
 from placement.nodes.group_options import CHOICES
 from placement.nodes.scorers import SCORER_NAMES
+from placement.nodes.search_budget import MAX_BUDGET_MS
 from placement.schemas import ExtensionSchema
 from placement.schemas.fields import StrictInteger, StrictString, UuidString
 
@@ -17,6 +18,8 @@ CONSUMER_TYPE_PATTERN = re.compile(r"^[A-Z0-9_]+$")
 
 _scorer = StrictString(validate=validate.OneOf(sorted(SCORER_NAMES)))
 _node_names = fields.List(StrictString(max_length=200), validate=validate.Length(min=1))
+# A search's time budget in milliseconds (``placement.nodes.search_budget``).
+_budget_ms = StrictInteger(minimum=1, maximum=MAX_BUDGET_MS)
 
 
 class SyncNode(ExtensionSchema):
@@ -48,6 +51,7 @@ class FindCandidates(Translate):
 
     scorer = _scorer
     limit = StrictInteger(minimum=1)
+    budget_ms = _budget_ms
 
 
 class Claim(Translate):
@@ -58,3 +62,4 @@ class Claim(Translate):
     user_id = StrictString(required=True)
     consumer_type = StrictString(pattern=CONSUMER_TYPE_PATTERN)
     scorer = _scorer
+    budget_ms = _budget_ms

@@ -115,6 +115,7 @@ def test_every_option_has_an_environment_variable(tmp_path):
         "group_flat_requests": "fill_levels",
         "group_node_ranking": "sum",
         "group_sibling_groups": "shared",
+        "group_candidates_budget_ms": "40",
     }
     assert {option.field for option in OPTIONS} == set(values)
     environ = {option.env: values[option.field] for option in OPTIONS}
@@ -146,6 +147,7 @@ def test_every_option_has_an_environment_variable(tmp_path):
         group_flat_requests="fill_levels",
         group_node_ranking="sum",
         group_sibling_groups="shared",
+        group_candidates_budget_ms=40,
     )
 
 
@@ -198,6 +200,15 @@ def test_a_candidate_bound_that_is_neither_none_nor_positive_is_refused(tmp_path
     path = _write(tmp_path, f"[placement]\nmax_allocation_candidates = {bound}\n")
     with pytest.raises(ConfigError, match="max_allocation_candidates"):
         load_config(path, environ={})
+
+
+@pytest.mark.parametrize("budget", ["-1", "10000000"])
+def test_a_translator_budget_out_of_range_is_refused(tmp_path, budget):
+    path = _write(tmp_path, f"[group_resources]\ncandidates_budget_ms = {budget}\n")
+    with pytest.raises(ConfigError, match="candidates_budget_ms must be 0"):
+        load_config(path, environ={})
+    assert load_config(_write(tmp_path, "[group_resources]\ncandidates_budget_ms = 0\n"),
+                       environ={}).group_candidates_budget_ms == 0
 
 
 def test_a_negative_candidate_cache_size_is_refused(tmp_path):
