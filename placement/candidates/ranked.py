@@ -20,13 +20,12 @@ every tree they serve and kept once.
 """
 
 import heapq
-import math
 import random
 from collections.abc import Iterator
 from itertools import count
 
 from placement.candidates.plan import SearchPlan
-from placement.candidates.scoring import Scorer
+from placement.candidates.scoring import Scorer, total
 from placement.candidates.search import (
     Candidate,
     Deadline,
@@ -146,7 +145,7 @@ class _Ranking:
             if group_position >= 0:
                 placed = position >= group_position
                 terms.append(scorer.group_value(providers) if placed else group_most)
-            return not self._could_enter(math.fsum(terms), rank)
+            return not self._could_enter(total(terms), rank)
 
         return tree_candidates(plan, options, self.chains, prune, reordered=False)
 
@@ -249,7 +248,7 @@ class _TreeOptions:
         terms = list(bests)
         if self.scorer.group_position >= 0:
             terms.append(self.scorer.group_most(options))
-        bound = math.fsum(terms)
+        bound = total(terms)
         if kind is not None and not self.scorer.utilization:
             self.bounds[kind] = (bests, bound)
         return bound

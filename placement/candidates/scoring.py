@@ -15,9 +15,12 @@ The score is the sum. It is written per slot (``plan.slots``), so that a partial
 placement has a score so far and a bound: a granular group is one slot, whose
 value is all of its terms; each class of the unsuffixed group is one slot, whose
 value is its share of u_g, and the unsuffixed group's trait and aggregate terms
-(which need all its providers) are added at its last slot. Sums are ``math.fsum``:
-exactly rounded, so a sum does not depend on the order of its terms, and a bound
-whose terms are each at least a placement's is at least its score.
+(which need all its providers) are added at its last slot. A sum (``total``) is
+``math.fsum`` (exactly rounded: it does not depend on the order of its terms)
+rounded to ``SCORE_DIGITS`` decimals, so that two scores equal as fractions are
+equal as floats (their terms' own rounding differs by far less), and a bound whose
+terms are each at least a placement's is at least its score (both roundings are
+monotonic).
 """
 
 import math
@@ -25,6 +28,13 @@ from dataclasses import dataclass
 
 from placement.candidates.plan import SearchPlan
 from placement.candidates.request import CandidateRequest
+
+SCORE_DIGITS = 9  # scores closer than this are equal; the body shows 6
+
+
+def total(terms: list[float]) -> float:
+    """The sum of a score's (or a bound's) terms."""
+    return round(math.fsum(terms), SCORE_DIGITS)
 
 
 @dataclass(frozen=True)
@@ -148,7 +158,7 @@ class Scorer:
         terms = [self.value(position, p) for position, p in enumerate(placement)]
         if self.group_position >= 0:
             terms.append(self.group_value(placement))
-        return math.fsum(terms)
+        return total(terms)
 
     def bests(self, options: list[list[int]]) -> list[float]:
         """Per slot, the most its value can be among its ``options``."""
