@@ -99,6 +99,8 @@ ROUTES: dict[str, dict[str, Callable]] = {
     },
     "/group_resources/queries": {"POST": group_resources.translate},
     "/group_resources/candidates": {"POST": group_resources.find_candidates},
+    # Why a request finds what it finds.
+    "/group_resources/candidates/explain": {"POST": group_resources.explain_candidates},
     "/group_resources/claims": {"POST": group_resources.claim},
     # Device topologies, device candidates and claims (on the translator's trees).
     "/group_resources/device_nodes": {"GET": devices.list_nodes},
@@ -109,6 +111,7 @@ ROUTES: dict[str, dict[str, Callable]] = {
     },
     "/group_resources/device_nodes/<name>/checkpoints": {"PUT": devices.hold_checkpoints},
     "/group_resources/device_candidates": {"POST": devices.find_candidates},
+    "/group_resources/device_candidates/explain": {"POST": devices.explain_candidates},
     "/group_resources/device_claims": {"POST": devices.claim},
     "/traits/<name>": {
         "GET": trait.show_trait,
@@ -121,7 +124,13 @@ ROUTES: dict[str, dict[str, Callable]] = {
 # POSTs that only read (a body too rich for a query string): they run as read
 # transactions, which on SQLite do not take the database's one write lock.
 READ_ONLY_POSTS = frozenset(
-    {group_resources.translate, group_resources.find_candidates, devices.find_candidates}
+    {
+        group_resources.translate,
+        group_resources.find_candidates,
+        group_resources.explain_candidates,
+        devices.find_candidates,
+        devices.explain_candidates,
+    }
 )
 # Views whose several reads must see one snapshot of the database. SQLite's transactions
 # always do; PostgreSQL's at READ COMMITTED see each statement's own. The reads of the
@@ -134,9 +143,11 @@ SNAPSHOT_VIEWS = frozenset(
         group_resources.show_node,
         group_resources.translate,
         group_resources.find_candidates,
+        group_resources.explain_candidates,
         devices.list_nodes,
         devices.show_node,
         devices.find_candidates,
+        devices.explain_candidates,
     }
 )
 

@@ -19,8 +19,10 @@ One module per step:
   the snapshots from the process's copy of the providers, kept until their trees
   change.
 - ``takes``: what one device gives one request (whole, shares, VFs).
-- ``chooser``: the best devices of one node (joint scope, link strength, scorer,
-  lowest minors), remembered for nodes alike; ``search`` ranks the nodes.
+- ``device_checks``: what one device must be to serve a type's request, check by
+  check; ``chooser``: the best devices of one node (joint scope, link strength, scorer,
+  lowest minors), remembered for nodes alike; ``search`` ranks the nodes, within a
+  time budget if given; ``explain`` counts the nodes each check leaves.
 - ``checkpoints``: the devices kubelet gave pods (its checkpoint), held for them.
 - ``service``: the Python API (import, delete; ``DeviceSearch``, the front door
   of candidates, claims and views, owned by the application); ``bodies`` the

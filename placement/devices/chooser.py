@@ -39,10 +39,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from placement.devices.device_checks import Able, able_devices, enough, not_enough_words
 from placement.devices.request import DeviceRequest, TypeRequest
 from placement.devices.snapshot import DeviceNode, DeviceState
 from placement.devices.takes import counts_in_scores, device_take
-from placement.devices.topology import Device
 from placement.schemas.devices import PCIE_LEVEL, SAME_PCIE
 
 SAME_NUMA = "SameNUMA"
@@ -86,7 +86,7 @@ class Chooser:
     def choose(self, node: DeviceNode, signature: object = None) -> Pick | Unfit:
         """The best choice on ``node``; ``signature`` is ``node.signature()`` or its number
         (``state_key``), if known: one or the other for every node of a search."""
-        missing = self._node_resources_missing(node)
+        missing = self.node_resources_missing(node)
         if missing:
             return Unfit(missing)
         if signature is None:
@@ -95,12 +95,39 @@ class Chooser:
             self._memo[signature] = self._choose(node)
         return self._memo[signature]
 
-    def _node_resources_missing(self, node: DeviceNode) -> str | None:
+    def node_resources_missing(self, node: DeviceNode) -> str | None:
+        """Why the node's own resources (cpu, memory, ...) cannot take the request's, if
+        they cannot: the first class short."""
+        for resource_class, missing in self.node_resources_short(node).items():
+            amount = self.request.node_resources[resource_class]
+            return f"{resource_class}: {amount} asked, {amount - missing} free on the node"
+        return None
+
+    def node_resources_short(self, node: DeviceNode) -> dict[str, int]:
+        """Each class of the node's own resources that cannot take the request's amount,
+        and how much it lacks."""
+        short = {}
         for resource_class, amount in self.request.node_resources.items():
             _capacity, free = node.node_classes.get(resource_class, (0, 0))
             if free < amount:
-                return f"{resource_class}: {amount} asked, {max(free, 0)} free on the node"
-        return None
+                short[resource_class] = amount - max(free, 0)
+        return short
+
+    def finds(self, node: DeviceNode, able: Able | None = None) -> bool:
+        """Whether ``choose`` finds a choice on the node, decided as it decides it but
+        without choosing: the node's own resources, each type asked alone
+        (``device_checks.enough``), the scope of the joint types (``_joint_scope``).
+        ``able``: each type's ``able_devices`` on the node, when the caller has them."""
+        if self.node_resources_short(node):
+            return False
+        able = able if able is not None else {
+            name: able_devices(node, wanted) for name, wanted in self.request.types.items()}
+        joint = self.request.joint
+        for name, wanted in self.request.types.items():
+            if (joint is None or name not in joint.types) and not enough(*able[name], wanted):
+                return False
+        return joint is None or self._joint_scope(
+            node, joint.types, joint.required_scope, able) is not None
 
     def _choose(self, node: DeviceNode) -> Pick | Unfit:
         takes: list[tuple[int, tuple[tuple[str, int], ...]]] = []
@@ -152,74 +179,82 @@ class Chooser:
     # -- one type on its own -------------------------------------------------
 
     def _alone(self, node: DeviceNode, wanted: TypeRequest) -> list[int] | Unfit:
-        selected = _selected(node, wanted)
-        if not selected:
-            return Unfit(f"{wanted.type}: no device of the node is {_selected_words(wanted)}"
-                         f"{_unhealthy_words(node, wanted)}")
-        fitting = [i for i in selected if _fits(node, i, wanted)]
+        chosen_from, fitting = able_devices(node, wanted)
+        if not enough(chosen_from, fitting, wanted):
+            return Unfit(not_enough_words(node, wanted, chosen_from, fitting))
         if wanted.count is None:  # ApplyForAll
-            if len(fitting) < len(selected):
-                return Unfit(
-                    f"{wanted.type}: ApplyForAll needs all {len(selected)} selected devices, "
-                    f"{len(fitting)} can give the request"
-                )
             return fitting
         chosen = best_set(node, fitting, wanted.count, self.pack)
-        if chosen is None:
-            return Unfit(
-                f"{wanted.type}: {wanted.count} device(s) needed, {len(fitting)} can give "
-                f"the request{_unhealthy_words(node, wanted)}"
-            )
+        assert chosen is not None  # enough of them fit
         return chosen
 
     # -- joint allocation ----------------------------------------------------
 
-    def _joint(self, node: DeviceNode, types: Sequence[str], required: str | None):
+    def _joint_scope(
+        self, node: DeviceNode, types: Sequence[str], required: str | None,
+        able: Able | None = None,
+    ) -> tuple[str, list[list[int]], dict] | None:
+        """The closest scope in which the primary type's devices can be chosen with every
+        other type's beside them: the scope, the sets of primary devices to choose from
+        there (each large enough) and where the other types fit (``_able_scopes``); None
+        when no scope can. ``able``: as ``finds``'s."""
         primary = self.request.types[types[0]]
         others = [self.request.types[t] for t in types[1:]]
-        primary_fitting = [i for i in _selected(node, primary) if _fits(node, i, primary)]
+        fitting = {t: (able[t] if able is not None
+                       else able_devices(node, self.request.types[t]))[1] for t in types}
+        primary_fitting = fitting[primary.type]
         scopes = (SAME_PCIE,) if required == SAME_PCIE else SCOPES
         for scope in scopes:
-            able = _able_scopes(node, others, scope)
-            candidates = [i for i in primary_fitting if _scope_of(node, i, scope) in able]
+            able_groups = _able_scopes(node, others, scope, fitting)
+            candidates = [i for i in primary_fitting
+                          if _scope_of(node, i, scope) in able_groups]
             if scope == SAME_NUMA:  # all on one NUMA node: the best of each
                 options = [
                     [i for i in candidates if _scope_of(node, i, scope) == group]
-                    for group in sorted(able)
+                    for group in sorted(able_groups)
                 ]
             else:
                 options = [candidates]
-            found = [best_set(node, option, primary.count or 0, self.pack) for option in options]
-            sets = [chosen for chosen in found if chosen is not None]
-            if not sets:
-                continue
-            chosen = max(sets, key=lambda devices: set_value(node, devices, self.pack))
-            picked = {primary.type: chosen}
-            for group in sorted({_scope_of(node, i, scope) for i in chosen}):
-                anchors = [i for i in chosen if _scope_of(node, i, scope) == group]
-                for other in others:
-                    in_group = able[group][other.type]
-                    more = best_set(node, in_group, other.count or 0, self.pack, anchors)
-                    assert more is not None  # the scope was able
-                    picked.setdefault(other.type, []).extend(more)
-            return scope, {t: sorted(devices) for t, devices in picked.items()}
-        where = "on one PCIe switch" if required == SAME_PCIE else "on the node"
-        names = "+".join(types)
-        return Unfit(f"{names}: no {primary.count} {primary.type} device(s) with their "
-                     f"{', '.join(o.type for o in others)} {where}")
+            # (``best_set`` finds a set in each option exactly when it is large enough)
+            options = [option for option in options if len(option) >= (primary.count or 0)]
+            if options:
+                return scope, options, able_groups
+        return None
+
+    def _joint(self, node: DeviceNode, types: Sequence[str], required: str | None):
+        found = self._joint_scope(node, types, required)
+        primary = self.request.types[types[0]]
+        others = [self.request.types[t] for t in types[1:]]
+        if found is None:
+            where = "on one PCIe switch" if required == SAME_PCIE else "on the node"
+            return Unfit(f"{'+'.join(types)}: no {primary.count} {primary.type} device(s) "
+                         f"with their {', '.join(o.type for o in others)} {where}")
+        scope, options, able = found
+        found_sets = [best_set(node, option, primary.count or 0, self.pack) for option in options]
+        sets = [chosen for chosen in found_sets if chosen is not None]  # (every one)
+        chosen = max(sets, key=lambda devices: set_value(node, devices, self.pack))
+        picked = {primary.type: chosen}
+        for group in sorted({_scope_of(node, i, scope) for i in chosen}):
+            anchors = [i for i in chosen if _scope_of(node, i, scope) == group]
+            for other in others:
+                in_group = able[group][other.type]
+                more = best_set(node, in_group, other.count or 0, self.pack, anchors)
+                assert more is not None  # the scope was able
+                picked.setdefault(other.type, []).extend(more)
+        return scope, {t: sorted(devices) for t, devices in picked.items()}
 
 
-def _able_scopes(node, others: list[TypeRequest], scope: str):
-    """Scope -> type -> the devices there that fit; only scopes where every type fits."""
-    fitting: dict[object, dict[str, list[int]]] = {}
+def _able_scopes(node, others: list[TypeRequest], scope: str, fitting: dict[str, list[int]]):
+    """Scope -> type -> the devices there that fit (of ``fitting``, each type's); only
+    scopes where every type fits."""
+    by_group: dict[object, dict[str, list[int]]] = {}
     for other in others:
-        for index in _selected(node, other):
-            if _fits(node, index, other):
-                group = _scope_of(node, index, scope)
-                fitting.setdefault(group, {}).setdefault(other.type, []).append(index)
+        for index in fitting[other.type]:
+            group = _scope_of(node, index, scope)
+            by_group.setdefault(group, {}).setdefault(other.type, []).append(index)
     return {
         group: by_type
-        for group, by_type in fitting.items()
+        for group, by_type in by_group.items()
         if all(len(by_type.get(o.type, [])) >= (o.count or 0) for o in others)
     }
 
@@ -231,52 +266,6 @@ def _scope_of(node: DeviceNode, index: int, scope: str) -> int:
     if scope == SAME_NUMA:
         return device.numa
     return 0
-
-
-def _selected(node: DeviceNode, wanted: TypeRequest, healthy: bool = True) -> list[int]:
-    """The devices of the type the hint selects, healthy (or, ``healthy`` False, not)."""
-    return [
-        index
-        for index, state in enumerate(node.devices)
-        if state.device.type == wanted.type and state.device.healthy == healthy
-        and _selects(wanted, state.device)
-    ]
-
-
-def _selects(wanted: TypeRequest, device: Device) -> bool:
-    """The hint's selectors match the device; with VFs listed one by one, ``vfSelector``
-    matches one of them at least."""
-    if not device.vf_list or wanted.vf_selector is None:
-        return wanted.selects(device.labels, device.vf_labels)
-    if wanted.selector is not None and not wanted.selector.matches(device.labels):
-        return False
-    return any(wanted.vf_selector.matches(vf.labels) for vf in device.vf_list)
-
-
-def _unhealthy_words(node: DeviceNode, wanted: TypeRequest) -> str:
-    """`` (2 unhealthy)`` when selected devices were left out for their health."""
-    unhealthy = len(_selected(node, wanted, healthy=False))
-    return f" ({unhealthy} unhealthy)" if unhealthy else ""
-
-
-def _selected_words(wanted: TypeRequest) -> str:
-    return "selected by the hint" if wanted.selector or wanted.vf_selector else "of that type"
-
-
-def _fits(node: DeviceNode, index: int, wanted: TypeRequest) -> bool:
-    state = node.devices[index]
-    if device_take(state, wanted.per_device, wanted.exclusive, wanted.vf_selector) is None:
-        return False
-    switch = node.switches[state.device.switch]
-    if wanted.exclusive == PCIE_LEVEL:
-        if not switch.allows(wanted.type, switch.total[wanted.type]):
-            return False
-        return not any(
-            other.in_use
-            for other in node.devices
-            if other.device.type == wanted.type and other.device.switch == state.device.switch
-        )
-    return switch.allows(wanted.type, 1)
 
 
 # -- link strength -----------------------------------------------------------

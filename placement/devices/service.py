@@ -22,7 +22,7 @@ from placement.data import consumers as consumer_data
 from placement.data import device_topologies, group_nodes
 from placement.data import provider_traits as trait_data
 from placement.data import providers as provider_data
-from placement.devices import bodies, checkpoints
+from placement.devices import bodies, checkpoints, explain
 from placement.devices.device_list import gpu_memory_kib, parse_device_list
 from placement.devices.node_map import (
     LABEL_TRAIT_PREFIX,
@@ -247,6 +247,19 @@ class DeviceSearch:
             budget.start()
             nodes = self._nodes.read(conn, world, device_naming(naming), node_names)
             return rank(nodes, request, scorer, limit, budget)
+
+    def explain(
+        self,
+        conn: Connection,
+        request: DeviceRequest,
+        naming: Naming,
+        node_names: list[str] | None = None,
+    ) -> explain.Explanation:
+        """Why ``request`` finds the candidates it finds, or none (``explain``): the
+        search's checks counted over every device node, in its order."""
+        with collector_paused(), self._replica.current(conn) as world:
+            nodes = self._nodes.read(conn, world, device_naming(naming), node_names)
+            return explain.explain(nodes, request)
 
     def claim(
         self,

@@ -17,7 +17,8 @@ Nodes and requests are flat maps of hierarchical keys
   a search with ``limit`` read only the nodes that can win; ``exact``: the
   arithmetic that keeps those comparisons exact at float speed.
 - ``search``: ranking the nodes of one request, over every node or best
-  bound first, with the requested key that kept the others out.
+  bound first (within a time budget if given), with the requested key that kept
+  the others out; ``explain``: the nodes each of the search's checks leaves.
 - ``service``: the Python API (candidates, claims, dry-run, sync, views);
   ``candidate_query`` gives the equivalent GET /allocation_candidates query;
   ``bodies`` the JSON answers. SQL lives in ``placement.data.group_nodes``;

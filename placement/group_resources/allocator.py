@@ -111,11 +111,7 @@ class Allocator:
     def place(self, node: Node, top: RequestGroup, flat: bool) -> Placement | None:
         want = self._want(top)
         flat_node = node if flat else None
-        fit: Fit | PoolFit | None
-        if self.shared:
-            fit = self._best_pool((want,), node.root, flat_node)
-        else:
-            fit = self._best(want, node.root, flat_node)
+        fit = self._fit(want, node, flat_node)
         if fit is NO_FIT:
             return None
         mappings: dict[str, str] = {}
@@ -126,6 +122,16 @@ class Allocator:
             self._materialize(want, node.root, fit, flat_node, mappings, allocations)
         score, score_key = self.scorer.node_score(node, fit.gain, want.terms)
         return Placement(node, score, score_key, mappings, allocations)
+
+    def fits(self, node: Node, top: RequestGroup, flat: bool) -> bool:
+        """Whether ``place`` places ``top`` on the node, without building the placement."""
+        return self._fit(self._want(top), node, node if flat else None) is not NO_FIT
+
+    def _fit(self, want: Want, node: Node, flat_node: Node | None) -> Fit | PoolFit | None:
+        """The best fit of the request ``want`` on the node (NO_FIT: none)."""
+        if self.shared:
+            return self._best_pool((want,), node.root, flat_node)
+        return self._best(want, node.root, flat_node)
 
     def fits_alone(self, group: RequestGroup, location: Location) -> bool:
         """Whether ``group`` (and its subgroups) fit on ``location`` ignoring its siblings."""

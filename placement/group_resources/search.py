@@ -130,14 +130,19 @@ class Ranking:
         for node in source.nodes(root_ids):
             self.consider(node)
 
-    def consider(self, node: Node) -> None:
+    def fitted_to(self, node: Node) -> RequestGroup | Unplaced:
+        """The request fitted to the node's levels, or why it cannot be (its levels, or
+        too many groups to share out); once per shape of levels."""
         shape = node.levels.shape()
         if shape not in self._fitted:
             fitted = fit_to_levels(self.request, node.levels, self.anywhere)
             if self.options.shares_groups and not isinstance(fitted, Unplaced):
                 fitted = too_many_to_share(fitted) or fitted
             self._fitted[shape] = fitted
-        fitted = self._fitted[shape]
+        return self._fitted[shape]
+
+    def consider(self, node: Node) -> None:
+        fitted = self.fitted_to(node)
         if isinstance(fitted, Unplaced):
             self._block(node, fitted)
             return

@@ -12,7 +12,7 @@ from placement import errors
 from placement.claiming import Claimant, ClaimRecorder, NotRecorded, claim_best
 from placement.collector import collector_paused
 from placement.data import device_topologies, group_nodes
-from placement.group_resources import sync
+from placement.group_resources import explain, sync
 from placement.group_resources.allocator import Placement
 from placement.group_resources.candidate_query import CandidateQuery, candidate_query
 from placement.group_resources.replica_nodes import NodesKept, ReplicaNodes
@@ -107,6 +107,22 @@ class GroupResourceSearch:
                 ranking.consider_all(source)
                 return ranking.answer(None, complete=True)
             return bounded_ranking(source, ranking, limit, budget)
+
+    def explain(
+        self,
+        conn: Connection,
+        resources: dict,
+        naming: Naming,
+        node_names: list[str] | None = None,
+        options: GroupOptions = DEFAULT_OPTIONS,
+    ) -> explain.Explanation:
+        """Why ``resources`` find the candidates they find, or none (``explain``): the
+        candidates search's checks counted over every node, in its order."""
+        request = parse_request(resources, naming)
+        ranking = _ranking(request, "pack", options)
+        with collector_paused(), self._replica.current(conn) as world:
+            source = ReplicaNodes(world, node_names, self._kept)
+            return explain.explain(source, ranking, list(resources))
 
     def claim(
         self,

@@ -8,7 +8,7 @@ reuse what it found for one group on every other group like it: on a
 thousand identical servers it searches one.
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -31,10 +31,37 @@ class Room(NamedTuple):
     step_size: int
 
     def fits(self, amount: int) -> bool:
+        """``ROOM_CHECKS`` together (written out: the allocator asks it on its hot path)."""
         return (
             capacity.units_allow(amount, self.min_unit, self.max_unit, self.step_size)
             and amount <= self.free
         )
+
+
+class RoomCheck(NamedTuple):
+    """One of what ``Room.fits`` checks, named for an explanation (``explain``)."""
+
+    name: str  # with {amount}
+    test: Callable[[Room, int], bool]  # (room, amount) -> passes
+    # (room, amount) -> how much is missing, when the check is the free amount; else None
+    short: Callable[[Room, int], int | None]
+
+
+# ``Room.fits``, one check at a time and in its order: an amount fits exactly when it
+# passes them all.
+ROOM_CHECKS = (
+    RoomCheck(
+        "min_unit, max_unit and step_size allow {amount}",
+        lambda room, amount: capacity.units_allow(
+            amount, room.min_unit, room.max_unit, room.step_size),
+        lambda room, amount: None,
+    ),
+    RoomCheck(
+        "{amount} free (capacity less usage)",
+        lambda room, amount: amount <= room.free,
+        lambda room, amount: amount - room.free,
+    ),
+)
 
 
 @dataclass(eq=False, slots=True)

@@ -9,7 +9,7 @@ import flask
 from placement.context import RequestContext
 from placement.data import device_topologies
 from placement.data.consumers import INCOMPLETE_CONSUMER_ID
-from placement.devices import bodies, checkpoints, service
+from placement.devices import bodies, checkpoints, explain, service
 from placement.devices.request import DeviceRequest, parse_device_request, parse_pod
 from placement.handlers.group_resources import answer_with_cut, claim_options, search_budget
 from placement.http import json_response, load_body, no_content
@@ -71,6 +71,15 @@ def find_candidates(ctx: RequestContext) -> flask.Response:
     )
     body = bodies.candidates_body(answer, request, data.get("device_allocated", False))
     return answer_with_cut(ctx, body, budget)
+
+
+def explain_candidates(ctx: RequestContext) -> flask.Response:
+    """The candidates request's body, explained (``limit``, ``scorer``, ``budget_ms`` and
+    ``device_allocated`` are taken and change nothing: every node is counted)."""
+    data = load_body(ctx, schemas.DeviceQuery())
+    explanation = ctx.services.devices.explain(
+        ctx.conn, _device_request(ctx, data), ctx.config.group_naming(), data.get("nodes"))
+    return json_response(ctx, explain.body(explanation))
 
 
 def claim(ctx: RequestContext) -> flask.Response:

@@ -1,14 +1,15 @@
 """/group_resources: the group-resource key translator over HTTP.
 
 Thin views over ``placement.group_resources.service``; bodies are in the
-client's keys (``gpu/0/cards``), answers map them back to the node's keys.
+client's keys (``gpu/0/cards``), answers map them back to the node's keys. A
+candidates request may also be explained (``/candidates/explain``).
 """
 
 import flask
 
 from placement.context import RequestContext
 from placement.data import group_nodes
-from placement.group_resources import bodies, service
+from placement.group_resources import bodies, explain, service
 from placement.http import json_response, load_body, no_content
 from placement.nodes.group_options import GroupOptions
 from placement.nodes.search_budget import CUT_HEADER, SearchBudget
@@ -96,6 +97,17 @@ def find_candidates(ctx: RequestContext) -> flask.Response:
         budget=budget,
     )
     return answer_with_cut(ctx, bodies.candidates_body(answer, data["resources"]), budget)
+
+
+def explain_candidates(ctx: RequestContext) -> flask.Response:
+    """The candidates request's body, explained (``limit``, ``scorer`` and ``budget_ms``
+    are taken and change nothing: every node is counted)."""
+    data = load_body(ctx, schemas.FindCandidates())
+    explanation = ctx.services.group_resources.explain(
+        ctx.conn, data["resources"], ctx.config.group_naming(), data.get("nodes"),
+        search_options(ctx, data),
+    )
+    return json_response(ctx, explain.body(explanation))
 
 
 def claim(ctx: RequestContext) -> flask.Response:

@@ -78,10 +78,12 @@ def request_bodies() -> dict[Callable, marshmallow.Schema | marshmallow.fields.F
         group_resources.sync_node: group_schemas.SyncNode(),
         group_resources.translate: group_schemas.Translate(),
         group_resources.find_candidates: group_schemas.FindCandidates(),
+        group_resources.explain_candidates: group_schemas.FindCandidates(),
         group_resources.claim: group_schemas.Claim(),
         devices.import_node: device_schemas.ImportNode(),
         devices.hold_checkpoints: device_schemas.ImportCheckpoints(),
         devices.find_candidates: device_schemas.DeviceQuery(),
+        devices.explain_candidates: device_schemas.DeviceQuery(),
         devices.claim: device_schemas.DeviceClaim(),
     }
 
@@ -272,6 +274,11 @@ ANSWERS: dict[Callable, dict[int, str]] = {
         200: "The candidates (also when nothing fits).",
         400: "The body does not validate; a bad key or amount; an empty request.",
     },
+    group_resources.explain_candidates: {
+        200: "Each check's count per key, the node steps, the step that empties the answer, "
+        "the nearest misses.",
+        400: "The body does not validate; a bad key or amount; an empty request.",
+    },
     group_resources.claim: {
         200: "The claimed candidate.",
         400: "The body does not validate; a bad key or amount.",
@@ -300,6 +307,11 @@ ANSWERS: dict[Callable, dict[int, str]] = {
     },
     devices.find_candidates: {
         200: "The candidates (also when nothing fits).",
+        400: "The body does not validate; a bad resource, amount or annotation.",
+    },
+    devices.explain_candidates: {
+        200: "Each check's count per device type, the node steps, the step that empties the "
+        "answer, the nearest misses.",
         400: "The body does not validate; a bad resource, amount or annotation.",
     },
     devices.claim: {
