@@ -43,8 +43,8 @@ per module:
    A request with soft preferences (``preferences``: ``prefer$S``,
    ``prefer_member_of$S``, ``utilization``) is *ranked* instead: ``scoring`` says
    each placement's score and bounds, and ``ranked`` finds the best ``limit`` by
-   branch and bound (trees best bound first, partial placements pruned), nothing
-   kept for the next request.
+   branch and bound (trees best bound first, partial placements pruned); only
+   the trees' bounds are kept for the next request like it (``bounds``).
 6. ``answers``: without sharing providers, each tree's candidates are kept
    (``CandidateSearch.answers``) for the next request like this one
    (``SearchPlan.signature`` and the microversion), and dropped when the copy

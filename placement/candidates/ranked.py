@@ -24,6 +24,7 @@ import random
 from collections.abc import Iterator
 from itertools import count
 
+from placement.candidates.bounds import TreeBounds, TreeBoundsKept
 from placement.candidates.plan import SearchPlan
 from placement.candidates.scoring import Scorer, total
 from placement.candidates.search import (
@@ -32,7 +33,6 @@ from placement.candidates.search import (
     Render,
     SearchCounts,
     identity,
-    kind_of,
 )
 from placement.candidates.walk import reorderings, tree_candidates
 
@@ -43,10 +43,13 @@ DEADLINE_EVERY = 256
 def best(
     plan: SearchPlan, scorer: Scorer, cap: int | None, render: Render, shuffle: bool = False,
     counts: SearchCounts | None = None, deadline: float | None = None,
+    kept: TreeBoundsKept | None = None,
 ) -> list[tuple[float, Candidate]]:
-    """Up to ``cap`` candidates (all when None) with their scores, best first."""
+    """Up to ``cap`` candidates (all when None) with their scores, best first. ``kept``:
+    the trees' bounds found by earlier requests like this one (``bounds.KeptBounds``), and
+    where this one keeps those it finds."""
     counts = counts if counts is not None else SearchCounts()
-    search = _Ranking(plan, scorer, cap, Deadline(deadline, counts))
+    search = _Ranking(plan, scorer, cap, Deadline(deadline, counts), kept)
     roots = plan.candidate_roots()
     counts.trees = len(roots)
     if shuffle:
@@ -61,12 +64,15 @@ def best(
 class _Ranking:
     """The k best placements found so far, and the walks that find them."""
 
-    def __init__(self, plan: SearchPlan, scorer: Scorer, cap: int | None, stop: Deadline):
+    def __init__(
+        self, plan: SearchPlan, scorer: Scorer, cap: int | None, stop: Deadline,
+        kept: TreeBoundsKept | None,
+    ) -> None:
         self.plan = plan
         self.scorer = scorer
         self.cap = cap
         self.stop = stop
-        self.options = _TreeOptions(plan, scorer)
+        self.bounds = TreeBounds(plan, scorer, kept)
         # The kept placements, the worst on top: (score, -tree rank, -order, root, providers).
         self.kept: list[tuple[float, int, int, int, tuple[int, ...]]] = []
         self.order = count()  # the walk order, over all trees
@@ -78,18 +84,20 @@ class _Ranking:
     def walk_trees(self, roots: list[int], counts: SearchCounts) -> None:
         bounded = []
         for rank, root in enumerate(roots):
-            options = self.options.of(root)
-            if options is not None:
-                bounded.append((-self.options.bound(root, options), rank, root, options))
-        bounded.sort(key=lambda entry: (entry[0], entry[1]))
+            bound = self.bounds.bound(root)
+            if bound is not None:
+                bounded.append((-bound, rank, root))
+        bounded.sort()
         timed = self.stop.timed
         families = self.plan.twin_families
-        for negative_bound, rank, root, options in bounded:
+        for negative_bound, rank, root in bounded:
             if timed and self.stop.passed():
                 return
             if not self._could_enter(-negative_bound, rank):
                 return  # nor can any tree after it: bounds only fall, ranks rise
             counts.trees_looked_at += 1
+            options = self.bounds.options(root)
+            assert options is not None  # it has a bound
             for combination in self._combinations(root, rank, options):
                 score = self.scorer.score(combination)
                 # The twins' reorderings score alike and come later: keep them while
@@ -124,7 +132,7 @@ class _Ranking:
         """The tree's placements the walk does not prune, one per combination of the
         twins' providers."""
         plan, scorer = self.plan, self.scorer
-        bests = self.options.bests(root, options)
+        bests = self.bounds.bests(root, options)
         group_position = scorer.group_position
         group_most = scorer.group_most(options) if group_position >= 0 else 0
         slots = len(options)
@@ -165,90 +173,3 @@ class _Ranking:
             heapq.heappush(self.kept, entry)
         else:
             heapq.heapreplace(self.kept, entry)  # _could_enter said it beats the worst
-
-
-class _TreeOptions:
-    """Each tree's options (``SearchPlan.tree_options``) and the best value of each slot
-    among them. Without sharing providers a tree's options, as positions in the tree,
-    are those of its kind (``search.kind_of``), found once per kind; so are its bounds
-    when nothing is scored by usage (which differs from tree to tree)."""
-
-    def __init__(self, plan: SearchPlan, scorer: Scorer) -> None:
-        self.plan = plan
-        self.scorer = scorer
-        self.by_kind = not plan.sharing
-        self.demand_items = tuple(sorted(plan.demand.items()))
-        self.positions: dict[object, list[list[int]] | None] = {}  # kind -> options
-        self.bounds: dict[object, tuple[list[float], float]] = {}  # kind -> bests, bound
-        self.kind: dict[int, object] = {}  # root -> kind, for the trees asked of
-        # Which slot's bests are another's: twins have the same options and values.
-        self.same_as = [
-            slot.twin_of if slot.twin_of is not None else position
-            for position, slot in enumerate(plan.slots)
-        ]
-
-    def of(self, root: int) -> list[list[int]] | None:
-        """The tree's options, None when some slot has none."""
-        plan = self.plan
-        if not self.by_kind:
-            options = plan.tree_options(root)
-            return options if all(options) else None
-        kind = kind_of(plan, root, self.demand_items)
-        if kind is None:
-            return None
-        self.kind[root] = kind
-        tree = plan.world.trees[root]
-        if kind not in self.positions:
-            options = plan.tree_options(root)
-            where = {provider: index for index, provider in enumerate(tree)}
-            self.positions[kind] = (
-                [[where[p] for p in slot] for slot in options] if all(options) else None
-            )
-            return options if all(options) else None
-        positions = self.positions[kind]
-        if positions is None:
-            return None
-        options = []
-        for position, slot in enumerate(positions):
-            same = self.same_as[position]  # a twin's options are its twin's
-            options.append(options[same] if same != position else [tree[p] for p in slot])
-        return options
-
-    def bests(self, root: int, options: list[list[int]]) -> list[float]:
-        """Per slot, the most its value can be among its ``options``."""
-        kind = self.kind.get(root)
-        if kind is not None and not self.scorer.utilization and kind in self.bounds:
-            return self.bounds[kind][0]
-        values, new_value = self.scorer.values, self.scorer.new_value
-        bests: list[float] = []
-        for position, choices in enumerate(options):
-            same = self.same_as[position]
-            if same != position:
-                bests.append(bests[same])
-                continue
-            known = values[position]
-            best = None
-            for provider in choices:
-                value = known.get(provider)
-                if value is None:
-                    value = known[provider] = new_value(position, provider)
-                if best is None or value > best:
-                    best = value
-            bests.append(best)  # type: ignore[arg-type]  # every slot has an option
-        return bests
-
-    def bound(self, root: int, options: list[list[int]]) -> float:
-        """The most a placement of the tree can score."""
-        kind = self.kind.get(root)
-        if kind is not None and not self.scorer.utilization:
-            known = self.bounds.get(kind)
-            if known is not None:
-                return known[1]
-        bests = self.bests(root, options)
-        terms = list(bests)
-        if self.scorer.group_position >= 0:
-            terms.append(self.scorer.group_most(options))
-        bound = total(terms)
-        if kind is not None and not self.scorer.utilization:
-            self.bounds[kind] = (bests, bound)
-        return bound

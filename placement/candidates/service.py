@@ -18,6 +18,7 @@ from sqlalchemy import Connection
 
 from placement.candidates import bodies, explain, ranked, search
 from placement.candidates.answers import AnswerMemo, KeptAnswers
+from placement.candidates.bounds import KeptBounds, TreeBoundsKept
 from placement.candidates.plan import SearchPlan, build_plan
 from placement.candidates.request import CandidateRequest
 from placement.candidates.scoring import Scorer
@@ -81,6 +82,7 @@ class CandidateSearch:
         self._replica = replica
         self.answers = AnswerMemo()  # each tree's candidates, for the requests asked lately
         self.summaries = TreeSummaries()
+        self.bounds = KeptBounds()  # each tree's bounds, for the ranked requests asked lately
         self._follower = TreeFollower()
         self._recorder = recorder or _NotRecorded()
 
@@ -101,7 +103,8 @@ class CandidateSearch:
             if request.ranked:
                 deadline = time.monotonic() + budget_ms / 1000 if budget_ms else None
                 ranked_body, found = self._search_ranked(
-                    plan, Scorer(plan, request), cap, version, counts, deadline
+                    plan, Scorer(plan, request), cap, version, counts, deadline,
+                    self._kept_bounds(plan, request),
                 )
                 self._report(False, counts, self._capped_by(request.limit, cap, found, counts))
                 return Found(ranked_body, self._cut_of(counts))
@@ -152,8 +155,10 @@ class CandidateSearch:
         changed = self._follower.changed(world)
         if changed is None:
             self.answers.clear()
+            self.bounds.clear()
         elif changed:
             self.answers.drop_trees(changed)
+            self.bounds.drop_trees(changed)
         self.summaries.follow(world)
 
     def _search(
@@ -173,17 +178,28 @@ class CandidateSearch:
 
     def _search_ranked(
         self, plan: SearchPlan, scorer: Scorer, cap: int | None, version: Version,
-        counts: search.SearchCounts, deadline: float | None,
+        counts: search.SearchCounts, deadline: float | None, kept: TreeBoundsKept | None,
     ) -> tuple[bytes, int]:
-        """The body of the best candidates (``ranked``), with their scores; not kept."""
+        """The body of the best candidates (``ranked``), with their scores; only the trees'
+        bounds are kept (in ``kept``)."""
         renderer = bodies.AllocationRequests(plan, version)
         found = ranked.best(
             plan, scorer, cap, renderer.render, shuffle=self._randomize, counts=counts,
-            deadline=deadline,
+            deadline=deadline, kept=kept,
         )
         candidates = [candidate for _, candidate in found]
         scores = [score for score, _ in found]
         return bodies.body(plan, candidates, version, self.summaries, scores), len(found)
+
+    def _kept_bounds(self, plan: SearchPlan, request: CandidateRequest) -> TreeBoundsKept | None:
+        """The trees' bounds kept for ranked requests like this one (None: not kept, as for
+        ``_kept_answers``)."""
+        if plan.sharing or plan.in_tree_roots is not None or self._cache_budget == 0:
+            return None
+        key = (
+            plan.signature(), request.utilization, tuple(sorted(plan.preferred_trait_ids.items()))
+        )
+        return self.bounds.kept_for(key)
 
     @staticmethod
     def _cut_of(counts: search.SearchCounts) -> Cut | None:

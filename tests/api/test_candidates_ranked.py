@@ -121,3 +121,31 @@ def test_no_candidate_still_has_scores(api):
     body = tree.get("resources=VCPU:2&utilization=pack")
     assert body == {"allocation_requests": [], "scores": [], "provider_summaries": {}}
     assert tree.get("resources=VCPU:2") == {"allocation_requests": [], "provider_summaries": {}}
+
+
+def test_the_bounds_kept_between_requests_follow_every_write(config, engine):
+    # Host h has h x 8 VCPU used: packing picks host2, until host0 is used more, then
+    # a preferred trait on host1 outweighs any utilization.
+    api = unbounded(config, engine)
+    tree = gpu_hosts(api, 3, fast_gpus=lambda h: 0)
+
+    def best_host(query: str) -> str:
+        body = ranked(tree, query + "&limit=1")
+        (request,) = body["allocation_requests"]
+        return tree.name[next(iter(request["allocations"]))]
+
+    pack = "resources=VCPU:8&utilization=pack"
+    assert best_host(pack) == "host2"
+    claim = {"allocations": {tree.uuid["host0"]: {"resources": {"VCPU": 40}}},
+             "project_id": "p", "user_id": "u", "consumer_generation": None}
+    answer = api.put("/allocations/10000000-0000-0000-0000-000000000000", json=claim,
+                     version="1.28")
+    assert answer.status_code == 204
+    assert best_host(pack) == "host0"
+    preferring = f"{pack}&prefer=CUSTOM_FAST"
+    assert api.put("/traits/CUSTOM_FAST").status_code == 201  # no provider has it yet
+    assert best_host(preferring) == "host0"
+    api.set_traits(tree.uuid["host1"], "CUSTOM_FAST")
+    assert best_host(preferring) == "host1"
+    with api.as_a_new_worker():
+        assert best_host(preferring) == "host1"
