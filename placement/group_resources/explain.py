@@ -113,10 +113,16 @@ class _Key:
     def passed(self, node: Node) -> int:
         """How many of ``names`` the node passes in turn (all: some group has room)."""
         locations = self.locations(node)
-        level = 0 if self.group.level is None else 1
         if not locations:
             return 0
-        return level + max(self.room_passed(location) for location in locations)
+        best = 0
+        for location in locations:
+            passed = self.room_passed(location)
+            if passed > best:
+                best = passed
+                if best == ROOM_PASSED:  # none passes more
+                    break
+        return (0 if self.group.level is None else 1) + best
 
     def nearest_miss(self, node: Node) -> tuple[str, str, dict[str, int] | None] | None:
         """Of the node's groups that have the key's class and fail one of ``ROOM_CHECKS``
