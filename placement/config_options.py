@@ -1,0 +1,292 @@
+"""Every configuration option: its field in ``Config``, its file section and key, its
+environment variable, its parser and its help (the sample configuration is written from
+them: ``config.render_sample``).
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+AUTH_STRATEGIES = ("noauth2", "keystone", "token")
+LOG_FORMATS = ("text", "json")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {text!r}")
+
+
+def _parse_mapping(text: str) -> dict[str, str]:
+    """``a:B, c:D`` -> {"a": "B", "c": "D"}."""
+    mapping = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip() or not value.strip():
+            raise ValueError(f"expected name:VALUE pairs separated by commas, got {item!r}")
+        mapping[name.strip()] = value.strip()
+    return mapping
+
+
+@dataclass(frozen=True)
+class Option:
+    """One configuration option as the file, the environment and the docs see it."""
+
+    field: str
+    section: str
+    key: str
+    env: str
+    parse: Callable[[str], Any]
+    help: str
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "database_url",
+        "database",
+        "connection",
+        "PLACEMENT_DATABASE_URL",
+        str,
+        "SQLAlchemy URL of the database. SQLite (the default, a file created on first "
+        "run) or PostgreSQL, e.g. postgresql+psycopg://user:pass@host/placement.",
+    ),
+    Option(
+        "auth_strategy",
+        "api",
+        "auth_strategy",
+        "PLACEMENT_AUTH_STRATEGY",
+        str,
+        "noauth2: development mode; the token 'admin' is an admin, any other token is a "
+        "user whose roles come from the X-Roles header. keystone: Keystone tokens, checked "
+        "by keystonemiddleware's auth_token, configured by the [keystone_authtoken] section "
+        "of this file as upstream Placement's is. token: bearer tokens listed in "
+        "tokens_file map to roles (admin, service, reader).",
+    ),
+    Option(
+        "policy_file",
+        "oslo_policy",
+        "policy_file",
+        "PLACEMENT_POLICY_FILE",
+        str,
+        "A policy file in oslo.policy's format (YAML) overriding any rule's default; an "
+        "upstream Placement policy file works unchanged. Read again when it changes. "
+        "'placement policy-sample' writes every rule with its default.",
+    ),
+    Option(
+        "enforce_new_defaults",
+        "oslo_policy",
+        "enforce_new_defaults",
+        "PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS",
+        _parse_bool,
+        "false: the rules' defaults also let an admin do what the new defaults keep for "
+        "the service role (POST /reshaper) and for project readers (GET /usages), as "
+        "before them. true: only the new defaults (upstream's own default).",
+    ),
+    Option(
+        "tokens_file",
+        "api",
+        "tokens_file",
+        "PLACEMENT_TOKENS_FILE",
+        str,
+        "With auth_strategy = token: a file of lines '<role> <token>' (roles: admin, "
+        "service, reader). Blank lines and lines starting with # are ignored.",
+    ),
+    Option(
+        "bind_host",
+        "api",
+        "bind_host",
+        "PLACEMENT_BIND_HOST",
+        str,
+        "Address 'placement serve' listens on.",
+    ),
+    Option(
+        "bind_port",
+        "api",
+        "bind_port",
+        "PLACEMENT_BIND_PORT",
+        int,
+        "Port 'placement serve' listens on.",
+    ),
+    Option(
+        "workers",
+        "api",
+        "workers",
+        "PLACEMENT_WORKERS",
+        int,
+        "Number of gunicorn worker processes started by 'placement serve'.",
+    ),
+    Option(
+        "threads",
+        "api",
+        "threads",
+        "PLACEMENT_THREADS",
+        int,
+        "Threads of each worker of 'placement serve' (1 or more): connections a worker "
+        "reads and answers at once. A client slow to send its request holds one thread, "
+        "never the worker; the application itself runs one request at a time per worker.",
+    ),
+    Option(
+        "client_timeout_seconds",
+        "api",
+        "client_timeout_seconds",
+        "PLACEMENT_CLIENT_TIMEOUT_SECONDS",
+        float,
+        "Seconds 'placement serve' waits on a silent client (sending its request or "
+        "reading the answer) before it closes the connection (more than 0).",
+    ),
+    Option(
+        "allow_noauth_on_public_address",
+        "api",
+        "allow_noauth_on_public_address",
+        "PLACEMENT_ALLOW_NOAUTH_ON_PUBLIC_ADDRESS",
+        _parse_bool,
+        "With auth_strategy = noauth2 'placement serve' refuses to listen on an address "
+        "other than loopback, and the application (under any WSGI server) answers 403 to "
+        "clients not on loopback, unless this is true.",
+    ),
+    Option(
+        "max_request_body_mib",
+        "api",
+        "max_request_body_mib",
+        "PLACEMENT_MAX_REQUEST_BODY_MIB",
+        int,
+        "Largest request body accepted, in MiB (1 or more); a longer one is answered 413 "
+        "before it is read. The largest bodies real clients send (allocations of many "
+        "consumers, reshapes of big trees) stay well below the default.",
+    ),
+    Option(
+        "randomize_allocation_candidates",
+        "placement",
+        "randomize_allocation_candidates",
+        "PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES",
+        _parse_bool,
+        "Visit provider trees in random order and shuffle the answer, so that concurrent "
+        "schedulers asking with 'limit' spread over providers.",
+    ),
+    Option(
+        "max_allocation_candidates",
+        "placement",
+        "max_allocation_candidates",
+        "PLACEMENT_MAX_ALLOCATION_CANDIDATES",
+        int,
+        "Upper bound on the number of allocation candidates in one answer, with or without "
+        "'limit' (-1: no bound; else 1 or more). Identical isolated request groups on wide "
+        "trees have millions of candidates; the answer is spread over trees round-robin.",
+    ),
+    Option(
+        "allocation_candidates_budget_ms",
+        "placement",
+        "allocation_candidates_budget_ms",
+        "PLACEMENT_ALLOCATION_CANDIDATES_BUDGET_MS",
+        int,
+        "Time budget of a GET /allocation_candidates search, in milliseconds, for a "
+        "request without budget_ms (0: none). When it runs out the answer is the "
+        "candidates found so far, valid each, and says it was cut (the "
+        "Placement-Search-Cut header).",
+    ),
+    Option(
+        "allocation_candidates_cache_mib",
+        "placement",
+        "allocation_candidates_cache_mib",
+        "PLACEMENT_ALLOCATION_CANDIDATES_CACHE_MIB",
+        int,
+        "Each worker keeps each tree's allocation candidates for the requests asked lately, "
+        "dropped whenever the tree changes, so that a repeated request searches only the "
+        "trees written since (and the last body of each, until a provider changes): "
+        "about this many MiB per worker (0: keep none).",
+    ),
+    Option(
+        "group_resource_classes",
+        "group_resources",
+        "standard_classes",
+        "PLACEMENT_GROUP_RESOURCE_CLASSES",
+        _parse_mapping,
+        "Group-resource translator: node-level resource names and the standard classes "
+        "they become, as name:CLASS pairs. Other names become CUSTOM_<NAME>.",
+    ),
+    Option(
+        "group_resource_byte_units",
+        "group_resources",
+        "byte_units",
+        "PLACEMENT_GROUP_RESOURCE_BYTE_UNITS",
+        _parse_mapping,
+        "Group-resource translator: resource names whose amounts are bytes, and the unit "
+        "(MB or GB, binary) their class counts in, as name:UNIT pairs.",
+    ),
+    Option(
+        "group_flat_requests",
+        "group_resources",
+        "flat_requests",
+        "PLACEMENT_GROUP_RESOURCE_FLAT_REQUESTS",
+        str,
+        "Group-resource translator, for requests that do not say (options.flat_requests): "
+        "anywhere: a request whose groups hold no subgroups places each on any group of its "
+        "level anywhere on the node. fill_levels: the levels it skips are filled in per "
+        "group, as for a request with subgroups (the group allocator's section V).",
+    ),
+    Option(
+        "group_node_ranking",
+        "group_resources",
+        "node_ranking",
+        "PLACEMENT_GROUP_RESOURCE_NODE_RANKING",
+        str,
+        "Group-resource translator, for requests that do not say (options.node_ranking): "
+        "mean: nodes rank by the mean over their inventories of the per-inventory score. "
+        "sum: by the sum (the group allocator's eq. 17), so that a node with more "
+        "inventories scores more.",
+    ),
+    Option(
+        "group_sibling_groups",
+        "group_resources",
+        "sibling_groups",
+        "PLACEMENT_GROUP_RESOURCE_SIBLING_GROUPS",
+        str,
+        "Group-resource translator, for requests that do not say (options.sibling_groups): "
+        "distinct: two request groups never share a group of the node. shared: they may "
+        "when its inventories hold both, as KubeGPU's allocator lets them.",
+    ),
+    Option(
+        "group_candidates_budget_ms",
+        "group_resources",
+        "candidates_budget_ms",
+        "PLACEMENT_GROUP_RESOURCE_CANDIDATES_BUDGET_MS",
+        int,
+        "Time budget, in milliseconds, of a translator or device search (candidates and "
+        "claims: /group_resources/candidates, /claims, /device_candidates, "
+        "/device_claims) for a request without budget_ms (0: none; at most 9999999). "
+        "When it runs out the answer is the best found so far, valid each, and says it "
+        "was cut (the cut field and the Placement-Search-Cut header).",
+    ),
+    Option(
+        "log_level",
+        "logging",
+        "level",
+        "PLACEMENT_LOG_LEVEL",
+        str,
+        "Logging level: DEBUG, INFO (one line per request), WARNING or ERROR.",
+    ),
+    Option(
+        "log_format",
+        "logging",
+        "format",
+        "PLACEMENT_LOG_FORMAT",
+        str,
+        "text: one human-readable line per record; json: one JSON object per line "
+        "(timestamp, level, logger, message, and each request's fields).",
+    ),
+    Option(
+        "metrics_unauthenticated",
+        "metrics",
+        "unauthenticated",
+        "PLACEMENT_METRICS_UNAUTHENTICATED",
+        _parse_bool,
+        "GET /metrics (Prometheus) without a token. When false, it asks for a token "
+        "that policy allows to read the metrics, as the API does.",
+    ),
+)
