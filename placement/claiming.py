@@ -38,6 +38,9 @@ class ClaimRecorder(Protocol):
     def claim_ended(self, kind: str, granted: bool) -> None:
         """A claim of ``kind`` was granted (its allocations written) or refused."""
 
+    def search_cut(self, kind: str) -> None:
+        """A search of ``kind`` (for candidates or a claim) ran out of its time budget."""
+
 
 class NotRecorded:
     """A ``ClaimRecorder`` that keeps nothing (the CLI's claims)."""
@@ -46,6 +49,9 @@ class NotRecorded:
         pass
 
     def claim_ended(self, kind: str, granted: bool) -> None:
+        pass
+
+    def search_cut(self, kind: str) -> None:
         pass
 
 

@@ -180,9 +180,9 @@ class DeviceSearch:
     from them, kept until their trees change (``replica_nodes``). Claims are told to
     ``claims`` (the application's metrics)."""
 
-    def __init__(self, replica: Replica, claims: ClaimRecorder | None = None) -> None:
+    def __init__(self, replica: Replica, recorder: ClaimRecorder | None = None) -> None:
         self._replica = replica
-        self._claims = claims or NotRecorded()
+        self._recorder = recorder or NotRecorded()
         self._stored = StoredTopologies()
         self._nodes = DeviceNodesKept(self._stored)
 
@@ -246,7 +246,10 @@ class DeviceSearch:
         with collector_paused(), self._replica.current(conn) as world:
             budget.start()
             nodes = self._nodes.read(conn, world, device_naming(naming), node_names)
-            return rank(nodes, request, scorer, limit, budget)
+            answer = rank(nodes, request, scorer, limit, budget)
+        if budget.cut is not None:
+            self._recorder.search_cut("devices")
+        return answer
 
     def explain(
         self,
@@ -297,7 +300,7 @@ class DeviceSearch:
             confirm=lambda candidate: self._still_healthy(conn, candidate),
         )
         return claim_best(
-            conn, claimant, consumer_uuid, project_id, user_id, consumer_type, self._claims
+            conn, claimant, consumer_uuid, project_id, user_id, consumer_type, self._recorder
         )
 
 

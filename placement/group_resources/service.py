@@ -66,10 +66,10 @@ class GroupResourceSearch:
     tree changes (``replica_nodes.NodesKept``). Claims are told to ``claims`` (the
     application's metrics)."""
 
-    def __init__(self, replica: Replica, claims: ClaimRecorder | None = None) -> None:
+    def __init__(self, replica: Replica, recorder: ClaimRecorder | None = None) -> None:
         self._replica = replica
         self._kept = NodesKept()
-        self._claims = claims or NotRecorded()
+        self._recorder = recorder or NotRecorded()
 
     def find_candidates(
         self,
@@ -106,7 +106,10 @@ class GroupResourceSearch:
             if limit is None and not budget.timed:
                 ranking.consider_all(source)
                 return ranking.answer(None, complete=True)
-            return bounded_ranking(source, ranking, limit, budget)
+            answer = bounded_ranking(source, ranking, limit, budget)
+        if budget.cut is not None:
+            self._recorder.search_cut("group_resources")
+        return answer
 
     def explain(
         self,
@@ -163,7 +166,7 @@ class GroupResourceSearch:
             allocations=lambda placement: placement.allocations,
         )
         return claim_best(
-            conn, claimant, consumer_uuid, project_id, user_id, consumer_type, self._claims
+            conn, claimant, consumer_uuid, project_id, user_id, consumer_type, self._recorder
         )
 
 

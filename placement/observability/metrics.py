@@ -107,6 +107,11 @@ class Metrics:
             "granted (allocations written) or refused.", ["kind", "outcome"],
             registry=registry,
         )
+        self.node_searches_cut = Counter(
+            "placement_node_searches_cut", "Translator and device searches (for candidates "
+            "or a claim) that ran out of their time budget (budget_ms) and answered the best "
+            "found so far, by kind.", ["kind"], registry=registry,
+        )
         self.claim_retries = Counter(
             "placement_claim_retries", "Claims that lost a race to a concurrent writer and "
             "chose again.", ["kind"], registry=registry,
@@ -155,6 +160,9 @@ class Metrics:
 
     def claim_ended(self, kind: str, granted: bool) -> None:
         self.claims.labels(kind, "granted" if granted else "refused").inc()
+
+    def search_cut(self, kind: str) -> None:
+        self.node_searches_cut.labels(kind).inc()
 
     # /metrics.
 

@@ -163,3 +163,29 @@ def test_every_application_counts_from_zero(api, config, engine, path):
     samples = scrape(fresh)
     assert value(samples, "placement_http_requests_total", route=path, method="GET",
                  status="200") == 0
+
+
+def test_searches_cut_by_their_time_budget_are_counted_by_kind(api):
+    from tests.api import test_devices_budget as devices
+    from tests.api import test_group_resources_budget as translator
+
+    translator.wide_world(api)
+    devices.wide_world(api)
+    cut = "placement_node_searches_cut_total"
+    for path, request in (
+        ("/group_resources/candidates", translator.WIDE_REQUEST),
+        ("/group_resources/device_candidates", devices.WIDE_REQUEST),
+    ):
+        whole = api.post(path, json={"resources": request})
+        assert whole.status_code == 200 and "cut" not in whole.json
+    samples = scrape(api)
+    assert value(samples, cut, kind="group_resources") == value(samples, cut, kind="devices") == 0
+    for path, request in (
+        ("/group_resources/candidates", translator.WIDE_REQUEST),
+        ("/group_resources/device_candidates", devices.WIDE_REQUEST),
+    ):
+        answer = api.post(path, json={"resources": request, "budget_ms": 1})
+        assert answer.status_code == 200 and "cut" in answer.json
+    samples = scrape(api)
+    assert value(samples, cut, kind="group_resources") == 1
+    assert value(samples, cut, kind="devices") == 1
