@@ -226,7 +226,8 @@ ANSWERS: dict[Callable, dict[int, str]] = {
         400: "No project_id; a malformed or unknown query parameter.",
     },
     allocation_candidate.list_allocation_candidates: {
-        200: "The allocation requests and provider summaries.",
+        200: "The allocation requests and provider summaries; with soft preferences "
+        "(prefer$S, prefer_member_of$S, utilization) also their scores, best first.",
         400: "A malformed, missing or unknown query parameter, resource class or trait.",
     },
     allocation_candidate.explain_allocation_candidates: {
