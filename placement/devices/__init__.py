@@ -13,7 +13,8 @@ One module per step:
   pcie/1/gpu/3/core: 100``), with NVLink sets as a level where they nest, and
   the tenancy inventories that make exclusivity hold in placement itself.
 - ``request``: Kubernetes resources (``nvidia.com/gpu``, ``kubernetes.io/gpu-core``,
-  ``koordinator.sh/rdma``, ...) and Koordinator's two annotations -> what to find.
+  ``koordinator.sh/rdma``, ...) and Koordinator's two annotations -> what to find;
+  ``amounts``: how many devices of one type that asks for, and what each gives.
 - ``snapshot``: each device node as read at one moment: devices with what is free;
   ``stored`` reads a stored topology once per process; ``replica_nodes`` builds
   the snapshots from the process's copy of the providers, kept until their trees

@@ -43,6 +43,13 @@ from fractions import Fraction
 
 from placement import errors
 from placement.db.tables import MAX_INT
+from placement.devices.amounts import (
+    WHOLE_GPUS,
+    PerDevice,
+    gpu_asked,
+    gpus_counted,
+    shared_device_asked,
+)
 from placement.devices.topology import DEVICE_TYPES
 from placement.group_resources.keys import SEGMENT
 from placement.nodes.naming import Naming
@@ -50,11 +57,8 @@ from placement.nodes.quantities import UNIT_SIZES, parse_quantity
 from placement.schemas import devices as schemas
 from placement.schemas import validate
 
-WHOLE_GPUS = "nvidia.com/gpu"
 PREFIXES = ("kubernetes.io/", "koordinator.sh/")
 DEVICE_RESOURCES = ("gpu", "gpu-core", "gpu-memory", "gpu-memory-ratio", "rdma", "fpga")
-MAX_DEVICES_ASKED = 256
-KIB = 2**10
 
 
 @dataclass(frozen=True)
@@ -78,18 +82,6 @@ class Selector:
             if operator == "DoesNotExist" and present:
                 return False
         return True
-
-
-@dataclass(frozen=True)
-class PerDevice:
-    """What each chosen device gives."""
-
-    whole: bool = False  # every inventory of the device, which must be unused
-    core: int = 0  # gpu core percent
-    ratio: int = 0  # gpu memory percent
-    memory_kib: int = 0  # gpu memory (a whole GPU: the least it must have)
-    share: int = 0  # rdma, fpga percent
-    vfs: int = 0  # rdma virtual functions
 
 
 @dataclass(frozen=True)
@@ -307,11 +299,11 @@ def _type_request(device_type: str, asked: dict[str, Fraction], hint: dict, pref
     strategy = hint.get("allocateStrategy")
     count: int | None
     if device_type == "gpu" and strategy == schemas.REQUESTS_AS_COUNT:
-        count, per_device = _gpus_as_count(asked, prefix)
+        count, per_device = gpus_counted(asked, prefix)
     elif device_type == "gpu":
-        count, per_device = _gpu(asked, prefix)
+        count, per_device = gpu_asked(asked, prefix)
     else:
-        count, per_device = _shared_device(
+        count, per_device = shared_device_asked(
             device_type, asked[device_type], prefix, strategy, "vfSelector" in hint
         )
     if strategy == schemas.APPLY_FOR_ALL:
@@ -330,108 +322,6 @@ def _type_request(device_type: str, asked: dict[str, Fraction], hint: dict, pref
         exclusive=hint.get("exclusivePolicy"),
         prefix=prefix,
     )
-
-
-def _whole_number(amount: Fraction, name: str) -> int:
-    if amount.denominator != 1:
-        raise errors.BadRequest(f"{name}: {float(amount):g} is not a whole number.")
-    if amount > MAX_INT:
-        raise errors.BadRequest(f"{name}: out of range.")
-    return int(amount)
-
-
-def _devices(amount: int, name: str) -> int:
-    """How many whole devices an amount over 100 asks for."""
-    if amount % 100:
-        raise errors.BadRequest(
-            f"{name}: {amount} is over 100, so it must be a multiple of 100 (whole devices)."
-        )
-    return _at_most_devices(amount // 100, name)
-
-
-def _at_most_devices(count: int, name: str) -> int:
-    if count > MAX_DEVICES_ASKED:
-        raise errors.BadRequest(f"{name}: at most {MAX_DEVICES_ASKED} devices.")
-    return count
-
-
-def _gpus_as_count(asked: dict[str, Fraction], prefix: str) -> tuple[int, PerDevice]:
-    """RequestsAsCount for GPUs: the amount of ``kubernetes.io/gpu`` (or ``nvidia.com/gpu``,
-    a count already) is a number of whole GPUs. The fine-grained resources are amounts of
-    one GPU, not counts: refused with it."""
-    if set(asked) == {WHOLE_GPUS}:
-        return _gpu(asked, prefix)
-    name = f"{prefix}gpu"
-    if set(asked) != {"gpu"}:
-        given = ", ".join(sorted(WHOLE_GPUS if r == WHOLE_GPUS else f"{prefix}{r}"
-                                 for r in asked))
-        raise errors.BadRequest(
-            f"{schemas.HINT_ANNOTATION}: with RequestsAsCount the GPU amount is a number of "
-            f"GPUs: ask {name} (or {WHOLE_GPUS}) alone, not {given}."
-        )
-    count = _whole_number(asked["gpu"], name)
-    return _at_most_devices(count, name), PerDevice(whole=True)
-
-
-def _gpu(asked: dict[str, Fraction], prefix: str) -> tuple[int, PerDevice]:
-    names = {resource: WHOLE_GPUS if resource == WHOLE_GPUS else f"{prefix}{resource}"
-             for resource in asked}
-    for single in (WHOLE_GPUS, "gpu"):
-        if single in asked and len(asked) > 1:
-            others = ", ".join(sorted(names[r] for r in asked if r != single))
-            raise errors.BadRequest(f"{names[single]} cannot be combined with {others}.")
-    if WHOLE_GPUS in asked:
-        count = _whole_number(asked[WHOLE_GPUS], WHOLE_GPUS)
-        return _at_most_devices(count, WHOLE_GPUS), PerDevice(whole=True)
-    if "gpu" in asked:
-        percent = _whole_number(asked["gpu"], names["gpu"])
-        if percent >= 100:
-            return _devices(percent, names["gpu"]), PerDevice(whole=True)
-        return 1, PerDevice(core=percent, ratio=percent)
-    core_name = f"{prefix}gpu-core"
-    if "gpu-core" not in asked:
-        given = ", ".join(sorted(names.values()))
-        raise errors.BadRequest(f"{given} needs {core_name} with it.")
-    memory = asked.get("gpu-memory")
-    if ("gpu-memory-ratio" in asked) == (memory is not None):
-        raise errors.BadRequest(
-            f"{core_name} needs exactly one of {prefix}gpu-memory-ratio and {prefix}gpu-memory."
-        )
-    core = _whole_number(asked["gpu-core"], core_name)
-    ratio = _whole_number(asked.get("gpu-memory-ratio", Fraction(0)), f"{prefix}gpu-memory-ratio")
-    # Kept in KiB (``node_map``): an amount that is not a whole KiB is rounded up.
-    memory_kib = math.ceil(memory / KIB) if memory is not None else 0
-    if memory_kib > MAX_INT:
-        raise errors.BadRequest(f"{prefix}gpu-memory: out of range.")
-    if core > 100 or ratio > 100:
-        ratio_name = f"{prefix}gpu-memory-ratio"
-        count = _devices(core, core_name) if core > 100 else 1
-        if ratio and (ratio != 100 * count or core != 100 * count):
-            raise errors.BadRequest(
-                f"{core_name} ({core}) and {ratio_name} ({ratio}): over 100, both must ask for "
-                "the same number of whole GPUs."
-            )
-        return count, PerDevice(whole=True, memory_kib=math.ceil(memory_kib / count))
-    if core == ratio == 100:  # all of one GPU: as nvidia.com/gpu: 1
-        return 1, PerDevice(whole=True)
-    if memory is not None and memory_kib == 0:
-        raise errors.BadRequest(f"{prefix}gpu-memory: asks for no memory.")
-    return 1, PerDevice(core=core, ratio=ratio, memory_kib=memory_kib)
-
-
-def _shared_device(
-    device_type: str, amount_asked: Fraction, prefix: str, strategy: str | None, vfs: bool
-) -> tuple[int, PerDevice]:
-    name = f"{prefix}{device_type}"
-    amount = _whole_number(amount_asked, name)
-    if strategy == schemas.REQUESTS_AS_COUNT:
-        per_device = PerDevice(vfs=1) if vfs else PerDevice(whole=True)
-        return _at_most_devices(amount, name), per_device
-    if vfs:
-        return 1, PerDevice(vfs=amount)
-    if amount >= 100:
-        return _devices(amount, name), PerDevice(whole=True)
-    return 1, PerDevice(share=amount)
 
 
 def _joint(document: dict, types: dict[str, TypeRequest]) -> Joint:

@@ -3,7 +3,8 @@ device, a share of a GPU (core with a memory ratio or amount), a share of a NIC 
 or VFs (counted, or listed one by one and matched by ``vfSelector``). The chooser asks
 it of every device it weighs; the scorers ask which inventories they weigh."""
 
-from placement.devices.request import PerDevice, Selector
+from placement.devices.amounts import PerDevice
+from placement.devices.request import Selector
 from placement.devices.snapshot import DeviceState
 from placement.schemas.devices import DEVICE_LEVEL, PCIE_LEVEL
 
