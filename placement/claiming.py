@@ -70,17 +70,21 @@ class Claimant(Generic[Choice]):
     confirm: Callable[[Choice], None] | None = None
 
 
+@dataclass(frozen=True)
+class NewConsumer:
+    """Who a claim allocates for: a consumer that has no allocations yet."""
+
+    uuid: str
+    project_id: str
+    user_id: str
+    consumer_type: str | None = None
+
+
 def claim_best(
-    conn: Connection,
-    claimant: Claimant[Choice],
-    consumer_uuid: str,
-    project_id: str,
-    user_id: str,
-    consumer_type: str | None,
-    recorder: ClaimRecorder,
+    conn: Connection, claimant: Claimant[Choice], consumer: NewConsumer, recorder: ClaimRecorder
 ) -> Choice:
     try:
-        best = _claim(conn, claimant, consumer_uuid, project_id, user_id, consumer_type, recorder)
+        best = _claim(conn, claimant, consumer, recorder)
     except errors.PlacementError:
         recorder.claim_ended(claimant.kind, granted=False)
         raise
@@ -89,14 +93,9 @@ def claim_best(
 
 
 def _claim(
-    conn: Connection,
-    claimant: Claimant[Choice],
-    consumer_uuid: str,
-    project_id: str,
-    user_id: str,
-    consumer_type: str | None,
-    recorder: ClaimRecorder,
+    conn: Connection, claimant: Claimant[Choice], consumer: NewConsumer, recorder: ClaimRecorder
 ) -> Choice:
+    consumer_uuid = consumer.uuid
     last_conflict = None
     for attempt in range(CLAIM_ATTEMPTS):
         if consumer_data.get_consumer(conn, consumer_uuid) is not None:
@@ -115,11 +114,11 @@ def _claim(
             best = random.choice([c for c in choices if claimant.standing(c) == top])
         write = allocation_data.ConsumerWrite(
             consumer_uuid=consumer_uuid,
-            project_id=project_id,
-            user_id=user_id,
+            project_id=consumer.project_id,
+            user_id=consumer.user_id,
             allocations=claimant.allocations(best),
             generation=None,
-            consumer_type=consumer_type,
+            consumer_type=consumer.consumer_type,
         )
         try:
             with conn.begin_nested():

@@ -15,7 +15,7 @@ from fractions import Fraction
 from sqlalchemy import Connection
 
 from placement import errors
-from placement.claiming import Claimant, ClaimRecorder, NotRecorded, claim_best
+from placement.claiming import Claimant, ClaimRecorder, NewConsumer, NotRecorded, claim_best
 from placement.collector import collector_paused
 from placement.data import allocations as allocation_data
 from placement.data import consumers as consumer_data
@@ -300,7 +300,8 @@ class DeviceSearch:
             confirm=lambda candidate: self._still_healthy(conn, candidate),
         )
         return claim_best(
-            conn, claimant, consumer_uuid, project_id, user_id, consumer_type, self._recorder
+            conn, claimant, NewConsumer(consumer_uuid, project_id, user_id, consumer_type),
+            self._recorder,
         )
 
 

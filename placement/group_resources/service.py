@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 
 from placement import errors
-from placement.claiming import Claimant, ClaimRecorder, NotRecorded, claim_best
+from placement.claiming import Claimant, ClaimRecorder, NewConsumer, NotRecorded, claim_best
 from placement.collector import collector_paused
 from placement.data import device_topologies, group_nodes
 from placement.group_resources import explain, sync
@@ -166,7 +166,8 @@ class GroupResourceSearch:
             allocations=lambda placement: placement.allocations,
         )
         return claim_best(
-            conn, claimant, consumer_uuid, project_id, user_id, consumer_type, self._recorder
+            conn, claimant, NewConsumer(consumer_uuid, project_id, user_id, consumer_type),
+            self._recorder,
         )
 
 
