@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from placement import errors
-from placement.claiming import CLAIM_ATTEMPTS, Claimant, claim_best
+from placement.claiming import CLAIM_ATTEMPTS, Claimant, NewConsumer, claim_best
 from placement.data import names
 
 
@@ -25,6 +25,9 @@ class Recorder:
 
     def claim_ended(self, kind, granted):
         self.events.append(("granted" if granted else "refused", kind))
+
+    def search_cut(self, kind):
+        self.events.append(("cut", kind))
 
 
 @pytest.fixture
@@ -51,7 +54,8 @@ def _claim(
     recorder = recorder or Recorder()
     with engine.connect() as conn, conn.begin():
         try:
-            result = claim_best(conn, claimant, str(uuid.uuid4()), "p", "u", None, recorder)
+            consumer = NewConsumer(str(uuid.uuid4()), "p", "u")
+            result = claim_best(conn, claimant, consumer, recorder)
         except errors.PlacementError as exc:
             return exc, len(asked)
     return result, len(asked)
