@@ -23,7 +23,8 @@ Layout, from the top down (a module imports only from the layers below it):
   of its trees.
 * ``schemas`` validate JSON bodies (marshmallow); ``data`` is the data layer:
   functions taking a connection first, all the SQL.
-* ``query`` is the only parser of the query-string grammar; ``config`` (with its
+* ``query`` is the only parser of the query-string grammar (``query_schema``:
+  upstream's JSON Schemas of query strings, and their refusals); ``config`` (with its
   ``config_options``) every option; ``microversion`` and ``auth`` negotiate versions
   and check who asks.
 * ``nodes``: what the node features share with the layers below them (names,

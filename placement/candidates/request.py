@@ -28,7 +28,7 @@ from 1.24 and ``required$S`` from 1.39 (ANDed), the first ``limit`` and
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from placement import errors, query
+from placement import errors, query, query_schema
 from placement.candidates import preferences
 from placement.candidates.preferences import NO_PREFERENCES, GroupPreferences
 
@@ -109,7 +109,7 @@ def parse_candidate_request(pairs: Iterable[tuple[str, str]], version) -> Candid
     params: dict[str, list[str]] = {}
     for key, value in pairs:
         params.setdefault(key, []).append(value)
-    query.validate_at(_schema, version, params)
+    query_schema.validate_at(_schema, version, params)
     limit = _parse_limit(params.get("limit"))
     budget_ms = int(params["budget_ms"][-1]) if "budget_ms" in params else None
     group_policy = _parse_group_policy(params.get("group_policy"))
@@ -144,17 +144,17 @@ def parse_candidate_request(pairs: Iterable[tuple[str, str]], version) -> Candid
     )
 
 
-def _schema(version) -> query.QuerySchema:
+def _schema(version) -> query_schema.QuerySchema:
     """Upstream's JSON Schema of the query string at ``version``: the group parameters
     are plain properties (``resources`` required) before 1.25, keys with a suffix
     after."""
     group_names = ["resources"]
-    checks: dict[str, tuple[query.Check, ...]] = {
-        "budget_ms": (query.pattern(BUDGET_PATTERN),),
+    checks: dict[str, tuple[query_schema.Check, ...]] = {
+        "budget_ms": (query_schema.pattern(BUDGET_PATTERN),),
         preferences.UTILIZATION: (),
     }
     if version >= (1, 16):
-        checks["limit"] = (query.pattern(LIMIT_PATTERN),)
+        checks["limit"] = (query_schema.pattern(LIMIT_PATTERN),)
     if version >= (1, 17):
         group_names.append("required")
     if version >= (1, 21):
@@ -162,10 +162,10 @@ def _schema(version) -> query.QuerySchema:
     if version < (1, 25):
         checks.update((name, ()) for name in group_names)
         checks.update((name, ()) for name in preferences.PARAMETERS)
-        return query.QuerySchema(
+        return query_schema.QuerySchema(
             checks=checks, required=("resources",), unknown_key_code=errors.QUERYPARAM_BAD_VALUE
         )
-    checks["group_policy"] = (query.one_of(*GROUP_POLICIES),)
+    checks["group_policy"] = (query_schema.one_of(*GROUP_POLICIES),)
     if version >= (1, 31):
         group_names.append("in_tree")
     if version >= (1, 35):
@@ -173,7 +173,7 @@ def _schema(version) -> query.QuerySchema:
     if version >= (1, 36):
         checks["same_subtree"] = ()
     suffix = STRING_SUFFIX if version >= (1, 33) else NUMBERED_SUFFIX
-    return query.QuerySchema(
+    return query_schema.QuerySchema(
         checks=checks,
         patterns=tuple(f"^{name}({suffix})?$" for name in group_names),
         unknown_key_code=errors.QUERYPARAM_BAD_VALUE,

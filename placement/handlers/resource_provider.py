@@ -5,7 +5,7 @@ import uuid as uuid_lib
 import flask
 from microversion_parse import Version
 
-from placement import errors, query
+from placement import errors, query, query_schema
 from placement.context import RequestContext
 from placement.data import names, providers
 from placement.db.tables import resource_classes, traits
@@ -64,18 +64,20 @@ def lookup_provider(ctx: RequestContext, uuid: str, action: str = "") -> provide
     return provider
 
 
-def _list_schema(version: Version) -> query.QuerySchema:
+def _list_schema(version: Version) -> query_schema.QuerySchema:
     """Upstream's JSON Schema of GET /resource_providers' query string."""
-    checks: dict[str, tuple[query.Check, ...]] = {"name": (), "uuid": (query.uuid_format,)}
+    checks: dict[str, tuple[query_schema.Check, ...]] = {
+        "name": (), "uuid": (query_schema.uuid_format,)
+    }
     if version >= (1, 3):
         checks["member_of"] = ()
     if version >= (1, 4):
         checks["resources"] = ()
     if version >= (1, 14):
-        checks["in_tree"] = (query.uuid_format,)
+        checks["in_tree"] = (query_schema.uuid_format,)
     if version >= (1, 18):
         checks["required"] = ()
-    return query.QuerySchema(checks=checks)
+    return query_schema.QuerySchema(checks=checks)
 
 
 def _uuid_param(params: dict, key: str) -> str | None:
@@ -92,7 +94,7 @@ def list_providers(ctx: RequestContext) -> flask.Response:
     nothing."""
     query.require_utf8(ctx.request.query_string)
     params = query.params_of(ctx.request.args.lists())
-    query.validate_at(_list_schema, ctx.version, params)
+    query_schema.validate_at(_list_schema, ctx.version, params)
     aggregates = (
         query.parse_member_of(
             params["member_of"],

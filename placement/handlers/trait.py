@@ -2,7 +2,7 @@
 
 import flask
 
-from placement import errors, query
+from placement import errors, query, query_schema
 from placement.clock import utcnow
 from placement.context import RequestContext
 from placement.data import names, provider_traits
@@ -25,7 +25,7 @@ from placement.schemas.names import ProviderTraits
 IN_OPERATOR = "in"
 STARTSWITH_OPERATOR = "startswith"
 # Upstream's JSON Schema of GET /traits' query string.
-LIST_SCHEMA = query.QuerySchema(checks={"name": (), "associated": ()})
+LIST_SCHEMA = query_schema.QuerySchema(checks={"name": (), "associated": ()})
 
 
 def _name_filter(value: str) -> tuple[list[str] | None, str | None]:

@@ -3,7 +3,7 @@
 import flask
 from microversion_parse import Version
 
-from placement import query
+from placement import query, query_schema
 from placement.context import RequestContext
 from placement.data import inventories, usages
 from placement.handlers.resource_provider import lookup_provider
@@ -26,17 +26,17 @@ CONSUMER_TYPE_PATTERN = "^[A-Z0-9_]+$|^all|^unknown$"
 MAX_ID_LENGTH = 255
 
 
-def _usages_schema(version: Version) -> query.QuerySchema:
+def _usages_schema(version: Version) -> query_schema.QuerySchema:
     """Upstream's JSON Schema of GET /usages' query string."""
-    checks: dict[str, tuple[query.Check, ...]] = {
-        "project_id": (query.length(1, MAX_ID_LENGTH),),
-        "user_id": (query.length(1, MAX_ID_LENGTH),),
+    checks: dict[str, tuple[query_schema.Check, ...]] = {
+        "project_id": (query_schema.length(1, MAX_ID_LENGTH),),
+        "user_id": (query_schema.length(1, MAX_ID_LENGTH),),
     }
     if version >= (1, 38):
         checks["consumer_type"] = (
-            query.pattern(CONSUMER_TYPE_PATTERN), query.length(1, MAX_ID_LENGTH)
+            query_schema.pattern(CONSUMER_TYPE_PATTERN), query_schema.length(1, MAX_ID_LENGTH)
         )
-    return query.QuerySchema(checks=checks, required=("project_id",))
+    return query_schema.QuerySchema(checks=checks, required=("project_id",))
 
 
 @min_version(1, 9)
@@ -45,7 +45,7 @@ def project_usages(ctx: RequestContext) -> flask.Response:
     one validated."""
     query.require_utf8(ctx.request.query_string)
     params = query.params_of(ctx.request.args.lists())
-    query.validate_at(_usages_schema, ctx.version, params)
+    query_schema.validate_at(_usages_schema, ctx.version, params)
     project = params["project_id"][-1]  # required by the schema
     user = query.last(params, "user_id")
     if ctx.at_least(1, 38):

@@ -7,13 +7,10 @@ import pytest
 from placement import errors
 from placement.query import (
     AggregateFilter,
-    QuerySchema,
     TraitFilter,
     contradictions,
     last,
-    length,
     normalize_uuid,
-    one_of,
     pairs_in_order,
     params_of,
     parse_dashed_uuid,
@@ -22,10 +19,9 @@ from placement.query import (
     parse_required,
     parse_resources,
     parse_uuid,
-    pattern,
     require_utf8,
-    uuid_format,
 )
+from placement.query_schema import QuerySchema, length, one_of, pattern, uuid_format
 
 A = "aaaaaaaa-0000-4000-8000-000000000001"
 B = "aaaaaaaa-0000-4000-8000-000000000002"
