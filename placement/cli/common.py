@@ -15,6 +15,7 @@ from placement.data.names import sync_standard_names
 from placement.db import migrate
 from placement.db.engine import WRITE_TRANSACTION_OPTION, is_sqlite, make_engine
 from placement.nodes.scorers import PACK, SCORER_NAMES
+from placement.nodes.search_budget import SearchBudget
 from placement.schemas import validate
 
 
@@ -31,6 +32,12 @@ def add_request_command(sub, name: str, run, help_text: str, file_help: str):
         command.add_argument("--scorer", choices=sorted(SCORER_NAMES), default=PACK)
     if name == "candidates":
         command.add_argument("--limit", type=int, help="at most this many nodes")
+    if name != "query":
+        command.add_argument(
+            "--budget-ms", type=int, dest="budget_ms",
+            help="a time budget for the search, in milliseconds: past it, the best found so "
+            "far (default: the configuration's [group_resources] candidates_budget_ms)",
+        )
     if name == "claim":
         command.add_argument("--consumer", required=True, help="the new consumer's uuid")
         command.add_argument("--project", required=True)
@@ -91,6 +98,16 @@ def read_document(path: str) -> Any:
 
 def _file_name(path: str) -> str:
     return "standard input" if path == "-" else path
+
+
+def search_budget(config: Config, body: dict) -> SearchBudget:
+    """The time budget the command gives (``--budget-ms``), the configuration's else."""
+    return SearchBudget(body.get("budget_ms") or config.group_candidates_budget_ms)
+
+
+def with_cut(answer: dict, budget: SearchBudget) -> dict:
+    """``answer``, with the ``cut`` field (as over HTTP) when the budget cut its search."""
+    return answer if budget.cut is None else {**answer, "cut": budget.cut.body()}
 
 
 def checked_arguments(schema, args: argparse.Namespace, **fields) -> dict:

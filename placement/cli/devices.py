@@ -22,6 +22,8 @@ from placement.cli.common import (
     read_document,
     read_text,
     run_in_transaction,
+    search_budget,
+    with_cut,
 )
 from placement.config import Config
 from placement.data.consumers import INCOMPLETE_CONSUMER_ID
@@ -172,13 +174,15 @@ def _request(body: dict, naming) -> DeviceRequest:
 def _candidates(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
         body = checked_arguments(schemas.DeviceQuery(), args, **_request_fields(args.file),
-                        scorer=args.scorer, limit=args.limit, nodes=args.nodes)
+                        scorer=args.scorer, limit=args.limit, nodes=args.nodes,
+                        budget_ms=args.budget_ms)
         request = _request(body, naming)
+        budget = search_budget(config, body)
         answer = service.DeviceSearch(Replica()).find_candidates(
             conn, request, naming, scorer=body["scorer"], limit=body.get("limit"),
-            node_names=body.get("nodes"),
+            node_names=body.get("nodes"), budget=budget,
         )
-        return bodies.candidates_body(answer, request)
+        return with_cut(bodies.candidates_body(answer, request), budget)
 
     return run_in_transaction(config, work)
 
@@ -189,8 +193,10 @@ def _claim(config: Config, args: argparse.Namespace) -> int:
             schemas.DeviceClaim(), args, **_request_fields(args.file),
             consumer_uuid=args.consumer, project_id=args.project, user_id=args.user,
             consumer_type=args.consumer_type, scorer=args.scorer, nodes=args.nodes,
+            budget_ms=args.budget_ms,
         )
         request = _request(body, naming)
+        budget = search_budget(config, body)
         candidate = service.DeviceSearch(Replica()).claim(
             conn, request, naming,
             consumer_uuid=body["consumer_uuid"],
@@ -199,7 +205,9 @@ def _claim(config: Config, args: argparse.Namespace) -> int:
             consumer_type=body.get("consumer_type"),
             scorer=body["scorer"],
             node_names=body.get("nodes"),
+            budget=budget,
         )
-        return {"consumer_uuid": body["consumer_uuid"], **bodies.candidate_body(candidate, request)}
+        claimed = bodies.candidate_body(candidate, request)
+        return with_cut({"consumer_uuid": body["consumer_uuid"], **claimed}, budget)
 
     return run_in_transaction(config, work)

@@ -14,6 +14,8 @@ from placement.cli.common import (
     checked_arguments,
     read_document,
     run_in_transaction,
+    search_budget,
+    with_cut,
 )
 from placement.config import Config
 from placement.group_resources import bodies, service
@@ -96,12 +98,13 @@ def _candidates(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
         body = checked_arguments(schemas.FindCandidates(), args, resources=read_key_map(args.file),
                         scorer=args.scorer, limit=args.limit, nodes=args.nodes,
-                        options=_options(args))
+                        options=_options(args), budget_ms=args.budget_ms)
+        budget = search_budget(config, body)
         answer = service.GroupResourceSearch(Replica()).find_candidates(
             conn, body["resources"], naming, scorer=body["scorer"], limit=body.get("limit"),
-            node_names=body.get("nodes"), options=_search_options(config, body),
+            node_names=body.get("nodes"), options=_search_options(config, body), budget=budget,
         )
-        return bodies.candidates_body(answer, body["resources"])
+        return with_cut(bodies.candidates_body(answer, body["resources"]), budget)
 
     return run_in_transaction(config, work)
 
@@ -112,7 +115,9 @@ def _claim(config: Config, args: argparse.Namespace) -> int:
             schemas.Claim(), args, resources=read_key_map(args.file), consumer_uuid=args.consumer,
             project_id=args.project, user_id=args.user, consumer_type=args.consumer_type,
             scorer=args.scorer, nodes=args.nodes, options=_options(args),
+            budget_ms=args.budget_ms,
         )
+        budget = search_budget(config, body)
         placement = service.GroupResourceSearch(Replica()).claim(
             conn,
             body["resources"],
@@ -124,11 +129,12 @@ def _claim(config: Config, args: argparse.Namespace) -> int:
             scorer=body["scorer"],
             node_names=body.get("nodes"),
             options=_search_options(config, body),
+            budget=budget,
         )
-        return {
+        return with_cut({
             "consumer_uuid": body["consumer_uuid"],
             **bodies.placement_body(placement, body["resources"]),
-        }
+        }, budget)
 
     return run_in_transaction(config, work)
 

@@ -166,3 +166,25 @@ def test_gpu_memory_help_names_the_unit_system(run, capsys):
     assert "binary units: 80Gi (80 GiB = 81920 MiB)" in help_text
     assert "decimal units (80GB, 80G) are refused" in help_text
     assert "- for stdin" in help_text
+
+
+def test_a_time_budget_cuts_the_device_search_as_over_http(run, tmp_path):
+    import json
+
+    from tests.api.test_devices_budget import NODES, WIDE_REQUEST, wide_node
+
+    for index in range(NODES):
+        node_file = tmp_path / f"d{index}.json"
+        node_file.write_text(json.dumps(wide_node(index)))
+        assert run("devices", "import", f"d{index:02d}", str(node_file))[0] == 0
+    request_file = tmp_path / "wide.json"
+    request_file.write_text(json.dumps({"resources": WIDE_REQUEST}))
+    status, whole, _ = run("devices", "candidates", str(request_file))
+    assert status == 0 and "cut" not in whole and len(whole["candidates"]) == NODES
+    status, cut, _ = run("devices", "candidates", str(request_file), "--budget-ms", "1")
+    assert status == 0
+    assert cut["cut"]["nodes"] == NODES and 1 <= cut["cut"]["nodes_looked_at"] < NODES
+    best = {candidate["node"]: candidate for candidate in whole["candidates"]}
+    assert all(candidate == best[candidate["node"]] for candidate in cut["candidates"])
+    status, _body, err = run("devices", "candidates", str(request_file), "--budget-ms", "0")
+    assert status == 1 and "budget_ms" in err

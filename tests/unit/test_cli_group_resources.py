@@ -121,3 +121,25 @@ def test_the_readings_are_arguments_with_the_configuration_as_default(
     assert (status, body["mappings"]["gpu/0/cards"]) == (0, "gpu/d0/cards")
     with pytest.raises(SystemExit):
         run("group-resources", "candidates", request_file, "--node-ranking", "max")
+
+
+def test_a_time_budget_cuts_the_search_as_over_http(run, tmp_path):
+    from tests.api.test_group_resources_budget import NODES, WIDE_REQUEST, wide_node
+
+    for index in range(NODES):
+        node_file = _write(tmp_path, f"n{index}.yaml", wide_node(index))
+        assert run("group-resources", "sync", f"n{index:02d}", node_file)[0] == 0
+    request_file = _write(tmp_path, "wide.json", {"resources": WIDE_REQUEST}, as_yaml=False)
+    status, whole, _ = run("group-resources", "candidates", request_file)
+    assert status == 0 and "cut" not in whole and len(whole["candidates"]) == NODES
+    status, cut, _ = run("group-resources", "candidates", request_file, "--budget-ms", "1")
+    assert status == 0
+    assert cut["cut"]["nodes"] == NODES and 1 <= cut["cut"]["nodes_looked_at"] < NODES
+    best = {candidate["node"]: candidate for candidate in whole["candidates"]}
+    assert all(candidate == best[candidate["node"]] for candidate in cut["candidates"])
+    claim = ("group-resources", "claim", request_file, "--consumer", str(uuid.uuid4()),
+             "--project", "p", "--user", "u", "--budget-ms", "1")
+    status, claimed, _ = run(*claim)
+    assert status == 0 and claimed["cut"]["nodes"] == NODES
+    status, _body, err = run("group-resources", "candidates", request_file, "--budget-ms", "0")
+    assert status == 1 and "budget_ms" in err
