@@ -13,7 +13,8 @@ utilization asked and the preferred traits' ids), for the requests without shari
 providers or ``in_tree``: they depend on nothing but the tree, so a tree's are
 dropped when the copy says it changed, and a repeated request works out only those
 of the trees written since. At most ``MAX_REQUESTS_KEPT`` kinds of request are
-kept, the least recently asked dropped first.
+kept, and no more than their share of ``allocation_candidates_cache_mib`` (about
+``BYTES_PER_TREE`` a tree), the least recently asked dropped first.
 """
 
 from placement.candidates.plan import SearchPlan
@@ -21,6 +22,7 @@ from placement.candidates.scoring import Scorer, total
 from placement.candidates.search import kind_of
 
 MAX_REQUESTS_KEPT = 16
+BYTES_PER_TREE = 320  # a tree's bests and bound as kept, with its dict entry (measured: 3 slots)
 
 # A tree's bests and bound, or None when some slot has no provider in it.
 Bounded = tuple[list[float], float] | None
@@ -47,6 +49,16 @@ class KeptBounds:
                 del self._by_request[next(iter(self._by_request))]
         self._by_request[key] = kept
         return kept
+
+    def bytes_kept(self) -> int:
+        """An estimate of what the kept bounds take."""
+        return BYTES_PER_TREE * sum(len(kept) for kept in self._by_request.values())
+
+    def keep_within(self, budget_bytes: int) -> None:
+        """Drop the least recently asked kinds of request (the last one too, when it alone
+        is over) until what is kept is within ``budget_bytes``."""
+        while self._by_request and self.bytes_kept() > budget_bytes:
+            del self._by_request[next(iter(self._by_request))]
 
     def drop_trees(self, roots) -> None:
         for kept in self._by_request.values():

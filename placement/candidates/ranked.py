@@ -14,9 +14,9 @@ With a cap k it is the first k of that order, exactly, found by branch and bound
   the k-th best.
 
 Without a cap every candidate is listed and sorted. With a deadline the search
-stops as ``search.collect`` does and answers the best it found. Sharing providers
-are handled as ``search`` does: a placement on sharing providers alone is met from
-every tree they serve and kept once.
+stops as ``search.collect`` does (also while it works out the bounds) and answers
+the best it found. A placement on sharing providers alone is met from every tree
+they all serve; it is kept from one, its anchor: the first of them in rank order.
 """
 
 import heapq
@@ -32,7 +32,6 @@ from placement.candidates.search import (
     Deadline,
     Render,
     SearchCounts,
-    identity,
 )
 from placement.candidates.walk import reorderings, tree_candidates
 
@@ -76,19 +75,22 @@ class _Ranking:
         # The kept placements, the worst on top: (score, -tree rank, -order, root, providers).
         self.kept: list[tuple[float, int, int, int, tuple[int, ...]]] = []
         self.order = count()  # the walk order, over all trees
-        self.seen_sharing: set[tuple] = set()
+        self.rank_of: dict[int, int] = {}  # root -> its rank (a placement's anchor order)
         self.chains: dict[int, list[int]] = {}
         self.steps = 0  # partial placements the walks were told of
         self.expired = False  # a walk saw the deadline pass
 
     def walk_trees(self, roots: list[int], counts: SearchCounts) -> None:
+        timed = self.stop.timed
+        self.rank_of = {root: rank for rank, root in enumerate(roots)}
         bounded = []
         for rank, root in enumerate(roots):
+            if timed and rank % DEADLINE_EVERY == 0 and self.stop.passed():
+                return  # not even every bound worked out: nothing found
             bound = self.bounds.bound(root)
             if bound is not None:
                 bounded.append((-bound, rank, root))
         bounded.sort()
-        timed = self.stop.timed
         families = self.plan.twin_families
         for negative_bound, rank, root in bounded:
             if timed and self.stop.passed():
@@ -106,7 +108,7 @@ class _Ranking:
                 for placement in placements:
                     if not self._could_enter(score, rank):
                         break
-                    if self._new(placement):
+                    if self._anchored_in(rank, placement):
                         self._keep(score, rank, root, placement)
                 if timed and self.stop.passed():
                     return
@@ -157,15 +159,22 @@ class _Ranking:
 
         return tree_candidates(plan, options, self.chains, prune, reordered=False)
 
-    def _new(self, placement: tuple[int, ...]) -> bool:
-        """False for a placement on sharing providers alone met before from another tree."""
-        sharing = self.plan.sharing
-        if sharing and all(p in sharing for p in placement):
-            key = identity(self.plan, placement)
-            if key in self.seen_sharing:
-                return False
-            self.seen_sharing.add(key)
-        return True
+    def _anchored_in(self, rank: int, placement: tuple[int, ...]) -> bool:
+        """Whether the tree of ``rank`` is the placement's anchor. A placement on sharing
+        providers alone is met from every tree they all serve (and from their own): its
+        anchor is the first of those in rank order, whose bound is at least its score, so
+        it is kept once, and in the place ties give it, whichever tree meets it first."""
+        plan = self.plan
+        sharing = plan.sharing
+        if not sharing or not all(p in sharing for p in placement):
+            return True
+        providers = plan.world.providers
+        serving: set[int] | None = None
+        for provider in set(placement):
+            trees = plan.anchors[provider] | {providers[provider].root_id}
+            serving = trees if serving is None else serving & trees
+        ranks = [self.rank_of[r] for r in serving or () if r in self.rank_of]
+        return min(ranks, default=rank) == rank
 
     def _keep(self, score: float, rank: int, root: int, placement: tuple[int, ...]) -> None:
         entry = (score, -rank, -next(self.order), root, placement)

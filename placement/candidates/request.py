@@ -25,7 +25,6 @@ from 1.24 and ``required$S`` from 1.39 (ANDed), the first ``limit`` and
 ``member_of`` before 1.24 and ``root_required`` may not repeat.
 """
 
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from placement import errors, query, query_schema
@@ -102,10 +101,9 @@ class CandidateRequest:
         return self.utilization is not None or any(g.preferences for g in self.groups)
 
 
-def parse_candidate_request(pairs: Iterable[tuple[str, str]], version) -> CandidateRequest:
+def parse_candidate_request(pairs: list[tuple[str, str]], version) -> CandidateRequest:
     """The query string (every key and value, in order: ``query.pairs_in_order``) at
     microversion ``version``."""
-    pairs = list(pairs)
     params: dict[str, list[str]] = {}
     for key, value in pairs:
         params.setdefault(key, []).append(value)

@@ -106,6 +106,7 @@ class CandidateSearch:
                     plan, Scorer(plan, request), cap, version, counts, deadline,
                     self._kept_bounds(plan, request),
                 )
+                self.bounds.keep_within(self._cache_budget - self.answers.bytes_kept())
                 self._report(False, counts, self._capped_by(request.limit, cap, found, counts))
                 return Found(ranked_body, self._cut_of(counts))
             kept = self._kept_answers(plan, version)

@@ -244,8 +244,8 @@ class DeviceSearch:
         # As the other searches: many small objects, no cycles. The nodes are ranked
         # while the copy is held: they are kept in it from one search to the next.
         with collector_paused(), self._replica.current(conn) as world:
-            budget.start()
             nodes = self._nodes.read(conn, world, device_naming(naming), node_names)
+            budget.start()  # the search's, as the translator's: the nodes are up to date
             answer = rank(nodes, request, scorer, limit, budget)
         if budget.cut is not None:
             self._recorder.search_cut("devices")

@@ -189,7 +189,6 @@ def unplaceable(answer: CandidateAnswer, cut: Cut | None = None) -> errors.Confl
     )
 
 
-
 @dataclass(frozen=True)
 class Translation:
     nodes: list[str]  # the nodes with these levels

@@ -10,6 +10,10 @@ from placement.context import RequestContext
 from placement.http import json_response, json_text_response, min_version
 
 EMPTY: dict[str, list | dict] = {"allocation_requests": [], "provider_summaries": {}}
+# A ranked request's (soft preferences), its fields in the order of any ranked body.
+EMPTY_RANKED: dict[str, list | dict] = {
+    "allocation_requests": [], "scores": [], "provider_summaries": {}
+}
 # On an answer its time budget cut short (``budget_ms``): the trees looked at, of those
 # that could answer.
 CUT_HEADER = "Placement-Search-Cut"
@@ -21,7 +25,7 @@ def list_allocation_candidates(ctx: RequestContext) -> flask.Response:
     found = ctx.services.candidates.find(ctx.conn, request, ctx.version)
     if found.body is None:
         # A ranked request (soft preferences, this service's) also has its scores.
-        response = json_response(ctx, {**EMPTY, "scores": []} if request.ranked else EMPTY)
+        response = json_response(ctx, EMPTY_RANKED if request.ranked else EMPTY)
     else:
         response = json_text_response(ctx, found.body)
     if found.cut is not None:

@@ -6,6 +6,8 @@ by the service): the brute-force oracle over random worlds is
 ``test_candidates_preferences_oracle``.
 """
 
+import json
+
 from placement.app import create_app
 from tests.api.candidate_helpers import Providers
 from tests.conftest import Api
@@ -120,6 +122,14 @@ def test_no_candidate_still_has_scores(api):
     tree.add("small", inventory={"VCPU": {"total": 1}})
     body = tree.get("resources=VCPU:2&utilization=pack")
     assert body == {"allocation_requests": [], "scores": [], "provider_summaries": {}}
+    # No plan at all (an aggregate nobody is in): the same fields, in the same order.
+    unknown = "12345678-1234-1234-1234-123456789012"
+    for query in ("resources=VCPU:2&utilization=pack",
+                  f"resources=VCPU:1&member_of={unknown}&utilization=pack"):
+        answer = api.get(f"/allocation_candidates?{query}", version="1.39")
+        assert list(json.loads(answer.get_data())) == [
+            "allocation_requests", "scores", "provider_summaries"
+        ]
     assert tree.get("resources=VCPU:2") == {"allocation_requests": [], "provider_summaries": {}}
 
 
@@ -149,3 +159,32 @@ def test_the_bounds_kept_between_requests_follow_every_write(config, engine):
     assert best_host(preferring) == "host1"
     with api.as_a_new_worker():
         assert best_host(preferring) == "host1"
+
+
+def test_a_placement_on_a_sharing_provider_alone_keeps_its_place_whatever_the_limit(
+    config, engine
+):
+    # A (rank 0) and B (rank 2) are in the sharing provider S's aggregate; W (rank 1) is
+    # not. S alone scores 0, as W0 does: S is anchored in A, the first tree S serves, so it
+    # comes before W0 among the ties, whether the walk (best bound first) meets it from A
+    # or from B, and limit=k answers the first k of the whole answer.
+    api = unbounded(config, engine)
+    assert api.put("/traits/CUSTOM_P").status_code == 201
+    tree = Providers(api)
+    tree.add("A", inventory={"VCPU": {"total": 4}}, aggregates=["agg"])
+    tree.add("W", inventory={"DISK_GB": {"total": 10}}, traits=["CUSTOM_P"])
+    tree.add("W0", parent="W", inventory={"DISK_GB": {"total": 10}})
+    tree.add("B", inventory={"DISK_GB": {"total": 10}}, traits=["CUSTOM_P"], aggregates=["agg"])
+    tree.add("S", inventory={"DISK_GB": {"total": 10}},
+             traits=["MISC_SHARES_VIA_AGGREGATE"], aggregates=["agg"])
+    query = "resources1=DISK_GB:1&prefer1=CUSTOM_P"
+
+    def named(body: dict) -> list[tuple[float, str]]:
+        return [(score, tree.name[next(iter(request["allocations"]))])
+                for score, request in zip(body["scores"], body["allocation_requests"],
+                                          strict=True)]
+
+    every = named(ranked(tree, query))
+    assert every == [(1.0, "W"), (1.0, "B"), (0.0, "S"), (0.0, "W0")]
+    for k in range(1, len(every) + 1):
+        assert named(ranked(tree, f"{query}&limit={k}")) == every[:k]
