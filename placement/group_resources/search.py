@@ -81,7 +81,9 @@ def bounded_ranking(
             assert budget is not None
             looked = _consider_in_time(source, ranking, root_ids, position, budget)
             if looked < position + len(chunk):
-                budget.stop(looked, len(bounded))
+                bound, summary = bounded[looked]
+                if limit is None or ranking.could_enter(bound, summary.name, limit):
+                    budget.stop(looked, len(bounded))  # else the answer was complete
                 return ranking.answer(limit, complete=False)
         else:
             ranking.consider_all(source, root_ids)

@@ -181,3 +181,17 @@ def test_the_configured_default_budget_applies_without_budget_ms(config, engine)
     roomy = api.post("/group_resources/candidates",
                      json={"resources": WIDE_REQUEST, "budget_ms": 9_999_999})
     assert "cut" not in roomy.json and roomy.json["feasible_nodes"] == NODES
+
+
+def test_a_deadline_met_where_no_node_left_could_enter_cuts_nothing(api, engine):
+    """Two nodes alike: the first placed scores its bound, so the second (its bound equal,
+    its name after) could not enter a limit of one: a budget spent before the search,
+    which stops it after the first node, changed nothing and says no cut."""
+    sync(api, "a", {"cpu": 8})
+    sync(api, "b", {"cpu": 8})
+    budget = spent_budget()
+    with engine.connect() as conn, conn.begin():
+        answer = api.services.group_resources.find_candidates(
+            conn, {"cpu": 2}, api.services.config.group_naming(), limit=1, budget=budget)
+    assert [placement.node.name for placement in answer.placements] == ["a"]
+    assert budget.cut is None
