@@ -34,7 +34,7 @@ from typing import NamedTuple
 from placement.candidates.answers import NO_ANSWERS, KeptAnswers, TreeAnswers
 from placement.candidates.plan import SearchPlan
 from placement.candidates.walk import tree_candidates
-from placement.replica.world import TreeForm
+from placement.replica.forms import TreeForm
 
 
 class Candidate(NamedTuple):

@@ -17,7 +17,8 @@ from typing import Generic, Protocol, TypeVar
 
 from sqlalchemy import Connection
 
-from placement.replica.world import ProviderWorld, TreeForm
+from placement.replica.forms import TreeForm
+from placement.replica.world import ProviderWorld
 
 Kept = TypeVar("Kept")
 

@@ -65,6 +65,7 @@ from sqlalchemy import Connection
 from placement import capacity
 from placement.data import provider_world as data
 from placement.interning import Interned
+from placement.replica.forms import TreeForm, tree_form
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,27 +89,6 @@ class Inventory:
         return amount <= self.free and capacity.units_allow(
             amount, self.min_unit, self.max_unit, self.step_size
         )
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class TreeForm:
-    """What a search without sharing providers sees of a tree.
-
-    ``shape`` numbers the tree's shape (parents) and each provider's traits,
-    aggregates and inventories without their amounts: two trees with one shape
-    and the same free amounts have the same placements (in positions of their
-    providers by id). Free amounts beyond what a request asks of a class change
-    nothing either: ``frees`` lists each inventory's free amount so that the
-    search can cap them (``search.tree_key``), and ``least_free`` answers at once
-    whether every inventory has room for all a request asks.
-    """
-
-    shape: int
-    least_free: dict[int, int]  # class id -> the least free of any provider of the tree
-    frees: tuple[tuple[int, int], ...]  # (class id, free) of each inventory, in position order
-    # The search's keys for this form, by request demand (``search.tree_key``): a form
-    # never changes (a changed tree gets a new one), so neither do they.
-    keys: dict[tuple, object] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -373,29 +353,7 @@ class ProviderWorld:
                 setattr(self, name, value)
 
     def _form(self, tree: list[int]) -> TreeForm:
-        position = {provider_id: index for index, provider_id in enumerate(tree)}
-        shape = []
-        least_free: dict[int, int] = {}
-        frees = []
-        for provider in (self.providers[provider_id] for provider_id in tree):
-            inventories = sorted(provider.inventories.items())
-            shape.append((
-                position.get(provider.parent_id, -1),  # type: ignore[arg-type]
-                provider.traits,
-                provider.aggregates,
-                tuple((class_id, i.min_unit, i.max_unit, i.step_size)
-                      for class_id, i in inventories),
-            ))
-            for class_id, inventory in inventories:
-                least_free[class_id] = min(least_free.get(class_id, inventory.free), inventory.free)
-                frees.append((class_id, inventory.free))
-        number = self._form_numbers.setdefault(tuple(shape), len(self._form_numbers))
-        least = tuple(sorted(least_free.items()))
-        return TreeForm(
-            shape=number,
-            least_free=self._shared.get(("least free", least), lambda: dict(least)),
-            frees=self._shared.get(("frees", tuple(frees)), lambda: tuple(frees)),
-        )
+        return tree_form(self.providers, tree, self._form_numbers, self._shared)
 
     def _renumber_forms(self) -> None:
         """Forget the forms no tree has any more."""
