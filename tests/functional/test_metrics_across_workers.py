@@ -68,10 +68,12 @@ def _ready_pids(log_path, expected: int) -> list[int]:
 
 def _ask_every_worker(base: str, log_path) -> list[int]:
     """Readiness requests, in concurrent batches, until every worker has answered some;
-    the pid of the worker that answered each."""
+    the pid of the worker that answered each. A worker still starting takes no request
+    (on a busy machine, for seconds), so the batches go on for up to a minute."""
     sent = 0
+    deadline = time.monotonic() + 60
     with ThreadPoolExecutor(8) as pool:
-        for _ in range(20):
+        while time.monotonic() < deadline:
             statuses = list(pool.map(
                 lambda _: requests.get(base + READY, timeout=30).status_code, range(BATCH)
             ))
@@ -79,6 +81,7 @@ def _ask_every_worker(base: str, log_path) -> list[int]:
             sent += BATCH
             if len(set(_ready_pids(log_path, sent))) == WORKERS:
                 break
+            time.sleep(0.2)
     pids = _ready_pids(log_path, sent)
     assert len(pids) == sent  # one line per request
     assert len(set(pids)) == WORKERS, "one worker answered every request"
