@@ -31,8 +31,9 @@ Layout, from the top down (a module imports only from the layers below it):
   quantities, scorer names, device types).
 * At the bottom: ``capacity`` (the one definition of an inventory's capacity,
   free amount and unit rule), ``errors`` (codes and the error classes),
-  ``db`` (the schema, engines, migrations), ``clock``, ``collector`` and
-  ``interning`` (equal values as one object in the long-lived copies).
+  ``db`` (the schema, engines, migrations), ``clock``, ``collector``,
+  ``interning`` (equal values as one object in the long-lived copies) and
+  ``explaining`` (what the three searches' explanations share).
 
 One request is one transaction (see ``routes``). Provider generations guard
 every read-modify-write: the UPDATE that bumps a generation checks the value

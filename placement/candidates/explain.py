@@ -23,15 +23,8 @@ from dataclasses import dataclass, field
 from placement.candidates.filters import Check
 from placement.candidates.plan import SearchPlan
 from placement.candidates.walk import tree_candidates
+from placement.explaining import MAX_MISSES, Step, empties_at, steps_body
 from placement.replica.world import Provider
-
-MAX_MISSES = 10
-
-
-@dataclass(frozen=True)
-class Step:
-    name: str
-    passing: int
 
 
 @dataclass(frozen=True)
@@ -63,15 +56,11 @@ class Explanation:
         """The first step that leaves nothing (None: the search finds candidates)."""
         if self.unmatchable is not None:
             return self.unmatchable
-        for slot in self.slots:
-            for step in slot.steps:
-                if step.passing == 0:
-                    label = f"group {slot.group!r}" if slot.group else "the unsuffixed group"
-                    return f"{label}: {step.name}"
-        for step in self.trees:
-            if step.passing == 0:
-                return f"trees: {step.name}"
-        return None
+        groups = (
+            (f"group {slot.group!r}" if slot.group else "the unsuffixed group", slot.steps)
+            for slot in self.slots
+        )
+        return empties_at(groups, self.trees, "trees")
 
 
 def explain(plan: SearchPlan) -> Explanation:
@@ -168,11 +157,11 @@ def body(explanation: Explanation) -> dict:
             {
                 "group": slot.group,
                 "resources": slot.resources,
-                "filters": [{"filter": s.name, "passing": s.passing} for s in slot.steps],
+                "filters": steps_body(slot.steps),
             }
             for slot in explanation.slots
         ],
-        "trees": [{"filter": s.name, "passing": s.passing} for s in explanation.trees],
+        "trees": steps_body(explanation.trees),
         "empties_at": explanation.empties_at,
         "nearest_misses": [
             {

@@ -27,7 +27,7 @@ from placement.devices.chooser import Chooser
 from placement.devices.device_checks import Able, DeviceCheck, type_checks
 from placement.devices.request import DeviceRequest, TypeRequest
 from placement.devices.snapshot import DeviceNode, DeviceNodes
-from placement.nodes.explaining import (
+from placement.explaining import (
     MAX_MISSES,
     Step,
     Tally,

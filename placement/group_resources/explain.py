@@ -24,11 +24,7 @@ explained once, as the allocator places them once, and counted by their number.
 
 from dataclasses import dataclass, field
 
-from placement.group_resources.replica_nodes import ReplicaNodes
-from placement.group_resources.request_tree import Demand, RequestGroup, Unplaced
-from placement.group_resources.search import Ranking
-from placement.group_resources.snapshot import ROOM_CHECKS, Location, Node
-from placement.nodes.explaining import (
+from placement.explaining import (
     MAX_MISSES,
     Step,
     Tally,
@@ -36,6 +32,10 @@ from placement.nodes.explaining import (
     shortfall_order,
     steps_body,
 )
+from placement.group_resources.replica_nodes import ReplicaNodes
+from placement.group_resources.request_tree import Demand, RequestGroup, Unplaced
+from placement.group_resources.search import Ranking
+from placement.group_resources.snapshot import ROOM_CHECKS, Location, Node
 
 NODE_STEPS = [
     "nodes",

@@ -1,9 +1,9 @@
-"""What the translator's and the device search's explanations share (``group_resources.
-explain``, ``devices.explain``): counting the nodes that pass each of a list of checks in
-turn, naming the first check that leaves none, and the JSON of those counts.
+"""What the three explanations share (``candidates.explain``, ``group_resources.explain``,
+``devices.explain``): counting what passes each of a list of checks in turn, naming the
+first check that leaves nothing, and the JSON of those counts.
 
-Both explain nodes alike once (the searches place them once) and count them by their
-number: a ``Tally`` adds a weight.
+The node explanations explain nodes alike once (the searches place them once) and count
+them by their number: a ``Tally`` adds a weight.
 """
 
 from collections.abc import Iterable
@@ -15,11 +15,11 @@ MAX_MISSES = 10  # nearest misses answered
 @dataclass(frozen=True)
 class Step:
     name: str
-    passing: int  # nodes passing this check and every one before it
+    passing: int  # those passing this check and every one before it
 
 
 class Tally:
-    """How many nodes pass each of ``names`` in turn."""
+    """How many (nodes) pass each of ``names`` in turn."""
 
     def __init__(self, names: list[str]) -> None:
         self.names = names
@@ -35,17 +35,19 @@ class Tally:
                                                               strict=True)]
 
 
-def empties_at(sections: Iterable[tuple[str, list[Step]]], nodes: list[Step]) -> str | None:
-    """The first check that leaves no node, named ``"<section>: <check>"`` (sections first,
-    each a requested key or device type, then ``"nodes: <step>"``); None when the search
-    finds candidates."""
+def empties_at(
+    sections: Iterable[tuple[str, list[Step]]], whole: list[Step], whole_label: str = "nodes"
+) -> str | None:
+    """The first check that leaves nothing, named ``"<section>: <check>"``: sections first
+    (each a requested key, device type or request group), then the steps of the ``whole``
+    (nodes, or trees), labelled ``whole_label``; None when the search finds candidates."""
     for label, steps in sections:
         for step in steps:
             if step.passing == 0:
                 return f"{label}: {step.name}"
-    for step in nodes:
+    for step in whole:
         if step.passing == 0:
-            return f"nodes: {step.name}"
+            return f"{whole_label}: {step.name}"
     return None
 
 
