@@ -10,6 +10,7 @@ with a suffix beginning ``_member_of``.
 """
 
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from placement import errors, query
 
@@ -20,24 +21,42 @@ UTILIZATION = "utilization"
 UTILIZATION_CHOICES = ("pack", "spread")
 
 
-@dataclass(frozen=True)
-class GroupPreferences:
-    """What one request group prefers and avoids (names and aggregate uuids)."""
+T = TypeVar("T", str, int)
 
-    traits: frozenset[str] = frozenset()
-    avoided_traits: frozenset[str] = frozenset()
-    aggregates: frozenset[str] = frozenset()
-    avoided_aggregates: frozenset[str] = frozenset()
+
+@dataclass(frozen=True)
+class GroupPreferences(Generic[T]):
+    """What one request group prefers and avoids: trait names and aggregate uuids as the
+    query string gives them, or their ids as the search scores them
+    (``scoring.Liking``)."""
+
+    traits: frozenset[T] = frozenset()
+    avoided_traits: frozenset[T] = frozenset()
+    aggregates: frozenset[T] = frozenset()
+    avoided_aggregates: frozenset[T] = frozenset()
 
     def __bool__(self) -> bool:
-        return bool(self.traits or self.avoided_traits or self.aggregates or
-                    self.avoided_aggregates)
+        return bool(
+            self.traits or self.avoided_traits or self.aggregates or self.avoided_aggregates
+        )
 
-    def trait_names(self) -> set[str]:
+    def trait_names(self) -> set[T]:
         return set(self.traits | self.avoided_traits)
 
+    def terms(self, traits: frozenset[T], aggregates: frozenset[T]) -> int:
+        """The trait and aggregate terms of a score (``scoring``) for providers having
+        ``traits`` and ``aggregates`` between them."""
+        return (
+            len(self.traits & traits) - len(self.avoided_traits & traits)
+            + len(self.aggregates & aggregates) - len(self.avoided_aggregates & aggregates)
+        )
 
-NO_PREFERENCES = GroupPreferences()
+    def most_terms(self, traits: frozenset[T], aggregates: frozenset[T]) -> int:
+        """At most what ``terms`` gives for providers having some of these."""
+        return len(self.traits & traits) + len(self.aggregates & aggregates)
+
+
+NO_PREFERENCES: GroupPreferences[str] = GroupPreferences()
 
 
 def parameter_of(key: str) -> str | None:
@@ -47,7 +66,7 @@ def parameter_of(key: str) -> str | None:
 
 def parse_group_preferences(
     pairs: list[tuple[str, str]], group_suffixes: set[str]
-) -> dict[str, GroupPreferences]:
+) -> dict[str, GroupPreferences[str]]:
     """Each group's preferences, by suffix, from every ``prefer$S`` and
     ``prefer_member_of$S`` of the query string; 400 for a group that no other
     parameter makes, a malformed value, or a name both preferred and avoided."""
@@ -77,7 +96,7 @@ def parse_group_preferences(
                 raise query.bad_value(
                     f"{name}{suffix} both prefers and avoids: {', '.join(sorted(both))}."
                 )
-        found[suffix] = GroupPreferences(
+        found[suffix] = GroupPreferences[str](
             traits=frozenset(kinds.get(PREFER, ())),
             avoided_traits=frozenset(kinds.get("!" + PREFER, ())),
             aggregates=frozenset(kinds.get(PREFER_MEMBER_OF, ())),

@@ -55,7 +55,7 @@ class RequestGroup:
     traits: query.TraitFilter
     aggregates: query.AggregateFilter
     in_tree: str | None
-    preferences: GroupPreferences = NO_PREFERENCES  # what it prefers and avoids
+    preferences: GroupPreferences[str] = NO_PREFERENCES  # what it prefers and avoids
 
     @property
     def granular(self) -> bool:

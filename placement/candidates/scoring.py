@@ -24,9 +24,9 @@ monotonic).
 """
 
 import math
-from dataclasses import dataclass
 
 from placement.candidates.plan import SearchPlan
+from placement.candidates.preferences import GroupPreferences
 from placement.candidates.request import CandidateRequest
 
 SCORE_DIGITS = 9  # scores closer than this are equal; the body shows 6
@@ -37,29 +37,8 @@ def total(terms: list[float]) -> float:
     return round(math.fsum(terms), SCORE_DIGITS)
 
 
-@dataclass(frozen=True)
-class Liking:
-    """What one group prefers and avoids, by id."""
-
-    traits: frozenset[int] = frozenset()
-    avoided_traits: frozenset[int] = frozenset()
-    aggregates: frozenset[int] = frozenset()
-    avoided_aggregates: frozenset[int] = frozenset()
-
-    def __bool__(self) -> bool:
-        return bool(self.traits or self.avoided_traits or self.aggregates or
-                    self.avoided_aggregates)
-
-    def of(self, traits: frozenset[int], aggregates: frozenset[int]) -> int:
-        """The trait and aggregate terms of providers having ``traits`` and ``aggregates``."""
-        return (
-            len(self.traits & traits) - len(self.avoided_traits & traits)
-            + len(self.aggregates & aggregates) - len(self.avoided_aggregates & aggregates)
-        )
-
-    def most(self, traits: frozenset[int], aggregates: frozenset[int]) -> int:
-        """At most what ``of`` gives for providers having some of these."""
-        return len(self.traits & traits) + len(self.aggregates & aggregates)
+# What one group prefers and avoids, by id.
+Liking = GroupPreferences[int]
 
 
 class Scorer:
@@ -122,7 +101,7 @@ class Scorer:
         found = 0.0
         liking = self._liking[position]
         if liking is not None:
-            found += liking.of(provider.traits, provider.aggregates)
+            found += liking.terms(provider.traits, provider.aggregates)
         pack = self.utilization == "pack"
         inventories = provider.inventories
         for class_id, weight in self._shares[position]:
@@ -140,7 +119,7 @@ class Scorer:
             provider = providers[placed[position]]
             traits |= provider.traits
             aggregates |= provider.aggregates | providers[provider.root_id].aggregates
-        return self._group_liking.of(frozenset(traits), frozenset(aggregates))
+        return self._group_liking.terms(frozenset(traits), frozenset(aggregates))
 
     def group_most(self, options: list[list[int]]) -> int:
         """At most what ``group_value`` gives for a placement among ``options``."""
@@ -152,7 +131,7 @@ class Scorer:
                 provider = providers[provider_id]
                 traits |= provider.traits
                 aggregates |= provider.aggregates | providers[provider.root_id].aggregates
-        return self._group_liking.most(frozenset(traits), frozenset(aggregates))
+        return self._group_liking.most_terms(frozenset(traits), frozenset(aggregates))
 
     def score(self, placement: tuple[int, ...]) -> float:
         terms = [self.value(position, p) for position, p in enumerate(placement)]
