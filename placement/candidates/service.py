@@ -101,9 +101,8 @@ class CandidateSearch:
                 return Found(None)
             cap = self._cap(request.limit)
             if request.ranked:
-                deadline = time.monotonic() + budget_ms / 1000 if budget_ms else None
                 ranked_body, found = self._search_ranked(
-                    plan, Scorer(plan, request), cap, version, counts, deadline,
+                    plan, Scorer(plan, request), cap, version, counts, _deadline(budget_ms),
                     self._kept_bounds(plan, request),
                 )
                 self.bounds.keep_within(self._cache_budget - self.answers.bytes_kept())
@@ -118,8 +117,7 @@ class CandidateSearch:
             found = 0
             if body is None:
                 # The budget is the search's: from here to the last candidate found.
-                deadline = time.monotonic() + budget_ms / 1000 if budget_ms else None
-                body, found = self._search(plan, cap, kept, version, counts, deadline)
+                body, found = self._search(plan, cap, kept, version, counts, _deadline(budget_ms))
                 if body_kept_in is not None and body is not None and not counts.cut:
                     body_kept_in.keep_body(body_key, body, self._cache_budget)
             self.answers.keep_within(self._cache_budget)
@@ -232,3 +230,8 @@ class CandidateSearch:
         if self._max_candidates < 0:
             return limit
         return self._max_candidates if limit is None else min(limit, self._max_candidates)
+
+
+def _deadline(budget_ms: int | None) -> float | None:
+    """When a search given ``budget_ms`` from now must stop (None: no budget)."""
+    return time.monotonic() + budget_ms / 1000 if budget_ms else None
