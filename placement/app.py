@@ -28,7 +28,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from placement import auth, errors, microversion
 from placement.config import Config, load_config
 from placement.data.names import sync_standard_names
-from placement.db import migrate
+from placement.db import migrate, mysql
 from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine
 from placement.handlers import openapi as openapi_view
 from placement.observability import request_log
@@ -308,7 +308,7 @@ CONTENTION_SQLSTATES = frozenset({"40001", "40P01", "55P03"})
 
 def _is_contention(exc: DBAPIError) -> bool:
     sqlstate = getattr(exc.orig, "sqlstate", None)
-    if sqlstate in CONTENTION_SQLSTATES:
+    if sqlstate in CONTENTION_SQLSTATES or mysql.is_contention(exc.orig):
         return True
     return "database is locked" in str(exc.orig)
 
@@ -317,7 +317,7 @@ def _is_unreachable(exc: DBAPIError) -> bool:
     """A connection that could not be made or was lost, as opposed to a statement the
     database refused: psycopg reports the former without a SQLSTATE, or with class 08
     (connection exception) or 57P01-57P03 (shutdown, cannot connect now)."""
-    if exc.connection_invalidated:
+    if exc.connection_invalidated or mysql.is_unreachable(exc.orig):
         return True
     if not isinstance(exc, OperationalError | InterfaceError):
         return False

@@ -224,7 +224,7 @@ def _transactional(view, write: bool, snapshot: bool = False):
         with services.serving_lock, services.engine.connect() as conn:
             if write:
                 conn = conn.execution_options(**{WRITE_TRANSACTION_OPTION: True})
-            if snapshot and conn.dialect.name == "postgresql":
+            if snapshot and conn.dialect.name != "sqlite":
                 conn = conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin():
                 ctx = RequestContext(

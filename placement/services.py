@@ -51,7 +51,7 @@ class Services:
         database answers and the copy of the providers is brought up to date from it.
         The database's error when it cannot (the API's 503)."""
         with self.serving_lock, self.engine.connect() as conn:
-            if conn.dialect.name == "postgresql":
+            if conn.dialect.name != "sqlite":
                 conn = conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin(), self.replica.current(conn) as world:
                 return {"providers": len(world.providers)}

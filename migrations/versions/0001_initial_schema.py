@@ -8,6 +8,7 @@ Create Date: 2026-11-21
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import mysql
 
 revision = "0001"
 down_revision = None
@@ -79,7 +80,12 @@ def upgrade() -> None:
         sa.Column("min_unit", sa.Integer(), nullable=False),
         sa.Column("max_unit", sa.Integer(), nullable=False),
         sa.Column("step_size", sa.Integer(), nullable=False),
-        sa.Column("allocation_ratio", sa.Float(), nullable=False),
+        sa.Column(
+            "allocation_ratio",
+            # 8-byte on MySQL too (its FLOAT has 4: 0.9 would read back as 0.8999999762)
+            sa.Float().with_variant(mysql.DOUBLE(asdecimal=False), "mysql"),
+            nullable=False,
+        ),
         *_timestamps(),
         sa.ForeignKeyConstraint(
             ["resource_provider_id"],

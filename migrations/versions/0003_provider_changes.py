@@ -144,6 +144,15 @@ SQLITE_DOWNGRADE = [
 ]
 
 
+# (upgrade, downgrade) by dialect. MySQL's log positions need a counter this revision
+# does not have: its triggers come with it, in 0008.
+_STATEMENTS = {
+    "postgresql": (POSTGRESQL_UPGRADE, POSTGRESQL_DOWNGRADE),
+    "sqlite": (SQLITE_UPGRADE, SQLITE_DOWNGRADE),
+    "mysql": ([], []),
+}
+
+
 def upgrade() -> None:
     op.create_table(
         "provider_changes",
@@ -164,14 +173,12 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_provider_changes_state"),
     )
     op.bulk_insert(state, [{"id": 1, "pruned_below": 0, "incarnation": str(uuid.uuid4())}])
-    postgresql = op.get_bind().dialect.name == "postgresql"
-    for statement in POSTGRESQL_UPGRADE if postgresql else SQLITE_UPGRADE:
+    for statement in _STATEMENTS[op.get_bind().dialect.name][0]:
         op.execute(statement)
 
 
 def downgrade() -> None:
-    postgresql = op.get_bind().dialect.name == "postgresql"
-    for statement in POSTGRESQL_DOWNGRADE if postgresql else SQLITE_DOWNGRADE:
+    for statement in _STATEMENTS[op.get_bind().dialect.name][1]:
         op.execute(statement)
     op.drop_table("provider_changes_state")
     op.drop_index("ix_provider_changes_transaction_id", table_name="provider_changes")

@@ -1,15 +1,20 @@
-"""Engine construction for SQLite (embedded default) and PostgreSQL.
+"""Engine construction for SQLite (embedded default), PostgreSQL and MySQL/MariaDB.
 
 SQLite gets foreign keys, WAL and a busy timeout, and its transactions are
 begun explicitly: a write transaction starts with ``BEGIN IMMEDIATE`` so that
 concurrent writers from several worker processes queue on the write lock
 instead of failing when a read lock is upgraded.
+
+MySQL and MariaDB (``mysql+pymysql://``, as the deployment tools write it; a
+bare ``mysql://`` gets PyMySQL too) are set up in ``placement.db.mysql``.
 """
 
 import os
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+
+from placement.db import mysql
 
 SQLITE_BUSY_TIMEOUT_MS = 30000
 WRITE_TRANSACTION_OPTION = "placement_write"
@@ -24,6 +29,8 @@ def make_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         return _make_sqlite_engine(url)
+    if parsed.get_backend_name() == "mysql":
+        return mysql.make_engine(parsed, WRITE_TRANSACTION_OPTION)
     if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
     return create_engine(parsed, pool_pre_ping=True, future=True)

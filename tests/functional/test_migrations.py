@@ -11,7 +11,7 @@ from placement.db.engine import make_engine
 from placement.db.tables import metadata
 
 
-@pytest.mark.parametrize("target", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("target", ["sqlite", "postgresql", "mysql"])
 def test_models_match_migrations(target, empty_database_url):
     engine = make_engine(empty_database_url(target))
     migrate.upgrade(engine)
@@ -22,7 +22,7 @@ def test_models_match_migrations(target, empty_database_url):
     assert differences == []
 
 
-@pytest.mark.parametrize("target", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("target", ["sqlite", "postgresql", "mysql"])
 def test_downgrade_then_upgrade_round_trips(target, empty_database_url):
     engine = make_engine(empty_database_url(target))
     migrate.upgrade(engine)
@@ -39,7 +39,7 @@ def test_downgrade_then_upgrade_round_trips(target, empty_database_url):
     engine.dispose()
 
 
-@pytest.mark.parametrize("target", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("target", ["sqlite", "postgresql", "mysql"])
 def test_device_nodes_imported_before_0006_get_the_device_node_trait(target, empty_database_url):
     """A device node's root is told by its trait from 0006 on; the device nodes already
     imported get it on upgrade (and a new revision, so running copies re-read them)."""
@@ -90,7 +90,7 @@ def _write(engine, work):
             return work(conn)
 
 
-@pytest.mark.parametrize("target", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("target", ["sqlite", "postgresql", "mysql"])
 def test_gpu_memory_imported_in_mib_before_0007_is_kept_in_kib(target, empty_database_url):
     """0007: a device node's GPU memory (inventories and allocations) moves from
     CUSTOM_GPU_MEMORY_MB to CUSTOM_GPU_MEMORY_KB, amounts times 1024; a plain

@@ -33,9 +33,9 @@ def _migration():
 
 
 def refresh(world: ProviderWorld, engine) -> None:
-    """One request's refresh: one transaction, REPEATABLE READ on PostgreSQL."""
+    """One request's refresh: one transaction, REPEATABLE READ on PostgreSQL and MySQL."""
     with engine.connect() as conn:
-        if conn.dialect.name == "postgresql":
+        if conn.dialect.name != "sqlite":
             conn = conn.execution_options(isolation_level="REPEATABLE READ")
         with conn.begin():
             world.refresh(conn)
@@ -68,6 +68,17 @@ def set_vcpu(conn, provider_id: int, total: int) -> None:
     conn.execute(text(
         "UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"
     ), {"id": provider_id})
+
+
+def remove_provider(conn, provider_id: int) -> None:
+    """Delete a root provider and its inventories. (InnoDB checks a foreign key against
+    the deleted row itself: on MySQL the root stops being its own root first.)"""
+    conn.execute(text("DELETE FROM inventories WHERE resource_provider_id = :id"),
+                 {"id": provider_id})
+    if conn.dialect.name == "mysql":
+        conn.execute(text("UPDATE resource_providers SET root_provider_id = NULL WHERE id = :id"),
+                     {"id": provider_id})
+    conn.execute(text("DELETE FROM resource_providers WHERE id = :id"), {"id": provider_id})
 
 
 def vcpu_total(world: ProviderWorld, provider_id: int) -> int:
@@ -105,10 +116,7 @@ def test_every_insert_update_and_delete_of_a_provider_is_logged(engine):
         before = len(logged(conn))
         provider_id = add_provider(conn, "logged", 4)  # an insert, then the root's update
         set_vcpu(conn, provider_id, 8)
-        conn.execute(text("DELETE FROM inventories WHERE resource_provider_id = :id"),
-                     {"id": provider_id})
-        conn.execute(text("DELETE FROM resource_providers WHERE id = :id"),
-                     {"id": provider_id})
+        remove_provider(conn, provider_id)
         entries = logged(conn)[before:]
         if engine.dialect.name == "postgresql":
             this_transaction = conn.execute(
@@ -116,7 +124,13 @@ def test_every_insert_update_and_delete_of_a_provider_is_logged(engine):
             ).scalar_one()
         else:
             this_transaction = None
-    assert entries == [(provider_id, this_transaction)] * 4
+    if engine.dialect.name == "mysql":
+        # One more update (the root unset before its delete); each entry at the next
+        # position (migration 0008).
+        first = entries[0][1]
+        assert entries == [(provider_id, first + n) for n in range(5)]
+    else:
+        assert entries == [(provider_id, this_transaction)] * 4
 
 
 def test_a_warm_copy_reads_only_the_providers_logged_since(engine, monkeypatch):
@@ -135,9 +149,7 @@ def test_a_warm_copy_reads_only_the_providers_logged_since(engine, monkeypatch):
     refresh(world, engine)
     assert reads.full_reads == 0 and reads.details == [{second}]
     with engine.begin() as conn:
-        conn.execute(text("DELETE FROM inventories WHERE resource_provider_id = :id"),
-                     {"id": third})
-        conn.execute(text("DELETE FROM resource_providers WHERE id = :id"), {"id": third})
+        remove_provider(conn, third)
         fourth = add_provider(conn, "cn3", 2)
     refresh(world, engine)
     assert reads.full_reads == 0
@@ -159,16 +171,16 @@ def warm(engine, monkeypatch):
 def state_row(engine):
     """The log's one ``provider_changes_state`` row, put back as it was afterwards."""
     with engine.connect() as conn:
-        below, incarnation = conn.execute(
-            text("SELECT pruned_below, incarnation FROM provider_changes_state")
-        ).one()
+        below, incarnation, last = conn.execute(text(
+            "SELECT pruned_below, incarnation, last_position FROM provider_changes_state"
+        )).one()
     yield
     with engine.begin() as conn:
         conn.execute(text("DELETE FROM provider_changes_state"))
         conn.execute(text(
-            "INSERT INTO provider_changes_state (id, pruned_below, incarnation)"
-            " VALUES (1, :below, :incarnation)"
-        ), {"below": below, "incarnation": incarnation})
+            "INSERT INTO provider_changes_state (id, pruned_below, incarnation, last_position)"
+            " VALUES (1, :below, :incarnation, :last)"
+        ), {"below": below, "incarnation": incarnation, "last": last})
 
 
 def test_a_copy_behind_the_pruned_log_reads_every_version(engine, warm, state_row):
@@ -232,7 +244,7 @@ def unlogged_vcpu_change(engine, provider_id: int, total: int) -> None:
 
 
 def _truncate(conn, newest_read: int) -> None:
-    if conn.dialect.name == "postgresql":
+    if conn.dialect.name != "sqlite":  # (on MySQL it commits what came before it)
         conn.execute(text("TRUNCATE provider_changes"))
     else:  # SQLite's TRUNCATE
         conn.execute(text("DELETE FROM provider_changes"))
@@ -245,6 +257,9 @@ def _delete_newest(conn, newest_read: int) -> None:
 def _truncate_restarting_ids(conn, newest_read: int) -> None:
     if conn.dialect.name == "postgresql":
         conn.execute(text("TRUNCATE provider_changes RESTART IDENTITY"))
+    elif conn.dialect.name == "mysql":
+        conn.execute(text("TRUNCATE provider_changes"))
+        conn.execute(text("ALTER TABLE provider_changes AUTO_INCREMENT = 1"))
     else:
         conn.execute(text("DELETE FROM provider_changes"))
         conn.execute(text("DELETE FROM sqlite_sequence WHERE name = 'provider_changes'"))
@@ -271,9 +286,16 @@ def test_entries_lost_before_they_are_read_start_the_log_over(
             lose(conn, newest_read)
     with engine.begin() as conn:  # and a write after it, logged anew
         other = add_provider(conn, "cn2", 2)
-    assert incarnation(engine) != name
     refresh(world, engine)
-    assert reads.full_reads == 1 and reads.details == [None]
+    if engine.dialect.name == "mysql":
+        # The reader counted fewer entries than positions: it reads every version and
+        # the details of those that changed. (Positions come from the state row there,
+        # never from the ids a TRUNCATE restarts: the log itself needs no new name.)
+        assert incarnation(engine) == name
+        assert reads.full_reads == 1 and reads.details == [{provider_id, other}]
+    else:
+        assert incarnation(engine) != name
+        assert reads.full_reads == 1 and reads.details == [None]
     assert vcpu_total(world, provider_id) == 8
     assert vcpu_total(world, other) == 2
     refresh(world, engine)  # the new log is followed from there on
@@ -289,7 +311,7 @@ def test_deleting_entries_below_the_pruned_position_keeps_the_log(engine, warm, 
     with engine.begin() as conn:
         # Everything logged so far declared pruned (the copy already read it), then
         # deleted: nothing any reader needs is lost.
-        if conn.dialect.name == "postgresql":
+        if conn.dialect.name != "sqlite":
             below = conn.execute(text(
                 "SELECT max(transaction_id) + 1 FROM provider_changes"
             )).scalar_one()
@@ -327,7 +349,7 @@ def test_a_log_position_gone_back_is_read_from_scratch(engine, warm):
     assert vcpu_total(world, provider_id) == 8
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", "postgresql", "mysql"])
 def own_engine(request, empty_database_url):
     """A migrated database of this test's own (these tests leave the log pruned)."""
     engine = make_engine(empty_database_url(request.param))
@@ -340,6 +362,7 @@ def test_the_log_prunes_its_oldest_entries_and_says_so(own_engine, monkeypatch):
     migration = _migration()
     engine = own_engine
     postgresql = engine.dialect.name == "postgresql"
+    mysql = engine.dialect.name == "mysql"
     with engine.begin() as conn:
         provider_id = add_provider(conn, "cn", 4)
     world = ProviderWorld()
@@ -356,6 +379,18 @@ def test_the_log_prunes_its_oldest_entries_and_says_so(own_engine, monkeypatch):
             this_transaction = conn.execute(
                 text("SELECT pg_current_xact_id()::text::bigint")
             ).scalar_one()
+        elif mysql:
+            # Filler entries at the positions after this one's, then one more write,
+            # whose trigger hands out the position that prunes (migration 0008).
+            conn.execute(text("SET SESSION max_recursive_iterations = 1000000"))
+            conn.execute(text(
+                "INSERT INTO provider_changes (provider_id, transaction_id)"
+                " WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :n)"
+                " SELECT 0, :last + i FROM n"
+            ), {"n": filler - 1, "last": logged_so_far})
+            conn.execute(text("UPDATE provider_changes_state SET last_position = :last"),
+                         {"last": logged_so_far + filler - 1})
+            set_vcpu(conn, provider_id, 8)
         else:
             conn.execute(text(
                 "INSERT INTO provider_changes (provider_id)"
