@@ -3,8 +3,9 @@
 Started from Debian's ``mariadb-server`` binaries (``mariadbd`` or ``mysqld`` on
 PATH or in /usr/sbin) in a temporary folder, listening on a free loopback port,
 with durability off (the data dies with the run). As root the server runs as the
-``mysql`` user, which the Debian package creates. When the binaries are absent and
-the suite runs as root (as CI does), ``ensure_installed`` installs the package.
+``mysql`` user, which the Debian package creates. ``make test`` runs this module
+first: when the packages are absent and it runs as root (as CI does), it installs
+them (``mariadb-server``, and ``galera-4`` and ``rsync`` for the Galera test).
 """
 
 import os
@@ -16,7 +17,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-PACKAGES = ("mariadb-server",)
+PACKAGES = ("mariadb-server", "galera-4", "rsync")
 START_TIMEOUT_S = 60
 
 
@@ -183,8 +184,16 @@ def _log_tail(base: str) -> str:
 
 def start() -> Server:
     """A new server on an empty data directory."""
-    ensure_installed()
     base = tempfile.mkdtemp(prefix="placement-mysql-")
     os.chmod(base, 0o755)
     datadir = initialize(base)
     return launch(base, datadir, free_port())
+
+
+if __name__ == "__main__":
+    # make test: install the servers' packages if they are missing (as root), once,
+    # before the test workers start (two at once would contend for dpkg's lock).
+    try:
+        ensure_installed()
+    except MysqlUnavailable as exc:
+        print(f"MariaDB for the tests: {exc}")
