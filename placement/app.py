@@ -29,7 +29,7 @@ from placement import auth, errors, microversion
 from placement.config import Config, load_config
 from placement.data.names import sync_standard_names
 from placement.db import migrate, mysql
-from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine
+from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine, wait_until_reachable
 from placement.handlers import openapi as openapi_view
 from placement.observability import request_log
 from placement.openapi.document import DocumentCache
@@ -64,7 +64,9 @@ def freeze_startup_objects() -> None:
 
 def create_app(config: Config | None = None, engine: Engine | None = None) -> flask.Flask:
     config = config or load_config()
-    engine = engine or make_engine(config.database_url)
+    if engine is None:
+        engine = make_engine(config.database_url, config.database())
+        wait_until_reachable(engine, config.database())
     migrate.require_current(engine)
     # A write transaction from the start: several workers may sync at once.
     with engine.connect().execution_options(**{WRITE_TRANSACTION_OPTION: True}) as conn:

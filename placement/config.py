@@ -20,6 +20,7 @@ from placement.config_options import (
     OPTIONS,
     Option,
 )
+from placement.db.options import DatabaseOptions
 from placement.nodes.group_options import CHOICES, GroupOptions
 from placement.nodes.naming import (
     DEFAULT_BYTE_UNITS,
@@ -39,6 +40,12 @@ class Config:
     """The service's whole configuration; see ``OPTIONS`` for each field."""
 
     database_url: str = DEFAULT_DATABASE_URL
+    database_max_pool_size: int = DatabaseOptions.max_pool_size
+    database_max_overflow: int = DatabaseOptions.max_overflow
+    database_connection_recycle_time: int = DatabaseOptions.connection_recycle_time
+    database_max_retries: int = DatabaseOptions.max_retries
+    database_retry_interval: int = DatabaseOptions.retry_interval
+    database_mysql_sql_mode: str = DatabaseOptions.mysql_sql_mode
     auth_strategy: str = "noauth2"
     tokens_file: str | None = None
     policy_file: str | None = None
@@ -90,6 +97,12 @@ class Config:
                 "auth_strategy = keystone needs a configuration file with a "
                 "[keystone_authtoken] section"
             )
+        if self.database_max_pool_size < 0 or self.database_max_overflow < 0:
+            raise ConfigError("[placement_database] max_pool_size and max_overflow must be "
+                              "0 or more")
+        if self.database_max_retries < -1 or self.database_retry_interval < 0:
+            raise ConfigError("[placement_database] max_retries must be -1 (forever) or "
+                              "more, retry_interval 0 or more")
         if self.threads < 1:
             raise ConfigError("threads must be 1 or more")
         if not self.client_timeout_seconds > 0:
@@ -126,6 +139,17 @@ class Config:
                     f"{unit_of_class(class_name)}, but byte_units gives it {unit}"
                 )
 
+    def database(self) -> DatabaseOptions:
+        """How the engine connects (the [placement_database] options)."""
+        return DatabaseOptions(
+            max_pool_size=self.database_max_pool_size,
+            max_overflow=self.database_max_overflow,
+            connection_recycle_time=self.database_connection_recycle_time,
+            max_retries=self.database_max_retries,
+            retry_interval=self.database_retry_interval,
+            mysql_sql_mode=self.database_mysql_sql_mode,
+        )
+
     def group_naming(self) -> Naming:
         """How the group-resource translator names classes, from the two options."""
         return Naming(
@@ -149,9 +173,9 @@ class ConfigError(ValueError):
     """The configuration cannot be used as given."""
 
 
-# Options that moved, by field: their old key in [DEFAULT], still read when the new one is
-# not given (a file written for an earlier release keeps working).
-MOVED_KEYS = {"log_level": "log_level"}
+# Options also read from another place, by field: (section, key), read when the option's
+# own is not given (a file written for an earlier release keeps working).
+MOVED_KEYS = {"log_level": ("DEFAULT", "log_level"), "database_url": ("database", "connection")}
 
 
 def load_config(
@@ -174,8 +198,8 @@ def load_config(
         for option in OPTIONS:
             if parser.has_option(option.section, option.key):
                 values[option.field] = _parse(option, parser.get(option.section, option.key))
-            elif option.field in MOVED_KEYS and MOVED_KEYS[option.field] in parser.defaults():
-                text = parser.defaults()[MOVED_KEYS[option.field]]
+            elif option.field in MOVED_KEYS and parser.has_option(*MOVED_KEYS[option.field]):
+                text = parser.get(*MOVED_KEYS[option.field])
                 values[option.field] = _parse(option, text)
     for option in OPTIONS:
         if option.env in environ:

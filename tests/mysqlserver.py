@@ -122,8 +122,8 @@ def initialize(base: str) -> str:
     if install_db is None:
         raise MysqlUnavailable("no mariadb-install-db found")
     command = [
-        install_db, "--no-defaults", f"--datadir={datadir}", "--auth-root-authentication-method=normal",
-        "--skip-test-db", "--skip-name-resolve",
+        install_db, "--no-defaults", f"--datadir={datadir}",
+        "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve",
     ]
     if user is not None:
         command.append(f"--user={user}")
@@ -167,10 +167,12 @@ def _wait_ready(server: Server) -> None:
         try:
             pymysql.connect(host="127.0.0.1", port=server.port, user="root").close()
             return
-        except pymysql.err.OperationalError:
+        except pymysql.err.OperationalError as exc:
             if time.monotonic() > deadline:
                 server.stop(remove=False)
-                raise MysqlUnavailable(f"mariadbd did not answer: {_log_tail(server.base)}")
+                raise MysqlUnavailable(
+                    f"mariadbd did not answer: {_log_tail(server.base)}"
+                ) from exc
             time.sleep(0.2)
 
 

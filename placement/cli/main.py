@@ -11,7 +11,7 @@ from placement.cli import devices as device_commands
 from placement.cli import group_resources as group_commands
 from placement.config import Config, ConfigError, load_config, render_sample
 from placement.db import migrate
-from placement.db.engine import is_sqlite, make_engine
+from placement.db.engine import is_sqlite, make_engine, wait_until_reachable
 from placement.observability.request_log import configure_logging
 from placement.openapi.document import render as render_openapi
 
@@ -93,8 +93,9 @@ def _openapi(config: Config, args) -> int:
 
 
 def _db_upgrade(config: Config, args) -> int:
-    engine = make_engine(config.database_url)
+    engine = make_engine(config.database_url, config.database())
     try:
+        wait_until_reachable(engine, config.database())
         migrate.upgrade(engine)
         print(f"database at revision {migrate.current_revision(engine)}")
     finally:
@@ -103,7 +104,7 @@ def _db_upgrade(config: Config, args) -> int:
 
 
 def _db_current(config: Config, args) -> int:
-    engine = make_engine(config.database_url)
+    engine = make_engine(config.database_url, config.database())
     try:
         print(migrate.current_revision(engine) or "none")
     finally:
@@ -129,12 +130,13 @@ def _serve(config: Config, args) -> int:
             file=sys.stderr,
         )
         return 2
-    engine = make_engine(config.database_url)
+    engine = make_engine(config.database_url, config.database())
     if is_sqlite(config.database_url):
         # The embedded default creates and upgrades its own schema on first run.
         migrate.upgrade(engine)
     else:
         try:
+            wait_until_reachable(engine, config.database())
             migrate.require_current(engine)
         except migrate.SchemaOutOfDate as exc:
             print(f"placement: {exc}", file=sys.stderr)

@@ -8,6 +8,8 @@ from sqlalchemy import BigInteger, Connection, Table, any_, insert, literal
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
+from placement.db.mysql import error_number as mysql_error_number
+
 MYSQL_DUPLICATE_KEY = 1062
 
 
@@ -48,13 +50,15 @@ def _mysql_insert_ignoring_conflicts(
             with conn.begin_nested():
                 result = conn.execute(insert(table).values(row))
         except IntegrityError as exc:
-            if exc.orig is None or exc.orig.args[0] != MYSQL_DUPLICATE_KEY:
+            if mysql_error_number(exc.orig) != MYSQL_DUPLICATE_KEY:
                 raise
             continue
         if returning.name in row:
             inserted.append(row[returning.name])
         else:
-            inserted.append(result.inserted_primary_key[0])
+            primary_key = result.inserted_primary_key
+            assert primary_key is not None  # a plain INSERT of one row
+            inserted.append(primary_key[0])
     return inserted
 
 

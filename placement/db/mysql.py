@@ -95,7 +95,7 @@ def is_galera(cursor) -> bool:
     return row is not None and str(row[1]).upper() in ("1", "ON")
 
 
-def error_number(exc: BaseException) -> int | None:
+def error_number(exc: BaseException | None) -> int | None:
     """The MySQL error number of a DBAPI error (PyMySQL's first argument)."""
     args = getattr(exc, "args", ())
     if args and isinstance(args[0], int):
@@ -103,11 +103,11 @@ def error_number(exc: BaseException) -> int | None:
     return None
 
 
-def is_contention(exc: BaseException) -> bool:
+def is_contention(exc: BaseException | None) -> bool:
     return error_number(exc) in CONTENTION_ERRORS
 
 
-def is_unreachable(exc: BaseException) -> bool:
+def is_unreachable(exc: BaseException | None) -> bool:
     return error_number(exc) in UNREACHABLE_ERRORS
 
 

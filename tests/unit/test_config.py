@@ -3,8 +3,11 @@
 import pathlib
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from placement.config import OPTIONS, Config, ConfigError, load_config, render_sample
+from placement.db.engine import make_engine, wait_until_reachable
+from placement.db.options import DatabaseOptions
 from placement.nodes.group_options import GroupOptions
 
 SAMPLE = pathlib.Path(__file__).resolve().parents[2] / "etc" / "placement.conf.sample"
@@ -92,6 +95,12 @@ def test_the_file_can_be_named_by_the_environment(tmp_path):
 def test_every_option_has_an_environment_variable(tmp_path):
     values = {
         "database_url": "sqlite:///x.sqlite",
+        "database_max_pool_size": "7",
+        "database_max_overflow": "9",
+        "database_connection_recycle_time": "300",
+        "database_max_retries": "-1",
+        "database_retry_interval": "2",
+        "database_mysql_sql_mode": "ANSI",
         "auth_strategy": "token",
         "tokens_file": "/tmp/tokens",
         "bind_host": "::1",
@@ -123,6 +132,12 @@ def test_every_option_has_an_environment_variable(tmp_path):
     config = load_config(path, environ=environ)
     assert config == Config(
         database_url="sqlite:///x.sqlite",
+        database_max_pool_size=7,
+        database_max_overflow=9,
+        database_connection_recycle_time=300,
+        database_max_retries=-1,
+        database_retry_interval=2,
+        database_mysql_sql_mode="ANSI",
         auth_strategy="token",
         tokens_file="/tmp/tokens",
         bind_host="::1",
@@ -322,3 +337,42 @@ def test_the_log_level_of_an_earlier_release_is_still_read(tmp_path):
         == "ERROR"
     both = _write(tmp_path, "[DEFAULT]\nlog_level = ERROR\n[logging]\nlevel = DEBUG\n")
     assert load_config(both, environ={}).log_level == "DEBUG"
+
+
+def test_upstreams_database_section_is_read_and_wins_over_ours(tmp_path):
+    """A kolla or openstack-ansible placement.conf names the database in
+    [placement_database]; a file written for this service's earlier releases in
+    [database]. Both are read; upstream's wins where both are given."""
+    path = _write(tmp_path, (
+        "[placement_database]\n"
+        "connection = mysql+pymysql://placement:pw@db/placement?charset=utf8\n"
+        "max_pool_size = 2\nmax_overflow = 0\nconnection_recycle_time = 60\n"
+        "max_retries = -1\nretry_interval = 1\nmysql_sql_mode = TRADITIONAL\n"
+        "[database]\nconnection = sqlite:///ours.sqlite\n"
+    ))
+    config = load_config(path, environ={})
+    assert config.database_url == "mysql+pymysql://placement:pw@db/placement?charset=utf8"
+    database = config.database()
+    assert (database.max_pool_size, database.max_overflow, database.connection_recycle_time,
+            database.max_retries, database.retry_interval, database.mysql_sql_mode) == (
+        2, 0, 60, -1, 1, "TRADITIONAL")
+    older = _write(tmp_path, "[database]\nconnection = sqlite:///ours.sqlite\n")
+    assert load_config(older, environ={}).database_url == "sqlite:///ours.sqlite"
+
+
+def test_database_options_out_of_range_are_refused():
+    with pytest.raises(ConfigError, match="max_retries"):
+        Config(database_max_retries=-2)
+    with pytest.raises(ConfigError, match="max_pool_size"):
+        Config(database_max_pool_size=-1)
+
+
+def test_the_service_tries_again_until_the_database_answers():
+    """max_retries attempts, retry_interval apart, then the database's error."""
+    engine = make_engine("postgresql+psycopg://u@127.0.0.1:1/none")  # nothing listens
+    slept: list[float] = []
+    with pytest.raises(OperationalError):
+        wait_until_reachable(engine, DatabaseOptions(max_retries=2, retry_interval=3),
+                             sleep=slept.append)
+    assert slept == [3, 3]
+    engine.dispose()

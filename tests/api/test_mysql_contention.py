@@ -1,0 +1,56 @@
+"""On MySQL a request whose transaction loses a race at commit (a deadlock victim, or on
+Galera a write set that failed certification: error 1213 at COMMIT) is run again from
+its start, up to ``routes.CONTENTION_ATTEMPTS`` times; the last loss is a 409 in the
+API's error format, never a 500, and nothing of a lost attempt is written."""
+
+import pymysql
+import pytest
+
+from placement import routes
+
+
+@pytest.fixture(scope="session")
+def backend() -> str:
+    return "mysql"
+
+
+@pytest.fixture
+def losing_commits(monkeypatch):
+    """Make the next ``n`` commits fail as a certification failure does."""
+    state = {"left": 0, "lost": 0}
+    commit = pymysql.connections.Connection.commit
+
+    def failing_commit(self):
+        if state["left"] > 0:
+            state["left"] -= 1
+            state["lost"] += 1
+            self.rollback()
+            raise pymysql.err.OperationalError(
+                1213, "Deadlock: wsrep aborted transaction")
+        return commit(self)
+
+    monkeypatch.setattr(pymysql.connections.Connection, "commit", failing_commit)
+
+    def lose(n: int) -> dict:
+        state["left"] = n
+        return state
+
+    return lose
+
+
+def test_a_write_that_lost_at_commit_is_run_again(api, losing_commits):
+    state = losing_commits(2)
+    created = api.post("/resource_providers", json={"name": "cn1"})
+    assert created.status_code == 200, created.json
+    assert state["lost"] == 2
+    listed = api.get("/resource_providers").json["resource_providers"]
+    assert [p["name"] for p in listed] == ["cn1"]
+
+
+def test_a_write_that_keeps_losing_is_a_409_and_writes_nothing(api, losing_commits):
+    state = losing_commits(routes.CONTENTION_ATTEMPTS)
+    refused = api.post("/resource_providers", json={"name": "cn1"})
+    assert refused.status_code == 409, refused.json
+    assert refused.json["errors"][0]["code"] == "placement.concurrent_update"
+    assert state["lost"] == routes.CONTENTION_ATTEMPTS
+    assert api.get("/resource_providers").json["resource_providers"] == []
