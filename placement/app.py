@@ -68,6 +68,10 @@ def create_app(config: Config | None = None, engine: Engine | None = None) -> fl
         engine = make_engine(config.database_url, config.database())
         wait_until_reachable(engine, config.database())
     migrate.require_current(engine)
+    if engine.dialect.name == "mysql":
+        with engine.connect() as conn:
+            for warning in mysql.server_warnings(conn):
+                LOG.warning("Database: %s", warning)
     # A write transaction from the start: several workers may sync at once.
     with engine.connect().execution_options(**{WRITE_TRANSACTION_OPTION: True}) as conn:
         with conn.begin():

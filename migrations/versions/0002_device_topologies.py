@@ -9,6 +9,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import mysql
 
+from placement.db import ddl
+
 revision = "0002"
 down_revision = "0001"
 branch_labels = None
@@ -18,7 +20,7 @@ Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
 def upgrade() -> None:
-    op.create_table(
+    ddl.create_table(
         "device_topologies",
         sa.Column("id", Id, primary_key=True, autoincrement=True),
         sa.Column("node_name", sa.String(200), nullable=False),

@@ -48,6 +48,8 @@ Create Date: 2026-11-29
 import sqlalchemy as sa
 from alembic import op
 
+from placement.db import ddl
+
 revision = "0008"
 down_revision = "0007"
 branch_labels = None
@@ -83,20 +85,11 @@ def _log_change(name: str, event: str, row: str) -> str:
 
 
 def upgrade() -> None:
-    mysql = op.get_bind().dialect.name == "mysql"
-    if mysql:
-        # A run interrupted after the column was added (MySQL's DDL commits at once)
-        # finds it there.
-        columns = sa.inspect(op.get_bind()).get_columns("provider_changes_state")
-        has_column = any(column["name"] == "last_position" for column in columns)
-    else:
-        has_column = False
-    if not has_column:
-        op.add_column(
-            "provider_changes_state",
-            sa.Column("last_position", sa.BigInteger(), nullable=False, server_default="0"),
-        )
-    if not mysql:
+    ddl.add_column(
+        "provider_changes_state",
+        sa.Column("last_position", sa.BigInteger(), nullable=False, server_default="0"),
+    )
+    if op.get_bind().dialect.name != "mysql":
         return
     # Positions start after the entries already there (none, unless re-run).
     op.execute(

@@ -134,3 +134,49 @@ def _create_table_exactly(element, compiler, **kw):
         f"{text.rstrip()} ENGINE=InnoDB DEFAULT CHARSET={CHARSET}"
         f" COLLATE={collation(compiler.dialect)}"
     )
+
+
+# What the service needs of a MySQL server or a Galera node, checked at start
+# (``server_warnings``): each as (variable, the values that do, why).
+EXPECTED_SETTINGS = (
+    ("innodb_autoinc_lock_mode", {"2"},
+     "Galera needs interleaved auto-increment locks (2): with another mode, concurrent "
+     "inserts on two nodes may deadlock or fail certification"),
+    ("binlog_format", {"ROW"},
+     "Galera replicates rows only; statement-based replication of the change log's "
+     "triggers would hand out positions differently on each node"),
+)
+
+
+def server_warnings(conn) -> list[str]:
+    """What is amiss with the server for this service, in words for the log (empty when
+    nothing is). Checked at start: a Galera node that is not ready, not in the primary
+    component, or set up against Galera's requirements."""
+    variables = {
+        str(name).lower(): str(value)
+        for name, value in conn.exec_driver_sql(
+            "SHOW GLOBAL VARIABLES WHERE Variable_name IN"
+            " ('wsrep_on', 'innodb_autoinc_lock_mode', 'binlog_format', 'wsrep_sync_wait')"
+        )
+    }
+    if variables.get("wsrep_on", "OFF").upper() not in ("ON", "1"):
+        return []
+    status = {
+        str(name).lower(): str(value)
+        for name, value in conn.exec_driver_sql(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN"
+            " ('wsrep_ready', 'wsrep_cluster_status', 'wsrep_cluster_size')"
+        )
+    }
+    warnings = []
+    if status.get("wsrep_ready", "OFF").upper() != "ON":
+        warnings.append("this Galera node is not ready (wsrep_ready is not ON)")
+    if status.get("wsrep_cluster_status", "").lower() != "primary":
+        warnings.append(
+            f"this Galera node is outside the primary component "
+            f"(wsrep_cluster_status = {status.get('wsrep_cluster_status')})"
+        )
+    for name, good, why in EXPECTED_SETTINGS:
+        if variables.get(name, "").upper() not in good:
+            warnings.append(f"{name} = {variables.get(name)}: {why}")
+    return warnings

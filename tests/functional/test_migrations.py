@@ -221,3 +221,55 @@ def test_gpu_memory_imported_in_mib_before_0007_is_kept_in_kib(target, empty_dat
             "SELECT c.uuid FROM consumers c WHERE c.uuid NOT IN (:a, :b)"),
             {"a": holder, "b": plain_holder}).all()])
     engine.dispose()
+
+
+@pytest.mark.parametrize(
+    ("stop_at", "statement"),
+    [("0001", "create_index"), ("0003", "create_index"), ("0008", "execute")],
+)
+def test_a_migration_stopped_halfway_on_mysql_runs_again_to_the_end(
+    stop_at, statement, empty_database_url, monkeypatch
+):
+    """MySQL commits each DDL statement at once: a revision that fails after its first
+    statements leaves them behind, and Alembic still records the revision before it.
+    Run again, it skips what is there and finishes; the schema is then exactly the
+    models'. (Each revision is stopped at its last ``statement``, after the others.)"""
+    from alembic.operations import Operations
+
+    before = {"0001": None, "0003": "0002", "0008": "0007"}[stop_at]
+    real = getattr(Operations, statement)
+    calls = {"n": 0, "fail_at": None}
+
+    def counted(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == calls["fail_at"]:
+            raise RuntimeError("killed halfway")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Operations, statement, counted)
+    engines = [make_engine(empty_database_url("mysql")) for _ in range(2)]
+    for engine in engines:
+        if before:
+            migrate.upgrade(engine, before)
+    counting, engine = engines
+    calls["n"] = 0
+    migrate.upgrade(counting, stop_at)  # how many such statements the revision runs
+    assert calls["n"] >= 1
+    calls["n"], calls["fail_at"] = 0, calls["n"]
+    with pytest.raises(RuntimeError, match="killed halfway"):
+        migrate.upgrade(engine, stop_at)
+    calls["fail_at"] = None
+    assert migrate.current_revision(engine) == before
+    migrate.upgrade(engine)
+    assert migrate.current_revision(engine) == migrate.head_revision()
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"compare_type": True})
+        assert compare_metadata(context, metadata) == []
+        triggers = {row[0] for row in conn.exec_driver_sql("SHOW TRIGGERS")}
+        state = conn.exec_driver_sql("SELECT COUNT(*) FROM provider_changes_state").scalar()
+    assert triggers == {
+        "resource_providers_inserted", "resource_providers_updated", "resource_providers_deleted"
+    }
+    assert state == 1
+    for each in engines:
+        each.dispose()
