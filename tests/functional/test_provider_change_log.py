@@ -5,8 +5,10 @@ writer's own transaction; a warm copy of the providers
 (``placement.replica.world``) reads only the providers logged since its
 last read, and every provider's version again when the log was pruned past
 where it stood. These tests pin the log's contract: what is logged, that a
-transaction committing after a later one is not missed (PostgreSQL), that the
-log prunes itself and says so, and that a copy behind the pruning reads all.
+transaction committing after a later one is not missed (PostgreSQL), that on
+MySQL writers take positions in commit order with none skipped (migration
+0008), that the log prunes itself and says so, and that a copy behind the
+pruning reads all.
 """
 
 import importlib.util
@@ -566,3 +568,78 @@ def test_a_class_created_after_the_log_was_read_is_named(postgresql_engine, monk
     _refresh_while(world, engine, monkeypatch, add_custom_inventory)
     named = {world.class_names[class_id] for class_id in world.providers[provider_id].inventories}
     assert named == {"VCPU", "CUSTOM_LATE"}
+
+
+# MySQL (migration 0008): positions come from a counter the writers' triggers take in
+# turn, so they commit in their own order and none is skipped.
+
+
+@pytest.fixture
+def mysql_engine(empty_database_url):
+    engine = make_engine(empty_database_url("mysql"))
+    migrate.upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+def test_on_mysql_a_second_writer_waits_for_the_first_to_commit(mysql_engine):
+    """The second writer's entry cannot be handed a position, let alone commit, before
+    the first writer ends: a copy that read up to the first's position never later
+    finds an entry below it. Both writes are seen, in order."""
+    import threading
+
+    engine = mysql_engine
+    with engine.begin() as conn:
+        first, second = add_provider(conn, "cn1", 4), add_provider(conn, "cn2", 4)
+    world = ProviderWorld()
+    refresh(world, engine)
+    with engine.connect() as slow:
+        slow_transaction = slow.begin()
+        set_vcpu(slow, first, 8)  # holds the counter until it ends
+        quick_done = threading.Event()
+
+        def quick_write():
+            with engine.begin() as quick:
+                set_vcpu(quick, second, 16)
+            quick_done.set()
+
+        quick = threading.Thread(target=quick_write)
+        quick.start()
+        assert not quick_done.wait(0.5)  # waiting for the first writer
+        refresh(world, engine)  # neither has committed: nothing to see
+        assert [vcpu_total(world, p) for p in (first, second)] == [4, 4]
+        slow_transaction.commit()
+    quick.join(timeout=30)
+    assert quick_done.is_set()
+    refresh(world, engine)
+    assert [vcpu_total(world, p) for p in (first, second)] == [8, 16]
+    with engine.connect() as conn:
+        entries = conn.execute(text(
+            "SELECT provider_id FROM provider_changes ORDER BY transaction_id DESC LIMIT 2"
+        )).scalars().all()
+    assert entries == [second, first]
+
+
+def test_on_mysql_a_rolled_back_write_leaves_no_gap(mysql_engine, monkeypatch):
+    """The counter's increment rolls back with its writer: the positions stay dense, so
+    a copy that counts the entries it reads finds none missing, and reads only what
+    changed."""
+    engine = mysql_engine
+    with engine.begin() as conn:
+        provider = add_provider(conn, "cn", 4)
+    world = ProviderWorld()
+    refresh(world, engine)
+    with engine.connect() as conn:
+        transaction = conn.begin()
+        set_vcpu(conn, provider, 99)
+        transaction.rollback()
+    with engine.begin() as conn:
+        set_vcpu(conn, provider, 8)
+        positions = conn.execute(
+            text("SELECT transaction_id FROM provider_changes ORDER BY transaction_id")
+        ).scalars().all()
+    assert positions == list(range(1, len(positions) + 1))
+    reads = Reads(monkeypatch)
+    refresh(world, engine)
+    assert reads.full_reads == 0 and reads.details == [{provider}]
+    assert vcpu_total(world, provider) == 8
