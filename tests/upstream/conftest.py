@@ -19,8 +19,9 @@ def fresh_service(request, empty_database_url):
     """
     backend = request.param
     url = empty_database_url(backend)
+    server_fixture = {"postgresql": "postgres_server_url", "mysql": "mysql_server_url"}
     server_url = (
-        request.getfixturevalue(f"{backend}_server_url") if backend != "sqlite" else None
+        request.getfixturevalue(server_fixture[backend]) if backend != "sqlite" else None
     )
     engine = make_engine(url)
     migrate.upgrade(engine)
