@@ -114,16 +114,19 @@ def _run_as() -> str | None:
 def initialize(base: str) -> str:
     """Create an empty data directory in ``base``; return its path."""
     datadir = os.path.join(base, "data")
+    os.makedirs(_tmpdir(base), exist_ok=True)
     user = _run_as()
     if user is not None:
         account = pwd.getpwnam(user)
-        os.chown(base, account.pw_uid, account.pw_gid)
+        for folder in (base, _tmpdir(base)):
+            os.chown(folder, account.pw_uid, account.pw_gid)
     install_db = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
     if install_db is None:
         raise MysqlUnavailable("no mariadb-install-db found")
     command = [
         install_db, "--no-defaults", f"--datadir={datadir}",
         "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve",
+        f"--tmpdir={_tmpdir(base)}",
     ]
     if user is not None:
         command.append(f"--user={user}")
@@ -131,6 +134,12 @@ def initialize(base: str) -> str:
     if result.returncode != 0:
         raise MysqlUnavailable(f"{install_db} failed: {result.stderr[-2000:] or result.stdout}")
     return datadir
+
+
+def _tmpdir(base: str) -> str:
+    """The server's own temporary folder: servers started at once (one per test worker)
+    must not share /tmp's temporary tables."""
+    return os.path.join(base, "tmp")
 
 
 def launch(base: str, datadir: str, port: int, extra_options: list[str] | None = None) -> Server:
@@ -143,7 +152,7 @@ def launch(base: str, datadir: str, port: int, extra_options: list[str] | None =
         binary, "--no-defaults", f"--datadir={datadir}", f"--port={port}",
         "--bind-address=127.0.0.1", f"--socket={os.path.join(base, 'mysqld.sock')}",
         f"--pid-file={os.path.join(base, 'mysqld.pid')}", "--skip-name-resolve",
-        f"--log-error={os.path.join(base, 'error.log')}",
+        f"--log-error={os.path.join(base, 'error.log')}", f"--tmpdir={_tmpdir(base)}",
         "--innodb-flush-log-at-trx-commit=0", "--sync-binlog=0", "--innodb-doublewrite=0",
         "--innodb-buffer-pool-size=256M", "--max-connections=500",
         "--character-set-server=utf8mb4", "--collation-server=utf8mb4_general_ci",
