@@ -64,6 +64,9 @@ def freeze_startup_objects() -> None:
 
 def create_app(config: Config | None = None, engine: Engine | None = None) -> flask.Flask:
     config = config or load_config()
+    for option in config.unused_options:
+        LOG.warning("Configuration: %s in %s is not used by this service", option,
+                    config.source_file)
     if engine is None:
         engine = make_engine(config.database_url, config.database())
         wait_until_reachable(engine, config.database())

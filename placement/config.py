@@ -32,6 +32,8 @@ from placement.nodes.naming import (
 from placement.nodes.search_budget import MAX_BUDGET_MS
 
 DEFAULT_CONFIG_FILE = "/etc/placement/placement.conf"
+CONFIG_FILE_NAME = "placement.conf"
+UPSTREAM_CONFIG_DIR_VARIABLE = "OS_PLACEMENT_CONFIG_DIR"
 DEFAULT_DATABASE_URL = "sqlite:///placement.sqlite"
 
 
@@ -71,6 +73,12 @@ class Config:
     # Not an option: the file the configuration was read from (its [keystone_authtoken]
     # section configures keystonemiddleware).
     source_file: str | None = None
+    # Not an option: "[section] key" of each option the file sets that this service does
+    # not use (logged as a warning at start).
+    unused_options: tuple[str, ...] = ()
+    # Not an option: False when a file was read that names no database (nor does the
+    # environment): the service then refuses to start rather than invent one.
+    database_named: bool = dataclasses.field(default=True, compare=False)
     log_format: str = "text"
     metrics_unauthenticated: bool = False
     group_flat_requests: str = GroupOptions.flat_requests
@@ -140,7 +148,14 @@ class Config:
                 )
 
     def database(self) -> DatabaseOptions:
-        """How the engine connects (the [placement_database] options)."""
+        """How the engine connects (the [placement_database] options). ConfigError when
+        the configuration file named no database: an operator who points the service at
+        upstream's file expects its database, never a new SQLite file served empty."""
+        if not self.database_named:
+            raise ConfigError(
+                f"{self.source_file} names no database: set [placement_database] "
+                "connection (where upstream Placement's file has it) or PLACEMENT_DATABASE_URL"
+            )
         return DatabaseOptions(
             max_pool_size=self.database_max_pool_size,
             max_overflow=self.database_max_overflow,
@@ -183,11 +198,15 @@ def load_config(
 ) -> Config:
     """Build a Config from defaults, the INI file at ``path`` and ``environ``.
 
-    Without ``path``, ``PLACEMENT_CONFIG_FILE`` names the file, else
-    /etc/placement/placement.conf is read when it exists.
+    Without ``path``, ``PLACEMENT_CONFIG_FILE`` names the file, else ``placement.conf``
+    in the folder ``OS_PLACEMENT_CONFIG_DIR`` names (upstream's variable), else
+    /etc/placement/placement.conf when it exists. A service given a file never invents
+    a database: the file (or the environment) must name one.
     """
     environ = os.environ if environ is None else environ
     path = path or environ.get("PLACEMENT_CONFIG_FILE")
+    if path is None and environ.get(UPSTREAM_CONFIG_DIR_VARIABLE):
+        path = os.path.join(environ[UPSTREAM_CONFIG_DIR_VARIABLE], CONFIG_FILE_NAME)
     if path is None and os.path.exists(DEFAULT_CONFIG_FILE):
         path = DEFAULT_CONFIG_FILE
     values: dict[str, Any] = {}
@@ -204,7 +223,27 @@ def load_config(
     for option in OPTIONS:
         if option.env in environ:
             values[option.field] = _parse(option, environ[option.env])
-    return Config(**values, source_file=path or None)
+    unused = _unused_options(path) if path else ()
+    named = not path or "database_url" in values
+    return Config(**values, source_file=path or None, unused_options=unused,
+                  database_named=named)
+
+
+# Sections read whole by the libraries the service hands the file to.
+LIBRARY_SECTIONS = frozenset({"keystone_authtoken"})
+
+
+def _unused_options(path: str) -> tuple[str, ...]:
+    """The options the file sets that nothing here reads, as "[section] key"."""
+    # [DEFAULT] read as a section of its own, not as every section's fallback.
+    parser = configparser.ConfigParser(interpolation=None, default_section="\0")
+    parser.read(path)
+    read = {(o.section, o.key) for o in OPTIONS} | set(MOVED_KEYS.values())
+    return tuple(
+        f"[{section}] {key}"
+        for section in parser.sections() if section not in LIBRARY_SECTIONS
+        for key in parser[section] if (section, key) not in read
+    )
 
 
 def _parse(option: Option, text: str) -> Any:

@@ -32,7 +32,11 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(config)
     # Alembic says which migrations run at INFO on every command; worth seeing only on request.
     logging.getLogger("alembic").setLevel(logging.NOTSET if args.verbose else logging.WARNING)
-    return args.run(config, args)
+    try:
+        return args.run(config, args)
+    except ConfigError as exc:
+        print(f"placement: configuration error: {exc}", file=sys.stderr)
+        return 2
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -376,3 +376,42 @@ def test_the_service_tries_again_until_the_database_answers():
                              sleep=slept.append)
     assert slept == [3, 3]
     engine.dispose()
+
+
+def test_upstreams_config_folder_variable_names_the_file(tmp_path):
+    (tmp_path / "placement.conf").write_text(
+        "[placement_database]\nconnection = postgresql://u@db/placement\n")
+    config = load_config(environ={"OS_PLACEMENT_CONFIG_DIR": str(tmp_path)})
+    assert config.source_file == str(tmp_path / "placement.conf")
+    assert config.database_url == "postgresql://u@db/placement"
+
+
+def test_a_file_that_names_no_database_is_refused_when_the_database_is_needed(tmp_path):
+    """Upstream's file with its database where this service did not look would have
+    been served as a new, empty SQLite database: now the service refuses to start."""
+    path = _write(tmp_path, "[api]\nauth_strategy = noauth2\n")
+    config = load_config(path, environ={})
+    with pytest.raises(ConfigError, match=r"names no database.*\[placement_database\]"):
+        config.database()
+    named = load_config(path, environ={"PLACEMENT_DATABASE_URL": "sqlite:///x.sqlite"})
+    assert named.database().max_pool_size == 5
+    assert Config().database().max_retries == 10  # no file: the embedded default
+
+
+def test_options_the_service_does_not_use_are_named(tmp_path):
+    path = _write(tmp_path, (
+        "[DEFAULT]\ndebug = true\nlog_level = INFO\n"
+        "[placement_database]\nconnection = sqlite:///x.sqlite\nsync_on_startup = true\n"
+        "[placement]\nincomplete_consumer_project_id = 0000\n"
+        "randomize_allocation_candidates = true\n"
+        "[keystone_authtoken]\nauth_url = http://keystone\n"
+        "[oslo_policy]\nenforce_scope = true\n"
+    ))
+    config = load_config(path, environ={})
+    assert config.unused_options == (
+        "[DEFAULT] debug",
+        "[placement_database] sync_on_startup",
+        "[placement] incomplete_consumer_project_id",
+        "[oslo_policy] enforce_scope",
+    )
+    assert config.randomize_allocation_candidates is True
