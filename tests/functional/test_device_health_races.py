@@ -121,8 +121,11 @@ def test_claims_racing_an_import_never_land_on_the_device_after_it(served):
             "SELECT id, provider_id, transaction_id FROM provider_changes WHERE id > :after"
             " AND provider_id IN (:gpu0, :root) ORDER BY id"),
             {"after": setup_end, "gpu0": ids[gpu0], "root": ids[root]}).all()
-    # The import is the only writer of the root since the setup (claims ask nothing of it).
-    [import_root] = [entry for entry in entries if entry.provider_id == ids[root]]
+    # The import is the only writer of the root since the setup (claims ask nothing of it):
+    # its entries (the root's row, and each of its rows the import rewrote, migration 0009)
+    # are all of one transaction.
+    import_root = min(
+        (entry for entry in entries if entry.provider_id == ids[root]), key=lambda e: e.id)
     gpu0_writes = [entry for entry in entries if entry.provider_id == ids[gpu0]]
     if target not in QUEUED_WRITERS:
         [import_gpu0] = [e for e in gpu0_writes if e.transaction_id == import_root.transaction_id]
@@ -131,7 +134,11 @@ def test_claims_racing_an_import_never_land_on_the_device_after_it(served):
     before = [e for e in gpu0_writes if e.id < import_gpu0.id]
     after = [e for e in gpu0_writes if e.id > import_gpu0.id]
     assert after == []
-    assert len(before) == len(on_gpu0)
+    # Each claim on GPU0 logged its lock of GPU0's row, then one revision bump per
+    # allocation row it wrote there (migration 0009).
+    assert on_gpu0
+    per_claim = 1 + len(on_gpu0[0].json()["allocations"][gpu0]["resources"])
+    assert len(before) == per_claim * len(on_gpu0)
     view = requests.get(f"{base}/group_resources/device_nodes/n", headers=HEADERS).json()
     assert view["devices"][0]["health"] is False
     assert view["devices"][0]["inventories"]["core"]["used"] == PERCENT * len(on_gpu0)

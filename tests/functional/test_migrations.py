@@ -267,9 +267,9 @@ def test_a_migration_stopped_halfway_on_mysql_runs_again_to_the_end(
         assert compare_metadata(context, metadata) == []
         triggers = {row[0] for row in conn.exec_driver_sql("SHOW TRIGGERS")}
         state = conn.exec_driver_sql("SELECT COUNT(*) FROM provider_changes_state").scalar()
-    assert triggers == {
+    assert {
         "resource_providers_inserted", "resource_providers_updated", "resource_providers_deleted"
-    }
+    } <= triggers
     assert state == 1
     for each in engines:
         each.dispose()

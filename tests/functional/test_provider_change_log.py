@@ -126,13 +126,16 @@ def test_every_insert_update_and_delete_of_a_provider_is_logged(engine):
             ).scalar_one()
         else:
             this_transaction = None
+    # The insert, the root's update, the generation's bump, the delete, and a revision bump
+    # for each inventory row written (migration 0009): its insert, update and delete.
+    count = 7
     if engine.dialect.name == "mysql":
         # One more update (the root unset before its delete); each entry at the next
         # position (migration 0008).
         first = entries[0][1]
-        assert entries == [(provider_id, first + n) for n in range(5)]
+        assert entries == [(provider_id, first + n) for n in range(count + 1)]
     else:
-        assert entries == [(provider_id, this_transaction)] * 4
+        assert entries == [(provider_id, this_transaction)] * count
 
 
 def test_a_warm_copy_reads_only_the_providers_logged_since(engine, monkeypatch):
@@ -392,7 +395,9 @@ def test_the_log_prunes_its_oldest_entries_and_says_so(own_engine, monkeypatch):
             ), {"n": filler - 1, "last": logged_so_far})
             conn.execute(text("UPDATE provider_changes_state SET last_position = :last"),
                          {"last": logged_so_far + filler - 1})
-            set_vcpu(conn, provider_id, 8)
+            conn.execute(text(  # one entry, at the position that prunes
+                "UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"
+            ), {"id": provider_id})
         else:
             conn.execute(text(
                 "INSERT INTO provider_changes (provider_id)"
@@ -615,9 +620,9 @@ def test_on_mysql_a_second_writer_waits_for_the_first_to_commit(mysql_engine):
     assert [vcpu_total(world, p) for p in (first, second)] == [8, 16]
     with engine.connect() as conn:
         entries = conn.execute(text(
-            "SELECT provider_id FROM provider_changes ORDER BY transaction_id DESC LIMIT 2"
+            "SELECT provider_id FROM provider_changes ORDER BY transaction_id"
         )).scalars().all()
-    assert entries == [second, first]
+    assert list(dict.fromkeys(reversed(entries)))[:2] == [second, first]
 
 
 def test_on_mysql_a_rolled_back_write_leaves_no_gap(mysql_engine, monkeypatch):
