@@ -16,7 +16,7 @@ from sqlalchemy.exc import DBAPIError
 
 from placement.context import RequestContext
 from placement.db import mysql
-from placement.db.engine import WRITE_TRANSACTION_OPTION
+from placement.db.engine import WRITE_TRANSACTION_OPTION, reading_one_snapshot
 from placement.handlers import (
     aggregate,
     allocation,
@@ -261,8 +261,8 @@ def _run_once(services, view, write: bool, snapshot: bool, kwargs):
     with services.engine.connect() as conn:
         if write:
             conn = conn.execution_options(**{WRITE_TRANSACTION_OPTION: True})
-        if snapshot and conn.dialect.name != "sqlite":
-            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        if snapshot:
+            conn = reading_one_snapshot(conn)
         with conn.begin():
             ctx = RequestContext(
                 conn=conn,

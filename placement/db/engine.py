@@ -13,7 +13,7 @@ import logging
 import os
 import time
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
@@ -24,6 +24,20 @@ LOG = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_MS = 30000
 WRITE_TRANSACTION_OPTION = "placement_write"
+SNAPSHOT_TRANSACTION_OPTION = "placement_snapshot"
+
+
+def reading_one_snapshot(conn: Connection) -> Connection:
+    """``conn`` set so that its next transaction reads one consistent picture of every
+    table (REPEATABLE READ), whatever commits meanwhile. SQLite's transactions always
+    do. On MySQL the level is set for that one transaction (``SET TRANSACTION``, by
+    ``placement.db.mysql``), not for the session, which would cost a statement to set
+    and another to put back on every request."""
+    if conn.dialect.name == "postgresql":
+        return conn.execution_options(isolation_level="REPEATABLE READ")
+    if conn.dialect.name == "mysql":
+        return conn.execution_options(**{SNAPSHOT_TRANSACTION_OPTION: True})
+    return conn
 
 
 def is_sqlite(url: str) -> bool:
@@ -43,7 +57,8 @@ def make_engine(url: str, options: DatabaseOptions | None = None) -> Engine:
     }
     if parsed.get_backend_name() == "mysql":
         return mysql.make_engine(
-            parsed, WRITE_TRANSACTION_OPTION, sql_mode=options.mysql_sql_mode, **pool
+            parsed, WRITE_TRANSACTION_OPTION, SNAPSHOT_TRANSACTION_OPTION,
+            sql_mode=options.mysql_sql_mode, **pool,
         )
     if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")

@@ -54,13 +54,15 @@ QUEUE_WRITERS = "SELECT id FROM provider_changes_state WHERE id = 1 FOR UPDATE"
 
 
 def make_engine(
-    url: URL, write_option: str, sql_mode: str = DEFAULT_SQL_MODE, **pool_options
+    url: URL, write_option: str, snapshot_option: str, sql_mode: str = DEFAULT_SQL_MODE,
+    **pool_options,
 ) -> Engine:
     """The engine for a ``mysql://`` or ``mysql+pymysql://`` URL. A transaction begun
     on a connection with the execution option ``write_option`` queues behind the other
     writers first: the triggers that log provider changes lock the log's state row,
     and a writer that took provider rows before waiting for it could deadlock with
-    one that holds it and wants them."""
+    one that holds it and wants them. One begun with ``snapshot_option`` runs at
+    REPEATABLE READ (that transaction only)."""
     url = url.set(drivername="mysql+pymysql").update_query_dict({"charset": CHARSET})
     engine = create_engine(
         url, pool_pre_ping=True, isolation_level="READ COMMITTED", future=True, **pool_options
@@ -82,7 +84,11 @@ def make_engine(
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection):
-        if connection.get_execution_options().get(write_option):
+        options = connection.get_execution_options()
+        if options.get(snapshot_option):
+            # Before the transaction's first statement, which starts it.
+            connection.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        if options.get(write_option):
             connection.exec_driver_sql(QUEUE_WRITERS)
 
     return engine

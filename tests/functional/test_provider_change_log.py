@@ -21,7 +21,7 @@ from sqlalchemy import text
 
 from placement.data import names, provider_world
 from placement.db import migrate
-from placement.db.engine import make_engine
+from placement.db.engine import make_engine, reading_one_snapshot
 from placement.replica.world import ProviderWorld
 
 MIGRATION = pathlib.Path(migrate.MIGRATIONS_DIR) / "versions" / "0003_provider_changes.py"
@@ -37,8 +37,7 @@ def _migration():
 def refresh(world: ProviderWorld, engine) -> None:
     """One request's refresh: one transaction, REPEATABLE READ on PostgreSQL and MySQL."""
     with engine.connect() as conn:
-        if conn.dialect.name != "sqlite":
-            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        conn = reading_one_snapshot(conn)
         with conn.begin():
             world.refresh(conn)
 
