@@ -10,7 +10,7 @@ from placement.app import is_loopback
 from placement.cli import devices as device_commands
 from placement.cli import group_resources as group_commands
 from placement.config import Config, ConfigError, load_config, render_sample
-from placement.db import migrate
+from placement.db import copy, migrate
 from placement.db.engine import is_sqlite, make_engine, wait_until_reachable
 from placement.observability.request_log import configure_logging
 from placement.openapi.document import render as render_openapi
@@ -56,6 +56,11 @@ def _parser() -> argparse.ArgumentParser:
     upgrade.set_defaults(run=_db_upgrade)
     current = db.add_parser("current", help="print the schema revision of the database")
     current.set_defaults(run=_db_current)
+    copy = db.add_parser(
+        "copy", help="copy a whole database into an empty one (any backends), and check it")
+    copy.add_argument("--from", dest="source", required=True, help="the source's URL")
+    copy.add_argument("--to", dest="target", required=True, help="an empty database's URL")
+    copy.set_defaults(run=_db_copy)
 
     serve = commands.add_parser("serve", help="run the API with gunicorn")
     serve.add_argument("--host", help="listen address (default from configuration)")
@@ -105,6 +110,29 @@ def _db_upgrade(config: Config, args) -> int:
     finally:
         engine.dispose()
     return 0
+
+
+def _db_copy(config: Config, args) -> int:
+    source = make_engine(args.source, config.database())
+    target = make_engine(args.target, config.database())
+    try:
+        checks = copy.copy_database(source, target, say=print)
+    except copy.CopyRefused as exc:
+        print(f"placement: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        source.dispose()
+        target.dispose()
+    print(f"{'table':32} {'rows (from)':>12} {'rows (to)':>12}  checksum (from / to)")
+    for check in checks:
+        mark = "" if check.same else "  DIFFERENT"
+        print(f"{check.name:32} {check.source_rows:>12} {check.target_rows:>12}  "
+              f"{check.source_checksum} / {check.target_checksum}{mark}")
+    if all(check.same for check in checks):
+        print("the copy is the same as its source")
+        return 0
+    print("placement: the copy differs from its source", file=sys.stderr)
+    return 1
 
 
 def _db_current(config: Config, args) -> int:
