@@ -21,6 +21,8 @@ import logging
 import uuid
 
 import flask
+import psycopg
+import pymysql
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
@@ -292,6 +294,10 @@ def _as_placement_error(exc: Exception) -> errors.PlacementError:
                 f"The method {flask.request.method} is not allowed for this resource."
             )
         return error
+    if isinstance(exc, DRIVER_ERRORS):
+        # A driver's error SQLAlchemy did not wrap (raised where it works on the DBAPI
+        # connection itself, as when it sets an isolation level): read as the wrapped ones.
+        exc = DBAPIError.instance(None, None, exc, Exception)
     if isinstance(exc, DBAPIError) and _is_contention(exc):
         # A deadlock victim, a serialization failure or a lock wait that timed out:
         # nothing was written (the transaction rolled back) and a retry may succeed.
@@ -311,13 +317,14 @@ def _as_placement_error(exc: Exception) -> errors.PlacementError:
     return errors.InternalServerError("An unexpected error occurred; see the service log.")
 
 
+DRIVER_ERRORS = (pymysql.err.Error, psycopg.Error)
 # PostgreSQL SQLSTATEs: serialization_failure, deadlock_detected, lock_not_available.
 CONTENTION_SQLSTATES = frozenset({"40001", "40P01", "55P03"})
 
 
 def _is_contention(exc: DBAPIError) -> bool:
     sqlstate = getattr(exc.orig, "sqlstate", None)
-    if sqlstate in CONTENTION_SQLSTATES or mysql.is_contention(exc.orig):
+    if sqlstate in CONTENTION_SQLSTATES or mysql.lost_a_race(exc):
         return True
     return "database is locked" in str(exc.orig)
 

@@ -250,7 +250,7 @@ CONTENTION_BACKOFF_S = 0.02
 
 
 def _retried_on_contention(exc: DBAPIError, attempt: int) -> bool:
-    if attempt >= CONTENTION_ATTEMPTS or exc.orig is None or not mysql.is_contention(exc.orig):
+    if attempt >= CONTENTION_ATTEMPTS or not mysql.lost_a_race(exc):
         return False
     LOG.info("Request %s lost a race in the database (attempt %d), running it again: %s",
              flask.g.get("request_id"), attempt, exc.orig)

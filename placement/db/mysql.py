@@ -113,6 +113,22 @@ def is_contention(exc: BaseException | None) -> bool:
     return error_number(exc) in CONTENTION_ERRORS
 
 
+def lost_a_race(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (a DBAPI error, wrapped by SQLAlchemy or not) comes of a lost race:
+    a deadlock or a lock wait timeout, or on Galera a failed certification. Inside a
+    savepoint the error that surfaces is another: InnoDB (and Galera's abort of a
+    conflicting transaction) rolls the whole transaction back, savepoints with it, so the
+    ROLLBACK TO SAVEPOINT that follows fails (1305) while the deadlock is handled; the
+    deadlock is then found down the chain of errors being handled."""
+    for _ in range(10):
+        if exc is None:
+            return False
+        if is_contention(getattr(exc, "orig", None) or exc):
+            return True
+        exc = exc.__context__
+    return False
+
+
 def is_unreachable(exc: BaseException | None) -> bool:
     return error_number(exc) in UNREACHABLE_ERRORS
 

@@ -5,6 +5,7 @@ API's error format, never a 500, and nothing of a lost attempt is written."""
 
 import pymysql
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from placement import routes
 
@@ -54,3 +55,42 @@ def test_a_write_that_keeps_losing_is_a_409_and_writes_nothing(api, losing_commi
     assert refused.json["errors"][0]["code"] == "placement.concurrent_update"
     assert state["lost"] == routes.CONTENTION_ATTEMPTS
     assert api.get("/resource_providers").json["resource_providers"] == []
+
+
+def test_a_driver_error_sqlalchemy_did_not_wrap_is_answered_as_a_wrapped_one(api, monkeypatch):
+    """A connection lost where SQLAlchemy hands the driver's error on as it is (as when it
+    sets an isolation level): 503 with Retry-After, like every unreachable database."""
+    from placement.handlers import resource_provider
+
+    def lost(*args, **kwargs):
+        raise pymysql.err.OperationalError(2013, "Lost connection to server during query")
+
+    monkeypatch.setattr(resource_provider.providers, "list_providers", lost)
+    answer = api.get("/resource_providers")
+    assert answer.status_code == 503, answer.json
+    assert answer.headers["Retry-After"]
+
+
+def test_a_savepoint_lost_to_a_deadlock_runs_the_request_again(api, monkeypatch):
+    """InnoDB rolls a deadlocked transaction back whole; the savepoint's rollback then
+    fails (1305). The request is run again like any lost race."""
+    from placement.data import sql
+
+    calls = {"n": 0}
+    real = sql._mysql_insert_ignoring_conflicts
+
+    def deadlocked_once(conn, table, rows, returning):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            with conn.begin_nested():
+                # As InnoDB does to a deadlock victim: the whole transaction rolled back
+                # (so its savepoint is gone), then the statement's error.
+                conn.exec_driver_sql("ROLLBACK")
+                raise OperationalError("INSERT INTO consumers ...", {}, pymysql.err.
+                                       OperationalError(1213, "Deadlock found"))
+        return real(conn, table, rows, returning)
+
+    monkeypatch.setattr(sql, "_mysql_insert_ignoring_conflicts", deadlocked_once)
+    created = api.post("/resource_providers", json={"name": "cn1"})
+    assert created.status_code == 200, created.json
+    assert calls["n"] >= 2
