@@ -21,9 +21,12 @@ import os
 import pwd
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
+import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 from tests import mysqlserver
@@ -213,7 +216,11 @@ class Cluster:
         rows = _execute(self.node(index).port, "SHOW GLOBAL STATUS LIKE 'wsrep\\_%'")
         return {name: str(value) for name, value in rows}
 
-    def synced(self, index: int, size: int) -> bool:
+    def synced(self, index: int, size: int | None = None) -> bool:
+        """Whether node ``index`` is up, synced, in the primary component (of ``size``
+        nodes, if given): what a proxy's health check (clustercheck) asks."""
+        if not self.node(index).running:
+            return False
         try:
             status = self.status(index)
         except Exception:  # noqa: BLE001 - any failure means "not yet"
@@ -222,7 +229,7 @@ class Cluster:
             status.get("wsrep_ready") == "ON"
             and status.get("wsrep_cluster_status") == "Primary"
             and status.get("wsrep_local_state_comment") == "Synced"
-            and status.get("wsrep_cluster_size") == str(size)
+            and (size is None or status.get("wsrep_cluster_size") == str(size))
         )
 
     def wait_synced(self, size: int, timeout: float = SYNC_TIMEOUT_S) -> None:
@@ -324,3 +331,96 @@ def _owned_by_server_user(path: str) -> None:
         return
     account = pwd.getpwnam("mysql")
     os.chown(path, account.pw_uid, account.pw_gid)
+
+
+class Balancer:
+    """A TCP balancer on loopback in front of the cluster, as HAProxy with Galera's
+    health check is in a cloud: each new connection goes to the next node, in turn,
+    that is synced (a node down or joining is skipped), and stays there until either
+    side closes it. ``drop`` closes every connection, as a proxy's restart or
+    failover does: the clients reconnect, to other nodes."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.connections: Counter = Counter()  # node index -> connections made to it
+        self._pairs: set[tuple[socket.socket, socket.socket]] = set()
+        self._lock = threading.Lock()
+        self._turn = 0
+        self._closed = threading.Event()
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(128)
+        self._listener.settimeout(0.2)
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, database: str | None = None) -> str:
+        name = self.cluster.database if database is None else database
+        return f"mysql+pymysql://root@127.0.0.1:{self.port}/{name}?charset=utf8mb4"
+
+    def drop(self) -> None:
+        with self._lock:
+            pairs = list(self._pairs)
+        for pair in pairs:
+            self._close(pair)
+
+    def stop(self) -> None:
+        self._closed.set()
+        self._listener.close()
+        self.drop()
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                client, _address = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            client.settimeout(None)
+            backend = self._backend()
+            if backend is None:
+                client.close()
+                continue
+            pair = (client, backend)
+            with self._lock:
+                self._pairs.add(pair)
+            for source, target in (pair, pair[::-1]):
+                threading.Thread(
+                    target=self._pump, args=(source, target, pair), daemon=True
+                ).start()
+
+    def _backend(self) -> socket.socket | None:
+        for _ in range(NODES):
+            self._turn = self._turn % NODES + 1
+            if not self.cluster.synced(self._turn):
+                continue
+            try:
+                backend = socket.create_connection(
+                    ("127.0.0.1", self.cluster.node(self._turn).port), timeout=5
+                )
+            except OSError:
+                continue
+            backend.settimeout(None)
+            self.connections[self._turn] += 1
+            return backend
+        return None
+
+    def _pump(self, source: socket.socket, target: socket.socket, pair) -> None:
+        try:
+            while data := source.recv(65536):
+                target.sendall(data)
+        except OSError:
+            pass
+        finally:
+            self._close(pair)
+
+    def _close(self, pair: tuple[socket.socket, socket.socket]) -> None:
+        with self._lock:
+            self._pairs.discard(pair)
+        for sock in pair:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()

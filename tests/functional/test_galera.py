@@ -51,10 +51,14 @@ VCPU_TOTAL = 4
 MEMORY = {"total": 8192, "reserved": 512, "allocation_ratio": 1.5}
 CLAIMERS = 50
 OPS_PER_CLAIMER = 6  # phase one: 300 requests
-FAULT_OPS_LIMIT = 60  # phase two: claimers run until told to stop, at most this many
+FAULT_OPS_LIMIT = 150  # phase two: claimers run until told to stop, at most this many
 UNAVAILABLE_LIMIT = 120  # 503s a claimer waits out (0.5 s each) before it gives up
 WORKERS = 2
 CANDIDATES = "/allocation_candidates?resources=VCPU:1&limit=1000"
+ON_NODE_3 = 2  # the service on the node the fault phase kills
+ROAMING = 3  # the service behind the balancer
+READERS = 4  # threads reading candidates from it during the load
+READS_LIMIT = 200  # each, at most
 TIMEOUT_S = 60
 SUCCESS = {200, 204}
 ANSWERS = {200, 204, 409}
@@ -135,27 +139,40 @@ def cluster():
         started.stop()
 
 
+@dataclass
+class Services:
+    """Services 0, 1 and 2 each on its node (1, 2, 3); service 3 (``ROAMING``) through the
+    balancer, its connections moving between nodes. Their URLs and access logs."""
+
+    bases: list[str]
+    logs: list
+    balancer: galera.Balancer
+
+
 @pytest.fixture(scope="module")
 def services(cluster, tmp_path_factory):
-    """Service i (0, 1, 2) on node i + 1; yields their base URLs and access logs."""
+    balancer = galera.Balancer(cluster)
     bases, logs = [], []
-    with contextlib.ExitStack() as stack:
-        for index in range(3):
-            folder = tmp_path_factory.mktemp(f"service{index + 1}")
-            log = folder / "access.log"
-            bases.append(stack.enter_context(running_gunicorn(
-                cluster.url(index + 1), folder, WORKERS,
-                ("--access-logfile", str(log), "--access-logformat", "%(p)s %({x-probe}i)s"),
-            )))
-            logs.append(log)
-        yield bases, logs
+    urls = [cluster.url(1), cluster.url(2), cluster.url(3), balancer.url()]
+    try:
+        with contextlib.ExitStack() as stack:
+            for index, url in enumerate(urls):
+                folder = tmp_path_factory.mktemp(f"service{index}")
+                log = folder / "access.log"
+                bases.append(stack.enter_context(running_gunicorn(
+                    url, folder, WORKERS,
+                    ("--access-logfile", str(log), "--access-logformat", "%(p)s %({x-probe}i)s"),
+                )))
+                logs.append(log)
+            yield Services(bases, logs, balancer)
+    finally:
+        balancer.stop()
 
 
 @pytest.fixture(scope="module")
 def providers(services):
     """Ten providers, made through the three services in turn."""
-    bases, _logs = services
-    client = Client(bases, Ledger())
+    client = Client(services.bases, Ledger())
     made = []
     for index in range(PROVIDERS):
         service = index % 3
@@ -240,6 +257,22 @@ def resize(client: Client, service: int, provider: str) -> int:
     return status
 
 
+def reader(client: Client, stop: threading.Event) -> None:
+    """Candidates from the roaming service while the claimers write (each must be 200)."""
+    for _ in range(READS_LIMIT):
+        if stop.is_set():
+            return
+        client.call(ROAMING, "GET", CANDIDATES)
+        time.sleep(0.05)
+
+
+def run_readers(client: Client, stop: threading.Event):
+    pool = ThreadPoolExecutor(READERS)
+    futures = [pool.submit(reader, client, stop) for _ in range(READERS)]
+    pool.shutdown(wait=False)
+    return futures
+
+
 def run_claimers(client: Client, providers: list[str], ops: int,
                  stop: threading.Event | None = None):
     pool = ThreadPoolExecutor(CLAIMERS)
@@ -314,8 +347,9 @@ def candidates_from_database(url: str) -> set[str]:
             if row[1] == "VCPU" and row[5] + 1 <= (row[2] - row[3]) * float(row[4])}
 
 
-def check_candidates(bases: list[str], logs, fresh_url: str, tmp_path, database_url: str):
-    """Every worker of every service answers as a service started now does."""
+def check_candidates(services: Services, fresh_url: str, tmp_path, database_url: str):
+    """Every worker of every service answers as a service started now does; the roaming
+    service's connections are dropped before each round, so that they move."""
     folder = tmp_path / "fresh"
     folder.mkdir()
     with running_gunicorn(fresh_url, folder, 1) as fresh:
@@ -325,9 +359,12 @@ def check_candidates(bases: list[str], logs, fresh_url: str, tmp_path, database_
     fitting = candidates_from_database(database_url)
     assert len(fitting) > 0
     assert set(expected["provider_summaries"]) == fitting
-    for index, (base, log) in enumerate(zip(bases, logs, strict=True)):
+    moved = Counter(services.balancer.connections)
+    for index, (base, log) in enumerate(zip(services.bases, services.logs, strict=True)):
         answered_by: set[str] = set()
         for round_ in range(8):  # until both workers answered (8 rounds of 6 at most)
+            if index == ROAMING:
+                services.balancer.drop()
             probes = [f"probe-{index}-{round_}-{n}" for n in range(6)]
             with ThreadPoolExecutor(len(probes)) as pool:
                 answers = list(pool.map(lambda p, b=base: requests.get(
@@ -335,11 +372,13 @@ def check_candidates(bases: list[str], logs, fresh_url: str, tmp_path, database_
                 ), probes))
             for answer in answers:
                 assert answer.status_code == 200, answer.text
-                assert normalized(answer.json()) == normalized(expected), f"service {index + 1}"
+                assert normalized(answer.json()) == normalized(expected), f"service {index}"
             answered_by = workers_of(log, f"probe-{index}-")
-            if len(answered_by) >= WORKERS:
+            if len(answered_by) >= WORKERS and (index != ROAMING or round_ >= 2):
                 break
-        assert len(answered_by) == WORKERS, f"service {index + 1}: {answered_by}"
+        assert len(answered_by) == WORKERS, f"service {index}: {answered_by}"
+    # The roaming service's connections went to every node during the check.
+    assert set(services.balancer.connections - moved) == {1, 2, 3}
 
 
 def workers_of(log, prefix: str) -> set[str]:
@@ -381,8 +420,11 @@ def refusal(outcome: Outcome) -> str:
 
 
 def failures(outcomes: list[Outcome]) -> list[str]:
-    return [f"service {o.service + 1} {o.method} {o.path} -> {o.status} {o.text}"
-            for o in outcomes]
+    return [f"{where(o.service)}: {o.method} {o.path} -> {o.status} {o.text}" for o in outcomes]
+
+
+def where(service: int) -> str:
+    return "the balanced service" if service == ROAMING else f"the service on node {service + 1}"
 
 
 # -- the tests -----------------------------------------------------------------------------
@@ -390,17 +432,24 @@ def failures(outcomes: list[Outcome]) -> list[str]:
 
 @pytest.mark.slow
 def test_claims_through_three_nodes(cluster, services, providers, tmp_path):
-    bases, logs = services
     ledger = Ledger()
-    client = Client(bases, ledger)
-    for future in run_claimers(client, providers, OPS_PER_CLAIMER):
-        future.result(timeout=240)
+    client = Client(services.bases, ledger)
+    stop = threading.Event()
+    readers = run_readers(client, stop)
+    try:
+        for future in run_claimers(client, providers, OPS_PER_CLAIMER):
+            future.result(timeout=240)
+    finally:
+        stop.set()
+        for future in readers:
+            future.result(timeout=120)
     outcomes = list(ledger.outcomes)
     counts = summary(outcomes)
     print("phase one:", dict(counts))
     bad = [o for o in outcomes if o.status not in ANSWERS]
     assert bad == [], failures(bad)
-    assert len(outcomes) >= CLAIMERS * OPS_PER_CLAIMER
+    assert len([o for o in outcomes if o.service != ROAMING]) >= CLAIMERS * OPS_PER_CLAIMER
+    assert len([o for o in outcomes if o.service == ROAMING]) >= READERS
     assert counts[("PUT", 204, "")] > 0 and counts[("PUT", 409, "capacity")] > 0
     assert {o.service for o in outcomes if o.method == "PUT" and o.status == 204} == {0, 1, 2}
     facts = check_database(cluster.url(2), ledger, providers)
@@ -408,26 +457,25 @@ def test_claims_through_three_nodes(cluster, services, providers, tmp_path):
     assert facts["id residues mod 3"] == {0, 1, 2}  # ids came from all three nodes
     free_room(client, ledger, providers)
     check_database(cluster.url(3), ledger, providers)
-    check_candidates(bases, logs, cluster.url(2), tmp_path, cluster.url(1))
+    check_candidates(services, cluster.url(2), tmp_path, cluster.url(1))
 
 
 @pytest.mark.slow
 def test_node_killed_mid_load(cluster, services, providers, tmp_path):
-    bases, logs = services
     ledger = Ledger()
-    # The allocations that phase one left stand as they were.
-    stored, _totals, _usage, _ids = read_database(cluster.url(1))
+    # The allocations and totals that phase one left.
+    stored, stored_totals, _usage, _ids = read_database(cluster.url(1))
     ledger.granted.update(stored)
-    stored_totals = read_database(cluster.url(1))[1]
-    client = Client(bases, ledger)
+    client = Client(services.bases, ledger)
     stop = threading.Event()
-    futures = run_claimers(client, providers, FAULT_OPS_LIMIT, stop)
+    futures = run_claimers(client, providers, FAULT_OPS_LIMIT, stop) + run_readers(client, stop)
     try:
         time.sleep(2)
         killed = time.monotonic()
         cluster.kill(3)
         cluster.wait_synced(2, timeout=30)
-        probes = [client.call(2, "GET", "/resource_providers") for _ in range(3)]
+        gone = time.monotonic()  # nodes 1 and 2 have formed a cluster of two
+        probes = [client.call(ON_NODE_3, "GET", "/resource_providers") for _ in range(3)]
         assert [p.status_code for p in probes if p is not None] == [503] * 3
         assert probes[0].headers.get("Retry-After")
         time.sleep(2)  # the load goes on through nodes 1 and 2
@@ -436,10 +484,10 @@ def test_node_killed_mid_load(cluster, services, providers, tmp_path):
         cluster.wait_synced(3, timeout=60)
         deadline = time.monotonic() + 30
         while True:
-            answer = client.call(2, "GET", "/resource_providers")
+            answer = client.call(ON_NODE_3, "GET", "/resource_providers")
             if answer is not None and answer.status_code == 200:
                 break
-            assert time.monotonic() < deadline, "service 3 never came back"
+            assert time.monotonic() < deadline, "the service on node 3 never came back"
             time.sleep(0.2)
         recovered = time.monotonic()
         time.sleep(2)  # and through all three again
@@ -448,28 +496,39 @@ def test_node_killed_mid_load(cluster, services, providers, tmp_path):
         for future in futures:
             future.result(timeout=120)
     outcomes = list(ledger.outcomes)
-    print("phase two:", dict(summary(outcomes)),
-          f"node 3 down {restarted - killed:.1f} s, back after {recovered - restarted:.1f} s")
-    survivors = [o for o in outcomes if o.service != 2]
-    on_dead = [o for o in outcomes if o.service == 2]
-    bad = [o for o in survivors if o.status not in ANSWERS]
+    print("phase two:", dict(summary(outcomes)), f"node 3 down {restarted - killed:.1f} s"
+          f" (declared gone after {gone - killed:.1f} s), back {recovered - restarted:.1f} s"
+          f" after its restart; balancer's connections per node: {services.balancer.connections}")
+    print("phase two, answers per service:",
+          sorted(Counter((where(o.service), o.status) for o in outcomes).items()))
+    on_survivors = [o for o in outcomes if o.service in (0, 1)]
+    bad = [o for o in on_survivors if o.status not in ANSWERS]
     assert bad == [], failures(bad)
-    # Nodes 1 and 2 served writes while node 3 was down.
-    while_down = [o for o in survivors if killed < o.started and o.ended < restarted
-                  and o.method == "PUT" and o.status in SUCCESS]
+    # Nodes 1 and 2 granted claims while node 3 was down.
+    while_down = [o for o in on_survivors if killed < o.started and o.ended < restarted
+                  and o.method != "GET" and o.status in SUCCESS]
     assert len(while_down) > 0
+    # The service on node 3: 503 while its node was down (or for a request in flight
+    # when it died), never another error, and answers again once the node rejoined.
+    on_dead = [o for o in outcomes if o.service == ON_NODE_3]
     bad = [o for o in on_dead if o.status not in ANSWERS | {503}]
     assert bad == [], failures(bad)
-    # 503 only while the node was down (or a request in flight when it died).
-    stray = [o for o in on_dead if o.status == 503 and not (o.ended > killed
-                                                             and o.started < recovered)]
+    stray = [o for o in on_dead
+             if o.status == 503 and not (o.ended > killed and o.started < recovered)]
     assert stray == [], failures(stray)
-    unavailable = [o for o in on_dead if o.status == 503]
-    assert len(unavailable) >= 3
+    assert len([o for o in on_dead if o.status == 503]) >= 3
     after = [o for o in on_dead if o.started > recovered and o.status in SUCCESS]
-    assert len(after) > 0, "service 3 served nothing after its node rejoined"
+    assert len(after) > 0, "the service on node 3 served nothing after its node rejoined"
+    # Behind the balancer: a 503 at most for a request in flight until the two
+    # survivors formed their cluster; then answered through them, and through node 3
+    # again once synced.
+    roaming = [o for o in outcomes if o.service == ROAMING]
+    assert len([o for o in roaming if o.started > gone and o.status == 200]) > 0
+    bad = [o for o in roaming
+           if o.status != 200 and not (o.status == 503 and o.ended > killed and o.started < gone)]
+    assert bad == [], failures(bad)
     for provider in providers:
         ledger.resized[provider] += stored_totals[provider] - VCPU_TOTAL
     check_database(cluster.url(3), ledger, providers)
     free_room(client, ledger, providers)
-    check_candidates(bases, logs, cluster.url(3), tmp_path, cluster.url(1))
+    check_candidates(services, cluster.url(3), tmp_path, cluster.url(1))
