@@ -1,12 +1,14 @@
 """The service on a real three-node Galera cluster (``tests.galera``), under load and faults.
 
-Three gunicorn services (two workers each) each talk to a different node, as when a
-proxy spreads connections over the cluster. Ten providers with VCPU and MEMORY_MB
-are set up through the API; then 50 claimers, spread over the three services, make
-claims (``PUT /allocations/{new consumer}`` on one provider), delete some of them
-and grow providers' VCPU by one (``PUT .../inventories`` at the generation read just
-before). Writes through different nodes conflict in certification (every write
-takes the change log's state row), which must come back as 409, never a 500.
+Three gunicorn services (two workers each) each talk to a different node, as when
+writes are spread over the cluster; a fourth talks to it through a balancer
+(``galera.Balancer``, as HAProxy in a cloud), its connections moving between nodes.
+Ten providers with VCPU and MEMORY_MB are set up through the API; then 50 claimers,
+spread over the three node services, make claims (``PUT /allocations/{new
+consumer}`` on one provider), delete some of them and grow providers' VCPU by one
+(``PUT .../inventories`` at the generation read just before), while four readers
+ask the balanced service for candidates. Writes through different nodes conflict in
+certification (every write takes the change log's state row): 409, never a 500.
 
 Checked afterwards, from the database: no provider's usage exceeds its capacity;
 the allocations are exactly those of the claims answered 204 and not deleted
@@ -15,13 +17,16 @@ granted resizes (only growth: the service, as upstream, lets a shrink below usag
 through with a warning, which would blur the over-commit check); the allocations'
 ids came from all three nodes (``auto_increment_increment`` interleaves them).
 And every worker of every service answers ``GET /allocation_candidates`` exactly as
-a service started afterwards does, which in turn matches the database.
+a service started afterwards does, which in turn matches the database; the
+balanced service's connections are dropped between rounds, so that its workers
+answer from every node.
 
 Then the same load runs while node 3 is killed (SIGKILL) and restarted: the services
 on nodes 1 and 2 never answer 5xx, the one on node 3 answers 503 (never 500) while
-its node is down, and 200/204 again once the node has rejoined (by IST). The same
-checks follow; a request answered 503 may or may not have been applied, so only
-its consumer's allocations are left open.
+its node is down, and 200/204 again once the node has rejoined (by IST); the
+balanced one answers 200 throughout, but for requests in flight until nodes 1 and 2
+have declared node 3 gone. The same checks follow; a request answered 503 may or
+may not have been applied, so only its consumer's allocations are left open.
 """
 
 import contextlib
@@ -50,7 +55,7 @@ PROVIDERS = 10
 VCPU_TOTAL = 4
 MEMORY = {"total": 8192, "reserved": 512, "allocation_ratio": 1.5}
 CLAIMERS = 50
-OPS_PER_CLAIMER = 6  # phase one: 300 requests
+OPS_PER_CLAIMER = 6  # phase one: 300 operations
 FAULT_OPS_LIMIT = 150  # phase two: claimers run until told to stop, at most this many
 UNAVAILABLE_LIMIT = 120  # 503s a claimer waits out (0.5 s each) before it gives up
 WORKERS = 2
@@ -102,12 +107,12 @@ class Client:
         self.bases = bases
         self.ledger = ledger
 
-    def call(self, service: int, method: str, path: str, body=None, headers=None):
+    def call(self, service: int, method: str, path: str, body=None):
         started = time.monotonic()
         try:
             response = requests.request(
                 method, self.bases[service] + path, json=body,
-                headers={**HEADERS, **(headers or {})}, timeout=TIMEOUT_S,
+                headers=HEADERS, timeout=TIMEOUT_S,
             )
         except requests.RequestException as exc:
             self.ledger.record(Outcome(service, method, path, 0, started, time.monotonic(),
@@ -419,8 +424,15 @@ def refusal(outcome: Outcome) -> str:
     return "other"
 
 
-def failures(outcomes: list[Outcome]) -> list[str]:
-    return [f"{where(o.service)}: {o.method} {o.path} -> {o.status} {o.text}" for o in outcomes]
+def failures(outcomes: list[Outcome], services: Services) -> str:
+    """The failed requests (the first 20), and the end of their services' logs."""
+    lines = [f"{where(o.service)}: {o.method} {o.path} -> {o.status} {o.text}"
+             for o in outcomes[:20]]
+    for service in sorted({o.service for o in outcomes}):
+        log = services.logs[service].parent / "gunicorn.log"
+        lines.append(f"--- the end of the log of {where(service)} ({log}):")
+        lines.append(log.read_text()[-3000:] if log.exists() else "(no log)")
+    return "\n".join(lines)
 
 
 def where(service: int) -> str:
@@ -447,7 +459,7 @@ def test_claims_through_three_nodes(cluster, services, providers, tmp_path):
     counts = summary(outcomes)
     print("phase one:", dict(counts))
     bad = [o for o in outcomes if o.status not in ANSWERS]
-    assert bad == [], failures(bad)
+    assert bad == [], failures(bad, services)
     assert len([o for o in outcomes if o.service != ROAMING]) >= CLAIMERS * OPS_PER_CLAIMER
     assert len([o for o in outcomes if o.service == ROAMING]) >= READERS
     assert counts[("PUT", 204, "")] > 0 and counts[("PUT", 409, "capacity")] > 0
@@ -503,7 +515,7 @@ def test_node_killed_mid_load(cluster, services, providers, tmp_path):
           sorted(Counter((where(o.service), o.status) for o in outcomes).items()))
     on_survivors = [o for o in outcomes if o.service in (0, 1)]
     bad = [o for o in on_survivors if o.status not in ANSWERS]
-    assert bad == [], failures(bad)
+    assert bad == [], failures(bad, services)
     # Nodes 1 and 2 granted claims while node 3 was down.
     while_down = [o for o in on_survivors if killed < o.started and o.ended < restarted
                   and o.method != "GET" and o.status in SUCCESS]
@@ -512,10 +524,10 @@ def test_node_killed_mid_load(cluster, services, providers, tmp_path):
     # when it died), never another error, and answers again once the node rejoined.
     on_dead = [o for o in outcomes if o.service == ON_NODE_3]
     bad = [o for o in on_dead if o.status not in ANSWERS | {503}]
-    assert bad == [], failures(bad)
+    assert bad == [], failures(bad, services)
     stray = [o for o in on_dead
              if o.status == 503 and not (o.ended > killed and o.started < recovered)]
-    assert stray == [], failures(stray)
+    assert stray == [], failures(stray, services)
     assert len([o for o in on_dead if o.status == 503]) >= 3
     after = [o for o in on_dead if o.started > recovered and o.status in SUCCESS]
     assert len(after) > 0, "the service on node 3 served nothing after its node rejoined"
@@ -526,7 +538,7 @@ def test_node_killed_mid_load(cluster, services, providers, tmp_path):
     assert len([o for o in roaming if o.started > gone and o.status == 200]) > 0
     bad = [o for o in roaming
            if o.status != 200 and not (o.status == 503 and o.ended > killed and o.started < gone)]
-    assert bad == [], failures(bad)
+    assert bad == [], failures(bad, services)
     for provider in providers:
         ledger.resized[provider] += stored_totals[provider] - VCPU_TOTAL
     check_database(cluster.url(3), ledger, providers)
