@@ -356,7 +356,7 @@ def check_candidates(services: Services, fresh_url: str, tmp_path, database_url:
     """Every worker of every service answers as a service started now does; the roaming
     service's connections are dropped before each round, so that they move."""
     folder = tmp_path / "fresh"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     with running_gunicorn(fresh_url, folder, 1) as fresh:
         response = requests.get(fresh + CANDIDATES, headers=HEADERS, timeout=TIMEOUT_S)
         assert response.status_code == 200, response.text
@@ -443,7 +443,14 @@ def where(service: int) -> str:
 
 
 @pytest.mark.slow
-def test_claims_through_three_nodes(cluster, services, providers, tmp_path):
+def test_galera_under_load_and_faults(cluster, services, providers, tmp_path):
+    """One test, so that pytest-xdist runs both phases on one cluster, one after the
+    other (and never starts two clusters)."""
+    writes_through_three_nodes(cluster, services, providers, tmp_path / "one")
+    node_killed_mid_load(cluster, services, providers, tmp_path / "two")
+
+
+def writes_through_three_nodes(cluster, services: Services, providers, tmp_path):
     ledger = Ledger()
     client = Client(services.bases, ledger)
     stop = threading.Event()
@@ -472,8 +479,7 @@ def test_claims_through_three_nodes(cluster, services, providers, tmp_path):
     check_candidates(services, cluster.url(2), tmp_path, cluster.url(1))
 
 
-@pytest.mark.slow
-def test_node_killed_mid_load(cluster, services, providers, tmp_path):
+def node_killed_mid_load(cluster, services: Services, providers, tmp_path):
     ledger = Ledger()
     # The allocations and totals that phase one left.
     stored, stored_totals, _usage, _ids = read_database(cluster.url(1))
