@@ -3,16 +3,19 @@
 Three gunicorn services (two workers each) each talk to a different node, as when
 writes are spread over the cluster; a fourth talks to it through a balancer
 (``galera.Balancer``, as HAProxy in a cloud), its connections moving between nodes.
-Ten providers with VCPU and MEMORY_MB are set up through the API; then 50 claimers,
-spread over the three node services, make claims (``PUT /allocations/{new
-consumer}`` on one provider), delete some of them and grow providers' VCPU by one
-(``PUT .../inventories`` at the generation read just before), while four readers
-ask the balanced service for candidates. Writes through different nodes conflict in
-certification (every write takes the change log's state row): 409, never a 500.
+Ten providers with VCPU and MEMORY_MB, and two GPU nodes, are set up through the API;
+then 50 claimers, spread over the three node services, make claims (``PUT
+/allocations/{new consumer}`` on one provider), group claims (``POST
+/group_resources/claims``, a pair of GPUs), delete some of their claims and grow
+providers' VCPU by one (``PUT .../inventories`` at the generation read just before),
+while four readers ask the balanced service for candidates. Writes through different
+nodes conflict in certification (every write takes the change log's state row): 409,
+never a 500.
 
-Checked afterwards, from the database: no provider's usage exceeds its capacity;
-the allocations are exactly those of the claims answered 204 and not deleted
-(a claim refused left nothing); every provider's VCPU total moved by exactly its
+Checked afterwards, from the database: no provider's usage exceeds its capacity (a
+GPU in two group claims would); the allocations are exactly those of the claims
+answered 204 and not deleted, and of the group claims answered 200 (a claim refused
+left nothing); every provider's VCPU total moved by exactly its
 granted resizes (only growth: the service, as upstream, lets a shrink below usage
 through with a warning, which would blur the over-commit check); the allocations'
 ids came from all three nodes (``auto_increment_increment`` interleaves them).
@@ -62,6 +65,8 @@ WORKERS = 2
 CANDIDATES = "/allocation_candidates?resources=VCPU:1&limit=1000"
 ON_NODE_3 = 2  # the service on the node the fault phase kills
 ROAMING = 3  # the service behind the balancer
+GPU_NODES = 2
+GPU_PAIR = {"cpu": 1, "Gpugrp0/RA/gpu/a/cards": 1, "Gpugrp0/RA/gpu/b/cards": 1}
 READERS = 4  # threads reading candidates from it during the load
 READS_LIMIT = 200  # each, at most
 TIMEOUT_S = 60
@@ -88,8 +93,9 @@ class Ledger:
     consumers whose last write's outcome is unknown (503); VCPU resizes granted and
     unknown, per provider; and every request."""
 
-    granted: dict[str, tuple[str, dict]] = field(default_factory=dict)
-    unknown: dict[str, tuple[str, dict]] = field(default_factory=dict)
+    granted: dict[str, dict[str, dict]] = field(default_factory=dict)
+    unknown: dict[str, dict[str, dict]] = field(default_factory=dict)
+    grouped: set[str] = field(default_factory=set)  # group claims granted, not yet checked
     resized: Counter = field(default_factory=Counter)
     resized_unknown: Counter = field(default_factory=Counter)
     outcomes: list[Outcome] = field(default_factory=list)
@@ -118,7 +124,7 @@ class Client:
             self.ledger.record(Outcome(service, method, path, 0, started, time.monotonic(),
                                        repr(exc)))
             return None
-        text = "" if response.status_code in SUCCESS else response.text[:300]
+        text = "" if response.status_code in SUCCESS else response.text[:2000]
         self.ledger.record(
             Outcome(service, method, path, response.status_code, started, time.monotonic(), text)
         )
@@ -176,8 +182,16 @@ def services(cluster, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def providers(services):
-    """Ten providers, made through the three services in turn."""
+    """Ten providers, made through the three services in turn (and two GPU nodes for
+    the group claims: 2 x 4 pairs of GPUs under one switch)."""
     client = Client(services.bases, Ledger())
+    for index in range(GPU_NODES):
+        resources = {"cpu": 64}
+        for device in range(8):
+            resources[f"Gpugrp1/{device // 4}/Gpugrp0/{device // 2}/gpu/dev{device}/cards"] = 1
+        node = client.call(index, "PUT", f"/group_resources/nodes/gpu-{index}",
+                           {"resources": resources})
+        assert node is not None and node.status_code == 201, node and node.text
     made = []
     for index in range(PROVIDERS):
         service = index % 3
@@ -198,7 +212,8 @@ def providers(services):
 
 def claimer(number: int, client: Client, providers: list[str], ops: int,
             stop: threading.Event | None = None) -> None:
-    """Claims, deletes of its own claims, and resizes, through service ``number % 3``:
+    """Claims, group claims, deletes of its own claims, and resizes, through service
+    ``number % 3``:
     ``ops`` answered operations (a 503 is waited out and not counted, at most
     ``UNAVAILABLE_LIMIT`` times), fewer if ``stop`` is set."""
     rng = random.Random(number)
@@ -211,7 +226,9 @@ def claimer(number: int, client: Client, providers: list[str], ops: int,
         provider = rng.choice(providers)
         if roll < 0.15:
             status = resize(client, service, provider)
-        elif roll < 0.35 and mine:
+        elif roll < 0.25:
+            status = group_claim(client, service)
+        elif roll < 0.40 and mine:
             consumer = mine.pop(rng.randrange(len(mine)))
             response = client.call(service, "DELETE", f"/allocations/{consumer}")
             status = response.status_code if response is not None else 0
@@ -231,10 +248,10 @@ def claimer(number: int, client: Client, providers: list[str], ops: int,
             status = response.status_code if response is not None else 0
             with ledger.lock:
                 if status == 204:
-                    ledger.granted[consumer] = (provider, resources)
+                    ledger.granted[consumer] = {provider: resources}
                     mine.append(consumer)
                 elif status not in ANSWERS:
-                    ledger.unknown[consumer] = (provider, resources)
+                    ledger.unknown[consumer] = {provider: resources}
         if status == 503:
             unavailable += 1
             if unavailable > UNAVAILABLE_LIMIT:
@@ -242,6 +259,22 @@ def claimer(number: int, client: Client, providers: list[str], ops: int,
             time.sleep(0.5)  # the service said Retry-After; do not spin on it
         else:
             done += 1
+
+
+def group_claim(client: Client, service: int) -> int:
+    """A pair of GPUs under one switch and a CPU, on whichever GPU node has them."""
+    consumer = str(uuid.uuid4())
+    response = client.call(service, "POST", "/group_resources/claims", {
+        "resources": GPU_PAIR, "consumer_uuid": consumer, "project_id": "project",
+        "user_id": "user",
+    })
+    status = response.status_code if response is not None else 0
+    with client.ledger.lock:
+        if status == 200:
+            client.ledger.grouped.add(consumer)
+        elif status not in ANSWERS:
+            client.ledger.unknown[consumer] = {}
+    return status
 
 
 def resize(client: Client, service: int, provider: str) -> int:
@@ -316,23 +349,30 @@ def read_database(url: str):
             )).all()
     finally:
         engine.dispose()
-    stored: dict[str, tuple[str, dict]] = {}
+    stored: dict[str, dict[str, dict]] = {}
     for consumer, provider, class_name, used, _id in rows:
-        stored.setdefault(consumer, (provider, {}))[1][class_name] = used
+        stored.setdefault(consumer, {}).setdefault(provider, {})[class_name] = used
     return stored, totals, usage, [row[4] for row in rows]
 
 
 def check_database(url: str, ledger: Ledger, providers: list[str]) -> dict:
     stored, totals, usage, ids = read_database(url)
     over = [row for row in usage if row[5] > (row[2] - row[3]) * float(row[4])]
-    assert len(usage) == 2 * PROVIDERS
+    assert len([row for row in usage if row[0] in providers]) == 2 * PROVIDERS
+    # Every inventory, the GPU nodes' too: a GPU (one card) in two claims would show.
     assert over == [], f"over-commit: {over}"
+    # A group claim granted holds a CPU and two GPUs, from then on as it is.
+    for consumer in ledger.grouped:
+        held = stored.get(consumer, {})
+        assert sorted(u for r in held.values() for u in r.values()) == [1, 1, 1], held
+        ledger.granted[consumer] = held
+    ledger.grouped.clear()
     # Exactly what the claimers were told, except consumers whose outcome is unknown.
     known = {c: a for c, a in stored.items() if c not in ledger.unknown}
     expected = {c: a for c, a in ledger.granted.items() if c not in ledger.unknown}
     assert known == expected
     for consumer in set(ledger.unknown) & set(stored):  # the write or the delete it was
-        assert stored[consumer] == ledger.unknown[consumer]
+        assert stored[consumer] == ledger.unknown[consumer] or ledger.unknown[consumer] == {}
     assert len(expected) > 0
     for provider in providers:
         low = VCPU_TOTAL + ledger.resized[provider]
@@ -363,7 +403,7 @@ def check_candidates(services: Services, fresh_url: str, tmp_path, database_url:
         expected = response.json()
     fitting = candidates_from_database(database_url)
     assert len(fitting) > 0
-    assert set(expected["provider_summaries"]) == fitting
+    assert {rp for r in expected["allocation_requests"] for rp in r["allocations"]} == fitting
     moved = Counter(services.balancer.connections)
     for index, (base, log) in enumerate(zip(services.bases, services.logs, strict=True)):
         answered_by: set[str] = set()
@@ -400,7 +440,7 @@ def free_room(client: Client, ledger: Ledger, providers: list[str]) -> None:
     """Delete every claim on the first half of the providers (through the three
     services), so that the candidates afterwards are not empty."""
     half = set(providers[: PROVIDERS // 2])
-    doomed = [c for c, (p, _r) in ledger.granted.items() if p in half]
+    doomed = [c for c, allocations in ledger.granted.items() if half & set(allocations)]
     for number, consumer in enumerate(doomed):
         response = client.call(number % 3, "DELETE", f"/allocations/{consumer}")
         assert response is not None and response.status_code in (204, 409), response.text
@@ -418,6 +458,7 @@ def refusal(outcome: Outcome) -> str:
     if outcome.status != 409:
         return ""
     for words, kind in (("exceed the capacity", "capacity"), ("at the same time", "contention"),
+                        ("group_resources.unplaceable", "unplaceable"),
                         ("generation", "generation")):
         if words in outcome.text:
             return kind
@@ -426,7 +467,7 @@ def refusal(outcome: Outcome) -> str:
 
 def failures(outcomes: list[Outcome], services: Services) -> str:
     """The failed requests (the first 20), and the end of their services' logs."""
-    lines = [f"{where(o.service)}: {o.method} {o.path} -> {o.status} {o.text}"
+    lines = [f"{where(o.service)}: {o.method} {o.path} -> {o.status} {o.text[:400]}"
              for o in outcomes[:20]]
     for service in sorted({o.service for o in outcomes}):
         log = services.logs[service].parent / "gunicorn.log"
@@ -470,6 +511,7 @@ def writes_through_three_nodes(cluster, services: Services, providers, tmp_path)
     assert len([o for o in outcomes if o.service != ROAMING]) >= CLAIMERS * OPS_PER_CLAIMER
     assert len([o for o in outcomes if o.service == ROAMING]) >= READERS
     assert counts[("PUT", 204, "")] > 0 and counts[("PUT", 409, "capacity")] > 0
+    assert counts[("POST", 200, "")] > 0  # group claims
     assert {o.service for o in outcomes if o.method == "PUT" and o.status == 204} == {0, 1, 2}
     facts = check_database(cluster.url(2), ledger, providers)
     print("phase one, stored:", facts)
