@@ -7,11 +7,13 @@ ports (group communication, incremental state transfer, rsync state transfer), a
 on 127.0.0.1 and all chosen free at start, so two runs on one machine never meet.
 
 Node 1 bootstraps the cluster (``--wsrep-new-cluster``) on an initialized data
-directory; nodes 2 and 3 start on empty ones and receive node 1's by rsync (SST).
+directory; nodes 2 and 3 start on copies of it and join (``_seed_data_directories``).
 ``kill`` stops a node as a crash would (SIGKILL); ``restart`` starts it again on its
 data directory, and it rejoins by incremental transfer (IST) or a full one (SST).
 The failure detector's timeouts are shortened, as a loopback cluster can afford, so
-that the survivors declare a killed node gone within seconds.
+that the survivors declare a killed node gone within seconds. ``Balancer`` is a
+round-robin TCP proxy in front of the nodes that skips those not synced, as HAProxy
+with Galera's health check is in front of a cloud's cluster.
 
 Every wait is bounded (``START_TIMEOUT_S``, ``SYNC_TIMEOUT_S``); a node that fails to
 start raises ``mysqlserver.MysqlUnavailable`` with its error log's tail.
@@ -153,11 +155,12 @@ class Cluster:
         return cluster
 
     def _seed_data_directories(self) -> None:
-        """Give every node the same data directory, at the same cluster position, so
-        that the joiners need no state transfer (rsync'ing it would take seconds
-        each): node 1 bootstraps a cluster on a fresh one and stops cleanly, which
-        records the cluster's id and position in it (grastate.dat), and nodes 2 and 3
-        start on copies (``cp -a`` keeps the ``mysql`` user's ownership)."""
+        """Give every node the same data directory, of the same cluster, so that the
+        joiners receive only the few write sets since (an incremental transfer,
+        IST), not the whole directory (an rsync SST, seconds more each): node 1
+        bootstraps a cluster on a fresh one and stops cleanly, which records the
+        cluster's id and position in it (grastate.dat), and nodes 2 and 3 start on
+        copies (``cp -a`` keeps the ``mysql`` user's ownership)."""
         first = self.nodes[0]
         mysqlserver.initialize(first.base)
         self._launch(first, bootstrap=True)
@@ -319,11 +322,13 @@ def _execute(port: int, statement: str) -> tuple:
 
 def _distinct_free_ports(count: int) -> list[int]:
     ports: list[int] = []
-    while len(ports) < count:
+    for _ in range(20 * count):
         port = mysqlserver.free_port()
         if port not in ports:
             ports.append(port)
-    return ports
+        if len(ports) == count:
+            return ports
+    raise GaleraUnavailable(f"could not find {count} distinct free ports")
 
 
 def _owned_by_server_user(path: str) -> None:
