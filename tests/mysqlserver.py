@@ -114,12 +114,11 @@ def _run_as() -> str | None:
 def initialize(base: str) -> str:
     """Create an empty data directory in ``base``; return its path."""
     datadir = os.path.join(base, "data")
-    os.makedirs(_tmpdir(base), exist_ok=True)
     user = _run_as()
     if user is not None:
         account = pwd.getpwnam(user)
-        for folder in (base, _tmpdir(base)):
-            os.chown(folder, account.pw_uid, account.pw_gid)
+        os.chown(base, account.pw_uid, account.pw_gid)
+    _make_tmpdir(base, user)
     install_db = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
     if install_db is None:
         raise MysqlUnavailable("no mariadb-install-db found")
@@ -136,6 +135,13 @@ def initialize(base: str) -> str:
     return datadir
 
 
+def _make_tmpdir(base: str, user: str | None) -> None:
+    os.makedirs(_tmpdir(base), exist_ok=True)
+    if user is not None:
+        account = pwd.getpwnam(user)
+        os.chown(_tmpdir(base), account.pw_uid, account.pw_gid)
+
+
 def _tmpdir(base: str) -> str:
     """The server's own temporary folder: servers started at once (one per test worker)
     must not share /tmp's temporary tables."""
@@ -148,6 +154,7 @@ def launch(base: str, datadir: str, port: int, extra_options: list[str] | None =
     if binary is None:
         raise MysqlUnavailable("no mariadbd found")
     user = _run_as()
+    _make_tmpdir(base, user)
     options = [
         binary, "--no-defaults", f"--datadir={datadir}", f"--port={port}",
         "--bind-address=127.0.0.1", f"--socket={os.path.join(base, 'mysqld.sock')}",
