@@ -30,6 +30,7 @@ from oslo_policy import opts as policy_opts
 from oslo_policy import policy as oslo_policy
 
 from placement import errors
+from placement.k8s import DEFAULT_SCHEDULER_PREFIX
 
 ADMIN_OR_SERVICE = "rule:admin_or_service_api"
 SERVICE = "rule:service_api"
@@ -96,6 +97,9 @@ PROVIDER = "/resource_providers/{uuid}"
 INVENTORY = PROVIDER + "/inventories/{resource_class}"
 GROUP_NODE = "/group_resources/nodes/{name}"
 DEVICE_NODE = "/group_resources/device_nodes/{name}"
+# The extender verbs at the default [k8s] scheduler_prefix (``rule_of_extender_verb``
+# finds them under any prefix).
+SCHEDULER = DEFAULT_SCHEDULER_PREFIX
 
 API_RULES = [
     _api_rule("resource_providers:list", READ, "List resource providers.",
@@ -206,6 +210,19 @@ API_RULES = [
               ("POST", "/group_resources/device_candidates/explain")),
     _api_rule("group_resources:device_claims:create", ADMIN_OR_SERVICE,
               "Claim the best devices for a request.", ("POST", "/group_resources/device_claims")),
+    _api_rule("k8s:scheduler:filter", ADMIN_OR_SERVICE,
+              "kube-scheduler's filter verb, for a client not in [k8s] scheduler_clients.",
+              ("POST", SCHEDULER + "/filter")),
+    _api_rule("k8s:scheduler:prioritize", ADMIN_OR_SERVICE,
+              "kube-scheduler's prioritize verb (also named sort), for a client not in "
+              "[k8s] scheduler_clients.",
+              ("POST", SCHEDULER + "/prioritize"), ("POST", SCHEDULER + "/sort")),
+    _api_rule("k8s:scheduler:bind", ADMIN_OR_SERVICE,
+              "kube-scheduler's bind verb, for a client not in [k8s] scheduler_clients.",
+              ("POST", SCHEDULER + "/bind")),
+    _api_rule("k8s:scheduler:preempt", ADMIN_OR_SERVICE,
+              "kube-scheduler's preempt verb, for a client not in [k8s] scheduler_clients.",
+              ("POST", SCHEDULER + "/preempt")),
     _api_rule("metrics:show", "rule:admin_api",
               "Read the Prometheus metrics (unless [metrics] unauthenticated opens them).",
               ("GET", "/metrics")),
@@ -236,6 +253,10 @@ class Policy:
         """The rule of ``method`` on ``route`` (a Flask route; HEAD is GET's)."""
         method = "GET" if method == "HEAD" else method
         return self._rule_of_operation.get((method, operation_path(route)))
+
+    def rule_of_extender_verb(self, verb: str) -> str | None:
+        """The rule of an extender verb (``/filter``), whatever the prefix it is under."""
+        return self._rule_of_operation.get(("POST", SCHEDULER + verb))
 
     def authorize(self, rule: str, credentials: Mapping[str, Any], target: Mapping) -> None:
         """Raise Forbidden, in upstream's words, unless ``rule`` allows ``credentials``."""

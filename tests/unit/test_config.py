@@ -116,6 +116,11 @@ def test_every_option_has_an_environment_variable(tmp_path):
         "group_node_ranking": "sum",
         "group_sibling_groups": "shared",
         "group_candidates_budget_ms": "40",
+        "k8s_scheduler_prefix": "/gpu-scheduler-extender",
+        "k8s_scheduler_clients": "10.0.0.0/8, ::1",
+        "k8s_kubeconfig": "/etc/placement/kubeconfig",
+        "k8s_api_timeout_seconds": "2.5",
+        "k8s_topology_annotation_prefix": "example.com/gpu-",
     }
     assert {option.field for option in OPTIONS} == set(values)
     environ = {option.env: values[option.field] for option in OPTIONS}
@@ -148,6 +153,11 @@ def test_every_option_has_an_environment_variable(tmp_path):
         group_node_ranking="sum",
         group_sibling_groups="shared",
         group_candidates_budget_ms=40,
+        k8s_scheduler_prefix="/gpu-scheduler-extender",
+        k8s_scheduler_clients=("10.0.0.0/8", "::1"),
+        k8s_kubeconfig="/etc/placement/kubeconfig",
+        k8s_api_timeout_seconds=2.5,
+        k8s_topology_annotation_prefix="example.com/gpu-",
     )
 
 
@@ -322,3 +332,14 @@ def test_the_log_level_of_an_earlier_release_is_still_read(tmp_path):
         == "ERROR"
     both = _write(tmp_path, "[DEFAULT]\nlog_level = ERROR\n[logging]\nlevel = DEBUG\n")
     assert load_config(both, environ={}).log_level == "DEBUG"
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"k8s_scheduler_prefix": "k8s"}, "scheduler_prefix"),
+    ({"k8s_scheduler_prefix": "/k8s/"}, "scheduler_prefix"),
+    ({"k8s_scheduler_clients": ("10.0.0.0/33",)}, "scheduler_clients"),
+    ({"k8s_api_timeout_seconds": 0}, "api_timeout_seconds"),
+])
+def test_the_k8s_options_are_checked(changes, words):
+    with pytest.raises(ConfigError, match=words):
+        Config(**changes)
