@@ -112,6 +112,10 @@ ROUTES: dict[str, dict[str, Callable]] = {
         "DELETE": devices.delete_node,
     },
     "/group_resources/device_nodes/<name>/checkpoints": {"PUT": devices.hold_checkpoints},
+    # Koordinator's Device object of the node (and its checkpoint annotation).
+    "/group_resources/device_nodes/<name>/koordinator_device": {
+        "PUT": devices.import_koordinator_device
+    },
     "/group_resources/device_candidates": {"POST": devices.find_candidates},
     "/group_resources/device_candidates/explain": {"POST": devices.explain_candidates},
     "/group_resources/device_claims": {"POST": devices.claim},

@@ -3,6 +3,10 @@
 import json
 import uuid
 
+from placement.app import create_app
+from tests.conftest import Api
+from tests.k8s_api_server import kubeconfig
+
 PREFIX = "/k8s/scheduler"
 # kube-scheduler sends JSON, no token, no microversion.
 SCHEDULER_HEADERS = {"Content-Type": "application/json"}
@@ -85,3 +89,10 @@ def filter_names(api, pod_body, names, **kwargs) -> dict:
     response = call(api, "filter", {"Pod": pod_body, "NodeNames": names}, **kwargs)
     assert response.status_code == 200, response.get_data(as_text=True)
     return response.json
+
+
+def api_with_cluster(config, engine, tmp_path, url) -> Api:
+    """An application whose Kubernetes API is the server at ``url`` (a kubeconfig file)."""
+    path = tmp_path / "kubeconfig"
+    path.write_text(kubeconfig(url), encoding="utf-8")
+    return Api(create_app(config.replace(k8s_kubeconfig=str(path)), engine=engine).test_client())

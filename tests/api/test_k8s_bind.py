@@ -8,9 +8,9 @@ import pytest
 
 from placement.app import create_app
 from tests.api.device_helpers import import_node, switch_box
-from tests.api.k8s_helpers import call, filter_names, pod
+from tests.api.k8s_helpers import api_with_cluster, call, filter_names, pod
 from tests.conftest import Api
-from tests.k8s_api_server import FakeApiServer, kubeconfig, running
+from tests.k8s_api_server import FakeApiServer, running
 
 ALLOCATED = "scheduling.koordinator.sh/device-allocated"
 
@@ -23,10 +23,7 @@ def apiserver():
 
 @pytest.fixture
 def k8s_api(config, engine, tmp_path, apiserver):
-    path = tmp_path / "kubeconfig"
-    path.write_text(kubeconfig(apiserver.url), encoding="utf-8")
-    app = create_app(config.replace(k8s_kubeconfig=str(path)), engine=engine)
-    api = Api(app.test_client())
+    api = api_with_cluster(config, engine, tmp_path, apiserver.url)
     import_node(
         api,
         "gpu-1",
@@ -126,9 +123,7 @@ def test_no_device_left_on_the_node_is_an_error(k8s_api, apiserver):
 
 
 def test_unreachable_api_and_malformed_bodies(config, engine, tmp_path):
-    path = tmp_path / "kubeconfig"
-    path.write_text(kubeconfig("http://127.0.0.1:9"), encoding="utf-8")
-    api = Api(create_app(config.replace(k8s_kubeconfig=str(path)), engine=engine).test_client())
+    api = api_with_cluster(config, engine, tmp_path, "http://127.0.0.1:9")
     asking = pod(resources={"nvidia.com/gpu": 1})
     assert "could not be reached" in call(api, "bind", binding_args(asking)).json["Error"]
     for body in ({"PodName": "x"}, {**binding_args(asking), "PodUID": "nope"}, []):
