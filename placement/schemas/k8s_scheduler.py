@@ -13,13 +13,27 @@ from placement.schemas import ExtensionSchema
 from placement.schemas.fields import StrictDict, StrictInteger, StrictList, StrictString
 
 
+class NodeNameList(StrictList):
+    """A list of node names: kube-scheduler sends hundreds with every call, so a list of
+    strings is taken as it is, without a field per name (anything else is checked, and
+    refused, as any list)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(StrictString(), **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if isinstance(value, list) and all(type(name) is str for name in value):
+            return value
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
 class ExtenderArgs(ExtensionSchema):
     """What ``filter`` and ``prioritize`` are sent: the pod, and the nodes by name
     (``nodeCacheCapable``) or as a ``v1.NodeList``."""
 
     Pod = StrictDict(required=True)
     Nodes = StrictDict(allow_none=True)
-    NodeNames = StrictList(StrictString(), allow_none=True)
+    NodeNames = NodeNameList(allow_none=True)
 
 
 class MetaPod(ExtensionSchema):
