@@ -155,3 +155,57 @@ def test_a_body_that_is_not_json_answers_the_error_field(cluster):
 def test_other_methods_and_verbs_are_not_answered(cluster):
     assert cluster.client.get(PREFIX + "/filter").status_code in (401, 405)
     assert cluster.client.post(PREFIX + "/unknown", json={}).status_code in (401, 404)
+
+
+# A node with every device type: two switches, each with 2 GPUs, a NIC and an FPGA.
+EVERY_TYPE = {
+    "devices": [
+        *(
+            {"type": "gpu", "minor": m, "numa": 0, "pcie": m // 2, "memory": "8Gi"}
+            for m in range(4)
+        ),
+        *({"type": "rdma", "minor": m, "numa": 0, "pcie": m} for m in range(2)),
+        *({"type": "fpga", "minor": m, "numa": 0, "pcie": m} for m in range(2)),
+    ]
+}
+JOINT_001 = {JOINT: json.dumps({"deviceTypes": ["gpu", "rdma"]})}
+JOINT_001_PCIE = {JOINT: json.dumps({"deviceTypes": ["gpu", "rdma"], "requiredScope": "SamePCIe"})}
+
+
+@pytest.mark.parametrize(
+    "resources, annotations, passes",
+    [
+        # Document 001's pods: 4 GPUs and a NIC, jointly; then on one PCIe switch each.
+        ({"nvidia.com/gpu": 4, "koordinator.sh/rdma": 1}, JOINT_001, True),
+        ({"nvidia.com/gpu": 4, "koordinator.sh/rdma": 1}, JOINT_001_PCIE, True),
+        # Document 003's: two whole GPUs by core and ratio; a half; a memory no GPU has.
+        ({"kubernetes.io/gpu-core": 200, "kubernetes.io/gpu-memory-ratio": 200}, {}, True),
+        ({"kubernetes.io/gpu": 50}, {}, True),
+        ({"kubernetes.io/gpu-core": 50, "kubernetes.io/gpu-memory": "9Gi"}, {}, False),
+        ({"koordinator.sh/fpga": 200}, {}, True),
+        ({"koordinator.sh/fpga": 300}, {}, False),
+        ({"koordinator.sh/rdma": 50, "aliyun.com/gpu": 1}, {}, True),
+    ],
+)
+def test_the_documents_pods_and_every_device_type(api, resources, annotations, passes):
+    import_node(api, "every", EVERY_TYPE)
+    result = filter_names(api, pod(resources=resources, annotations=annotations), ["every"])
+    assert result["NodeNames"] == (["every"] if passes else [])
+    if not passes:
+        assert set(result["FailedAndUnresolvableNodes"]) == {"every"}
+
+
+def test_a_request_the_device_routes_refuse_is_the_filters_error(api):
+    # Core with both ratio and memory (as one of document 003's examples writes it).
+    asking = pod(
+        resources={
+            "kubernetes.io/gpu-core": 200,
+            "kubernetes.io/gpu-memory-ratio": 200,
+            "kubernetes.io/gpu-memory": "16Gi",
+        }
+    )
+    error = filter_names(api, asking, ["every"])["Error"]
+    assert error == (
+        "kubernetes.io/gpu-core needs exactly one of kubernetes.io/gpu-memory-ratio "
+        "and kubernetes.io/gpu-memory."
+    )
