@@ -91,9 +91,11 @@ def create_app(config: Config | None = None, engine: Engine | None = None) -> fl
         assert config.source_file is not None  # enforced by Config
         app.wsgi_app = keystone.protect(  # type: ignore[method-assign]
             app.wsgi_app, config.source_file,
-            OPEN_PATHS | ({METRICS_PATH} if config.metrics_unauthenticated else set())
-            # kube-scheduler sends no token: admitted, or not, by ``_admit_scheduler``.
-            | set(scheduler_extender_routes(config.k8s_scheduler_prefix)))
+            OPEN_PATHS | ({METRICS_PATH} if config.metrics_unauthenticated else set()),
+            # kube-scheduler sends no token: from its addresses, ``_admit_scheduler`` admits it.
+            trusted_paths=set(scheduler_extender_routes(config.k8s_scheduler_prefix)),
+            trusted=lambda environ: _is_scheduler_client(
+                config.k8s_scheduler_clients, environ.get("REMOTE_ADDR")))
     register_routes(app, config.k8s_scheduler_prefix)
     app.before_request(_before_request)
     app.after_request(_after_request)

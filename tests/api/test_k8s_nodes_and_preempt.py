@@ -202,3 +202,40 @@ def test_scheduler_clients_and_policy_under_token_auth(token_api):
     assert post(REMOTE, "admin-secret").status_code == 200
     assert post(REMOTE, "reader-secret").status_code == 403
     assert token_api.client.post("/k8s/scheduler/filter", data=body).status_code in (401, 404)
+
+
+def test_under_keystone_only_the_scheduler_addresses_pass_by_without_a_token(
+    config, engine, tmp_path
+):
+    """keystonemiddleware lets the verbs by from [k8s] scheduler_clients only: any other
+    client's request is checked by it (no token: its own 401), so identity headers a client
+    forges never reach the policy."""
+    from placement.app import create_app
+
+    conf = tmp_path / "placement.conf"
+    conf.write_text(
+        "[api]\nauth_strategy = keystone\n[keystone_authtoken]\n"
+        "www_authenticate_uri = http://127.0.0.1:9/identity\n"
+        "auth_url = http://127.0.0.1:9/identity\n",
+        encoding="utf-8",
+    )
+    app = create_app(config.replace(auth_strategy="keystone", source_file=str(conf)), engine=engine)
+    body = json.dumps({"Pod": pod(resources={"nvidia.com/gpu": 1}), "NodeNames": []})
+    forged = {
+        "Content-Type": "application/json",
+        "X-Identity-Status": "Confirmed",
+        "X-Roles": "admin",
+        "X-Project-Id": "p",
+        "X-User-Id": "u",
+    }
+    client = app.test_client()
+    assert (
+        client.post(
+            "/k8s/scheduler/filter", data=body, headers=forged, environ_base=REMOTE
+        ).status_code
+        == 401
+    )
+    admitted = client.post(
+        "/k8s/scheduler/filter", data=body, headers={"Content-Type": "application/json"}
+    )
+    assert admitted.status_code == 200 and admitted.json["Error"] == ""
