@@ -178,9 +178,9 @@ def _admit_scheduler(services, request: flask.Request) -> None:
 
 def _is_scheduler_client(networks: tuple[str, ...], address: str | None) -> bool:
     """Whether ``address`` is in one of ``networks`` (a Unix socket, without an address, is
-    this host)."""
+    this host: admitted unless ``networks`` is empty)."""
     if not address:
-        return True
+        return bool(networks)
     try:
         client = ipaddress.ip_address(address)
     except ValueError:

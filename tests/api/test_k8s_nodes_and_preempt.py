@@ -204,6 +204,30 @@ def test_scheduler_clients_and_policy_under_token_auth(token_api):
     assert token_api.client.post("/k8s/scheduler/filter", data=body).status_code in (401, 404)
 
 
+def test_no_scheduler_clients_means_a_token_from_everywhere(api, config, engine):
+    from placement.app import create_app
+
+    app = create_app(config.replace(k8s_scheduler_clients=()), engine=engine)
+    body = json.dumps({"Pod": pod(resources={"nvidia.com/gpu": 1}), "NodeNames": []})
+    client = app.test_client()
+    for environ in ({}, {"REMOTE_ADDR": ""}):
+        assert (
+            client.post(
+                "/k8s/scheduler/filter",
+                data=body,
+                environ_base=environ,
+                headers={"Content-Type": "application/json"},
+            ).status_code
+            == 401
+        )
+    with_token = client.post(
+        "/k8s/scheduler/filter",
+        data=body,
+        headers={"Content-Type": "application/json", "X-Auth-Token": "admin"},
+    )
+    assert with_token.status_code == 200
+
+
 def test_under_keystone_only_the_scheduler_addresses_pass_by_without_a_token(
     config, engine, tmp_path
 ):
