@@ -127,7 +127,7 @@ ROUTES: dict[str, dict[str, Callable]] = {
 }
 
 # kube-scheduler's extender verbs, under ``[k8s] scheduler_prefix`` (not part of the
-# Placement API; ``sort`` is ``prioritize`` by the name document 002's sample gives it).
+# Placement API; ``sort`` is ``prioritize`` under the name GPU topology extenders give it).
 # Admitted without a token from ``[k8s] scheduler_clients`` only (``app``).
 SCHEDULER_EXTENDER: dict[str, Callable] = {
     "/filter": k8s_scheduler.filter_nodes,

@@ -81,4 +81,3 @@ def _checkpoints(annotations: Mapping) -> list[dict] | None:
     if not isinstance(entries, list):
         raise errors.BadRequest(f"Annotation {CHECKPOINTS_ANNOTATION} must be a JSON list.")
     return entries
-

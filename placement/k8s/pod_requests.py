@@ -30,7 +30,7 @@ from placement.devices.request import (
 from placement.nodes.naming import Naming
 from placement.nodes.quantities import parse_quantity
 
-# Document 002's managed resource: whole GPUs, as nvidia.com/gpu.
+# Whole GPUs under the name GPU topology schedulers manage (as nvidia.com/gpu).
 ALIYUN_GPUS = "aliyun.com/gpu"
 WHOLE_GPU_NAMES = (WHOLE_GPUS, ALIYUN_GPUS)
 DEVICE_NAMES = frozenset(

@@ -175,10 +175,10 @@ JOINT_001_PCIE = {JOINT: json.dumps({"deviceTypes": ["gpu", "rdma"], "requiredSc
 @pytest.mark.parametrize(
     "resources, annotations, passes",
     [
-        # Document 001's pods: 4 GPUs and a NIC, jointly; then on one PCIe switch each.
+        # Koordinator's joint pods: 4 GPUs and a NIC, jointly; then on one PCIe switch each.
         ({"nvidia.com/gpu": 4, "koordinator.sh/rdma": 1}, JOINT_001, True),
         ({"nvidia.com/gpu": 4, "koordinator.sh/rdma": 1}, JOINT_001_PCIE, True),
-        # Document 003's: two whole GPUs by core and ratio; a half; a memory no GPU has.
+        # Fine-grained GPU pods: two whole GPUs by core and ratio; a half; a memory no GPU has.
         ({"kubernetes.io/gpu-core": 200, "kubernetes.io/gpu-memory-ratio": 200}, {}, True),
         ({"kubernetes.io/gpu": 50}, {}, True),
         ({"kubernetes.io/gpu-core": 50, "kubernetes.io/gpu-memory": "9Gi"}, {}, False),
@@ -196,7 +196,7 @@ def test_the_documents_pods_and_every_device_type(api, resources, annotations, p
 
 
 def test_a_request_the_device_routes_refuse_is_the_filters_error(api):
-    # Core with both ratio and memory (as one of document 003's examples writes it).
+    # Core with both ratio and memory (as one of Koordinator's examples writes it).
     asking = pod(
         resources={
             "kubernetes.io/gpu-core": 200,

@@ -17,7 +17,7 @@ def topology_annotations(links: dict[tuple[int, int], str], memory="80Gi") -> di
     return found
 
 
-# Document 002's kind of node: 4 GPUs, NVLinked in pairs, the pairs on two sockets.
+# A GPU topology node: 4 GPUs, NVLinked in pairs, the pairs on two sockets.
 DGX4 = {(0, 1): "NV2", (2, 3): "NV2", (0, 2): "SYS", (0, 3): "SYS", (1, 2): "SYS", (1, 3): "SYS"}
 
 

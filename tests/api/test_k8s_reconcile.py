@@ -14,7 +14,7 @@ from tests.k8s_api_server import FakeApiServer, kubeconfig, running
 
 CHECKPOINTED = "fa8983dc-bb76-4eeb-8dcc-556fbd44d7ce"
 
-# Document 003's CRD example (node-1, two GPUs, one of them in kubelet's checkpoint).
+# Koordinator's Device CRD example (node-1, two GPUs, one of them in kubelet's checkpoint).
 DEVICE = {
     "apiVersion": "scheduling.koordinator.sh/v1alpha1",
     "kind": "Device",
