@@ -113,6 +113,8 @@ def _calling(what: str) -> Iterator[None]:
         ) from exc
     except (HTTPError, OSError) as exc:
         raise ClusterError(f"The Kubernetes API could not be reached for {what}: {exc}") from exc
+    except ValueError as exc:  # an answer the client's models do not read
+        raise ClusterError(f"The Kubernetes API's answer to {what} does not read: {exc}") from exc
 
 
 def _message(exc: ApiException) -> str:
