@@ -17,7 +17,6 @@ from placement.cli.common import read_document, run_in_transaction, run_with_dat
 from placement.config import Config
 from placement.devices.service import DeviceSearch
 from placement.k8s import reconcile
-from placement.k8s.cluster import Cluster
 from placement.k8s.koordinator_devices import read_device_object
 from placement.replica.replica import Replica
 
@@ -60,6 +59,8 @@ def _reconcile(config: Config, args: argparse.Namespace) -> int:
     search = DeviceSearch(Replica())
 
     def once(transaction):
+        from placement.k8s.cluster import Cluster  # the client loads slowly: when used
+
         cluster = Cluster.configured(config.k8s_kubeconfig, config.k8s_api_timeout_seconds)
         return reconcile.reconcile(
             transaction, cluster, search, config.group_naming(), devices_too=not args.no_devices

@@ -27,6 +27,7 @@ import json
 import threading
 import uuid
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection
 
@@ -42,11 +43,13 @@ from placement.devices.search import kind_rank_key
 from placement.devices.service import DeviceSearch
 from placement.devices.snapshot import DeviceNode
 from placement.k8s import node_topology, what_if
-from placement.k8s.cluster import Cluster
 from placement.k8s.pod_requests import pod_device_request
 from placement.k8s.protocol import BindingArgs, ExtenderArgs, NodeObject, PreemptionArgs
 from placement.nodes.naming import Naming
 from placement.schemas.devices import ALLOCATED_ANNOTATION
+
+if TYPE_CHECKING:
+    from placement.k8s.cluster import Cluster
 
 POD_CONSUMER_TYPE = "POD"
 SCHEDULER_USER = "kube-scheduler"
@@ -60,18 +63,16 @@ class SchedulerExtender:
         self,
         config: Config,
         search: DeviceSearch,
-        cluster_factory: Callable[[], Cluster] | None = None,
+        cluster_factory: Callable[[], "Cluster"] | None = None,
     ) -> None:
         self._search = search
         self._prefix = config.k8s_topology_annotation_prefix
-        self._cluster_factory = cluster_factory or (
-            lambda: Cluster.configured(config.k8s_kubeconfig, config.k8s_api_timeout_seconds)
-        )
-        self._cluster: Cluster | None = None
+        self._cluster_factory = cluster_factory or (lambda: _configured_cluster(config))
+        self._cluster: Cluster | None = None  # built on first use: the client loads slowly
         self._cluster_lock = threading.Lock()
         self._imported: dict[str, str] = {}  # node name -> digest of its annotations
 
-    def cluster(self) -> Cluster:
+    def cluster(self) -> "Cluster":
         with self._cluster_lock:
             if self._cluster is None:
                 self._cluster = self._cluster_factory()
@@ -223,6 +224,12 @@ class SchedulerExtender:
             devices.import_node(conn, node.name, annotated.topology, naming)
             self._imported[node.name] = annotated.digest
         return refused
+
+
+def _configured_cluster(config: Config) -> "Cluster":
+    from placement.k8s.cluster import Cluster
+
+    return Cluster.configured(config.k8s_kubeconfig, config.k8s_api_timeout_seconds)
 
 
 def rank_scores(ranks: list[tuple]) -> list[int]:

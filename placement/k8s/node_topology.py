@@ -21,14 +21,16 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-from kubernetes.client import V1Node
+from typing import TYPE_CHECKING
 
 from placement import errors
 from placement.devices import service as devices
 from placement.devices.topology import Topology
 from placement.k8s.pod_requests import WHOLE_GPU_NAMES
 from placement.nodes.quantities import parse_quantity
+
+if TYPE_CHECKING:
+    from kubernetes.client import V1Node
 
 MEMORY_KEY = "memory"
 GPU_INDEX = r"0|[1-9][0-9]{0,2}"
@@ -44,7 +46,7 @@ class AnnotatedTopology:
     digest: str
 
 
-def annotated_topology(node: V1Node, prefix: str) -> AnnotatedTopology | None:
+def annotated_topology(node: "V1Node", prefix: str) -> AnnotatedTopology | None:
     """The node's GPU topology, or None when no annotation has the prefix; a
     ``BadRequest`` saying what is wrong with the annotations otherwise."""
     name = (node.metadata.name if node.metadata else None) or "?"

@@ -16,8 +16,7 @@ them asks nothing here (``None``).
 
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
-
-from kubernetes.client import V1Container, V1Pod
+from typing import TYPE_CHECKING
 
 from placement import errors
 from placement.devices.amounts import WHOLE_GPUS
@@ -30,6 +29,9 @@ from placement.devices.request import (
 from placement.nodes.naming import Naming
 from placement.nodes.quantities import parse_quantity
 
+if TYPE_CHECKING:  # the client is imported when a pod is first read (``protocol``)
+    from kubernetes.client import V1Container, V1Pod
+
 # Whole GPUs under the name GPU topology schedulers manage (as nvidia.com/gpu).
 ALIYUN_GPUS = "aliyun.com/gpu"
 WHOLE_GPU_NAMES = (WHOLE_GPUS, ALIYUN_GPUS)
@@ -38,7 +40,7 @@ DEVICE_NAMES = frozenset(
 )
 
 
-def pod_device_request(pod: V1Pod, naming: Naming) -> DeviceRequest | None:
+def pod_device_request(pod: "V1Pod", naming: Naming) -> DeviceRequest | None:
     """The device request of ``pod``, or None when it asks for no device."""
     amounts = effective_requests(pod)
     if not amounts:
@@ -48,7 +50,7 @@ def pod_device_request(pod: V1Pod, naming: Naming) -> DeviceRequest | None:
     return parse_device_request(_as_request(amounts), annotations, naming)
 
 
-def effective_requests(pod: V1Pod) -> dict[str, Fraction]:
+def effective_requests(pod: "V1Pod") -> dict[str, Fraction]:
     """Device resource name -> what the pod asks of it (none: not listed)."""
     spec = pod.spec
     if spec is None:
@@ -68,7 +70,7 @@ def effective_requests(pod: V1Pod) -> dict[str, Fraction]:
     return {name: amount for name, amount in total.items() if amount}
 
 
-def _asked(container: V1Container) -> dict[str, Fraction]:
+def _asked(container: "V1Container") -> dict[str, Fraction]:
     resources = container.resources
     if resources is None:
         return {}

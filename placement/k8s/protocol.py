@@ -10,14 +10,16 @@ field by the views).
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import marshmallow
-from kubernetes.client import V1Node, V1Pod
 
 from placement import errors
 from placement.schemas import k8s_scheduler as schemas
 from placement.schemas import validate
+
+if TYPE_CHECKING:
+    from kubernetes.client import V1Node, V1Pod
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,7 @@ class NodeObject:
     """One node of a ``v1.NodeList``: read by the client, and as sent (to be answered
     back unchanged)."""
 
-    node: V1Node
+    node: "V1Node"
     sent: Mapping
 
     @property
@@ -35,7 +37,7 @@ class NodeObject:
 
 @dataclass(frozen=True)
 class ExtenderArgs:
-    pod: V1Pod
+    pod: "V1Pod"
     node_names: list[str] | None  # nodeCacheCapable: the nodes by name
     nodes: list[NodeObject] | None  # otherwise: the whole nodes
 
@@ -55,7 +57,7 @@ class BindingArgs:
 
 @dataclass(frozen=True)
 class PreemptionArgs:
-    pod: V1Pod
+    pod: "V1Pod"
     # node name -> the uids of the pods the scheduler would evict there
     victims: dict[str, list[str]]
     # node name -> NumPDBViolations, answered back
@@ -71,8 +73,7 @@ def read_extender_args(data: Any) -> ExtenderArgs:
         if not isinstance(items, list):
             raise errors.BadRequest("Nodes.items: expected a list of nodes.")
         nodes = [
-            NodeObject(_model(V1Node, item, f"Nodes.items[{i}]"), item)
-            for i, item in enumerate(items)
+            NodeObject(read_node(item, f"Nodes.items[{i}]"), item) for i, item in enumerate(items)
         ]
     node_names = loaded.get("NodeNames")
     if nodes is None and node_names is None:
@@ -105,11 +106,16 @@ def read_preemption_args(data: Any) -> PreemptionArgs:
     return PreemptionArgs(pod=pod, victims=victims, pdb_violations=violations)
 
 
-def read_pod(data: Any, where: str) -> V1Pod:
+def read_pod(data: Any, where: str) -> "V1Pod":
+    # The client is imported when first used: it takes a good part of a second.
+    from kubernetes.client import V1Pod
+
     return _model(V1Pod, data, where)
 
 
-def read_node(data: Any, where: str) -> V1Node:
+def read_node(data: Any, where: str) -> "V1Node":
+    from kubernetes.client import V1Node
+
     return _model(V1Node, data, where)
 
 

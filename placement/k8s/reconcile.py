@@ -15,8 +15,8 @@ inside one.
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from kubernetes.client import V1Pod
 from sqlalchemy import Connection
 
 from placement import errors
@@ -25,12 +25,16 @@ from placement.data import consumers as consumer_data
 from placement.devices import checkpoints
 from placement.devices import service as devices
 from placement.devices.service import DeviceSearch
-from placement.k8s.cluster import Cluster
 from placement.k8s.extender import POD_CONSUMER_TYPE
 from placement.k8s.koordinator_devices import DeviceObject, read_device_object
 from placement.nodes.naming import Naming
 from placement.schemas import devices as device_schemas
 from placement.schemas import validate
+
+if TYPE_CHECKING:
+    from kubernetes.client import V1Pod
+
+    from placement.k8s.cluster import Cluster
 
 FINISHED = frozenset({"Succeeded", "Failed"})
 
@@ -50,7 +54,7 @@ class Reconciled:
 
 def reconcile(
     transaction: Transaction,
-    cluster: Cluster,
+    cluster: "Cluster",
     search: DeviceSearch,
     naming: Naming,
     devices_too: bool = True,
@@ -73,7 +77,7 @@ def reconcile(
     return done
 
 
-def live_pod_uids(pods: Iterable[V1Pod]) -> set[str]:
+def live_pod_uids(pods: Iterable["V1Pod"]) -> set[str]:
     """The uids of the pods that are neither gone nor finished."""
     return {
         pod.metadata.uid.lower()
