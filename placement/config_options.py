@@ -312,8 +312,9 @@ OPTIONS: tuple[Option, ...] = (
         "Addresses (CIDR) whose requests to the extender verbs are admitted without a "
         "token, as kube-scheduler sends none: loopback by default (the scheduler's pod "
         "runs this service beside it), or the TLS proxy that checks the scheduler's "
-        "client certificate. Other clients need a token that policy allows. No other "
-        "route is opened.",
+        "client certificate; empty: none. Other clients need a token that policy allows. "
+        "No other route is opened. A reverse proxy on this host is a loopback client too: "
+        "do not let it forward these paths.",
     ),
     Option(
         "k8s_kubeconfig",

@@ -180,3 +180,23 @@ def test_reconcile_says_when_the_api_refuses(api, run, apiserver, capsys):
     apiserver.refuse[("GET", "pods")] = (403, "pods is forbidden")
     assert cli.main(["k8s", "reconcile", "--no-devices"]) == 1
     assert "refused listing pods: 403 pods is forbidden" in capsys.readouterr().err
+
+
+def test_reconcile_with_an_interval_runs_until_stopped(api, run, apiserver, capsys, monkeypatch):
+    from placement.cli import k8s as k8s_commands
+
+    rounds = []
+
+    def sleep(seconds):
+        rounds.append(seconds)
+        apiserver.devices = [DEVICE] if len(rounds) == 1 else []
+        if len(rounds) == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(k8s_commands.time, "sleep", sleep)
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(["k8s", "reconcile", "--interval", "0.5"])
+    assert rounds == [0.5, 0.5, 0.5]
+    # The second round read the Device object the first did not see.
+    assert api.get("/group_resources/device_nodes/node-1").status_code == 200
+    assert [r.path for r in apiserver.calls("GET")].count("/api/v1/pods?limit=500") == 3
