@@ -51,8 +51,9 @@ def error_response(exc: errors.PlacementError) -> flask.Response:
     before the view (token, policy, method, body size) and the service's own (5xx)
     keep their status."""
     status = int(exc.status)
-    view = flask.current_app.view_functions.get(flask.request.endpoint or "")
-    has_error_field = getattr(view, "__name__", "") in {"filter_nodes", "bind_pod", "preempt"}
+    endpoint = flask.current_app.view_functions.get(flask.request.endpoint or "")
+    # (Each route's endpoint carries its view's name: ``routes._transactional``.)
+    has_error_field = getattr(endpoint, "__name__", "") in WITH_ERROR_FIELD
     if flask.g.get(ANSWERING) and status < 500 and has_error_field:
         status = 200
     response = flask.jsonify(protocol.error_result(exc.detail))
@@ -65,3 +66,7 @@ def error_response(exc: errors.PlacementError) -> flask.Response:
 def _body(ctx: RequestContext):
     flask.g.setdefault(ANSWERING, True)
     return read_json(ctx)
+
+
+# The verbs whose result has an ``Error`` field (not prioritize's list).
+WITH_ERROR_FIELD = frozenset(view.__name__ for view in (filter_nodes, bind_pod, preempt))
