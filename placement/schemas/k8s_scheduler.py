@@ -41,7 +41,7 @@ class MetaPod(ExtensionSchema):
 
 
 class MetaVictims(ExtensionSchema):
-    Pods = StrictList(fields.Nested(MetaPod), allow_none=True)
+    Pods = StrictList(StrictDict(), allow_none=True)  # each a MetaPod (keys folded first)
     NumPDBViolations = StrictInteger(allow_none=True)
 
 

@@ -132,6 +132,14 @@ def test_preempt_keeps_the_nodes_where_the_victims_free_enough(api, busy):
     assert set(filtered["FailedNodes"]) == {"n1", "n2"}
 
 
+def test_preempt_reads_keys_without_regard_to_case(api, busy):
+    args = {
+        "pod": pod(resources={"nvidia.com/gpu": 2}),
+        "nodeNameToMetaVictims": {"n1": {"pods": [{"uid": u} for u in busy["n1"]]}},
+    }
+    assert call(api, "preempt", args).json == {"NodeNameToMetaVictims": {"n1": meta(*busy["n1"])}}
+
+
 def test_preempt_reads_whole_victim_pods_too(api, busy):
     victims = {"Pods": [pod(uid=busy["n2"][0]), pod(uid=busy["n2"][1])], "NumPDBViolations": 1}
     args = {"Pod": pod(resources={"nvidia.com/gpu": 1}), "NodeNameToVictims": {"n2": victims}}
