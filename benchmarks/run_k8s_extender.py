@@ -35,7 +35,7 @@ from pathlib import Path
 from benchmarks import client, load_device_nodes, report
 from benchmarks.client import Timing, add_timing_options, checked_timing_options
 from benchmarks.service import add_service_options, running_service
-from tests.k8s_api_server import FakeApiServer, kubeconfig, running
+from tests.k8s_api_server import FakeApiServer, binding_args, kubeconfig, running
 
 SCHEDULER = {"Content-Type": "application/json"}
 ADMIN = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
@@ -63,16 +63,6 @@ def pod(gpus: int) -> dict:
     }
 
 
-def binding(p: dict, node: str) -> dict:
-    metadata = p["metadata"]
-    return {
-        "PodName": metadata["name"],
-        "PodNamespace": metadata["namespace"],
-        "PodUID": metadata["uid"],
-        "Node": node,
-    }
-
-
 def verb_row(base: str, name: str, verb: str, body_of, args) -> report.Row:
     def call(session, index):
         return session.post(
@@ -92,7 +82,7 @@ def bind_rows(base: str, names: list[str], apiserver: FakeApiServer, args) -> li
     def call(session, index):
         response = session.post(
             f"{base}/k8s/scheduler/bind",
-            data=json.dumps(binding(pods[index], names[index % len(names)])),
+            data=json.dumps(binding_args(pods[index], names[index % len(names)])),
             headers=SCHEDULER,
             timeout=30,
         )
@@ -171,7 +161,7 @@ def replay(base: str, names: list[str], apiserver: FakeApiServer, args) -> repor
             best = max(scores, key=lambda entry: entry["Score"])["Host"]
             error = session.post(
                 f"{base}/k8s/scheduler/bind",
-                data=json.dumps(binding(p, best)),
+                data=json.dumps(binding_args(p, best)),
                 headers=SCHEDULER,
                 timeout=30,
             ).json()["Error"]

@@ -176,6 +176,17 @@ def running(server: FakeApiServer):
         thread.join()
 
 
+def binding_args(pod: dict, node: str) -> dict:
+    """What kube-scheduler sends the extender's bind verb for ``pod`` (ExtenderBindingArgs)."""
+    metadata = pod["metadata"]
+    return {
+        "PodName": metadata["name"],
+        "PodNamespace": metadata["namespace"],
+        "PodUID": metadata["uid"],
+        "Node": node,
+    }
+
+
 def kubeconfig(url: str) -> str:
     """A kubeconfig naming the server ``url`` with a bearer token."""
     return json.dumps(

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from placement.app import create_app
+from tests import k8s_api_server
 from tests.api.device_helpers import import_node, switch_box
 from tests.api.k8s_helpers import api_with_cluster, call, filter_names, pod
 from tests.conftest import Api
@@ -33,13 +34,7 @@ def k8s_api(config, engine, tmp_path, apiserver):
 
 
 def binding_args(pod_body, node="gpu-1"):
-    metadata = pod_body["metadata"]
-    return {
-        "PodName": metadata["name"],
-        "PodNamespace": metadata["namespace"],
-        "PodUID": metadata["uid"],
-        "Node": node,
-    }
+    return k8s_api_server.binding_args(pod_body, node)
 
 
 def test_bind_claims_annotates_and_binds(k8s_api, apiserver):

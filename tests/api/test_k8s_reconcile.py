@@ -10,7 +10,7 @@ import pytest
 from placement.cli import main as cli
 from tests.api.device_helpers import import_node, switch_box
 from tests.api.k8s_helpers import api_with_cluster, call, pod
-from tests.k8s_api_server import FakeApiServer, kubeconfig, running
+from tests.k8s_api_server import FakeApiServer, binding_args, kubeconfig, running
 
 CHECKPOINTED = "fa8983dc-bb76-4eeb-8dcc-556fbd44d7ce"
 
@@ -149,17 +149,7 @@ def test_reconcile_releases_what_gone_and_finished_pods_hold(
     for each in pods:
         apiserver.add_pod(each)
     for each in pods:
-        metadata = each["metadata"]
-        assert call(
-            api,
-            "bind",
-            {
-                "PodName": metadata["name"],
-                "PodNamespace": "default",
-                "PodUID": metadata["uid"],
-                "Node": "spare",
-            },
-        ).json == {"Error": ""}
+        assert call(api, "bind", binding_args(each, "spare")).json == {"Error": ""}
     apiserver.pods[("default", "p0")]["status"]["phase"] = "Succeeded"
     del apiserver.pods[("default", "p1")]
     apiserver.devices = []

@@ -8,7 +8,7 @@ import pytest
 import requests
 
 from tests.functional.gunicorn import race, running_gunicorn
-from tests.k8s_api_server import FakeApiServer, kubeconfig, running
+from tests.k8s_api_server import FakeApiServer, binding_args, kubeconfig, running
 
 HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
 SCHEDULER = {"Content-Type": "application/json"}
@@ -46,16 +46,8 @@ def served(request, empty_database_url, tmp_path):
 
 
 def _bind(base: str, pod: dict):
-    metadata = pod["metadata"]
-    body = {
-        "PodName": metadata["name"],
-        "PodNamespace": metadata["namespace"],
-        "PodUID": metadata["uid"],
-        "Node": "n",
-    }
-    return requests.post(
-        f"{base}/k8s/scheduler/bind", data=json.dumps(body), headers=SCHEDULER, timeout=60
-    )
+    body = json.dumps(binding_args(pod, "n"))
+    return requests.post(f"{base}/k8s/scheduler/bind", data=body, headers=SCHEDULER, timeout=60)
 
 
 @pytest.mark.slow
