@@ -234,8 +234,10 @@ def running_service(
     url: str | None = None,
     log_dir: str | None = None,
     backend: str = "postgresql",
+    extra_env: dict[str, str] | None = None,
 ):
-    """Yield a ``Service``; see the module docstring for the three ways."""
+    """Yield a ``Service``; see the module docstring for the three ways. ``extra_env``:
+    more environment for the service started (its configuration, ``PLACEMENT_...``)."""
     if url is not None:
         base_url = require_loopback(url.rstrip("/"))
         wait_until_up(base_url, None, 10)
@@ -254,7 +256,8 @@ def running_service(
         if log_dir is None:
             log_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="placement-bench-"))
         log_path = os.path.join(log_dir, "gunicorn.log")
-        base_url = stack.enter_context(gunicorn(database_url, workers, log_path))
+        base_url = stack.enter_context(
+            gunicorn(database_url, workers, log_path, extra_env=extra_env))
         yield Service(base_url, workers, description, log_path, database_url)
 
 

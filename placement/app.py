@@ -13,6 +13,7 @@ answers every failure in the API's error format. The probes and /metrics are
 answered outside the API: no microversion, no transaction.
 """
 
+import functools
 import gc
 import html
 import ipaddress
@@ -32,11 +33,19 @@ from placement.config import Config, load_config
 from placement.data.names import sync_standard_names
 from placement.db import migrate, mysql
 from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine, wait_until_reachable
+from placement.handlers import k8s_scheduler
 from placement.handlers import openapi as openapi_view
 from placement.observability import request_log
 from placement.openapi.document import DocumentCache
 from placement.policy import Policy
-from placement.routes import ANONYMOUS, METRICS_PATH, OUTSIDE_THE_API, register_routes
+from placement.routes import (
+    ANONYMOUS,
+    METRICS_PATH,
+    OUTSIDE_THE_API,
+    SCHEDULER_EXTENDER_ENDPOINT,
+    register_routes,
+    scheduler_extender_routes,
+)
 from placement.services import Services
 
 LOG = logging.getLogger(__name__)
@@ -93,8 +102,12 @@ def create_app(config: Config | None = None, engine: Engine | None = None) -> fl
         assert config.source_file is not None  # enforced by Config
         app.wsgi_app = keystone.protect(  # type: ignore[method-assign]
             app.wsgi_app, config.source_file,
-            OPEN_PATHS | ({METRICS_PATH} if config.metrics_unauthenticated else set()))
-    register_routes(app)
+            OPEN_PATHS | ({METRICS_PATH} if config.metrics_unauthenticated else set()),
+            # kube-scheduler sends no token: from its addresses, ``_admit_scheduler`` admits it.
+            trusted_paths=set(scheduler_extender_routes(config.k8s_scheduler_prefix)),
+            trusted=lambda environ: _is_scheduler_client(
+                config.k8s_scheduler_clients, environ.get("REMOTE_ADDR")))
+    register_routes(app, config.k8s_scheduler_prefix)
     app.before_request(_before_request)
     app.after_request(_after_request)
     app.register_error_handler(Exception, _handle_error)
@@ -109,6 +122,9 @@ def _before_request() -> None:
     services = flask.current_app.extensions["placement"]
     if request.path == METRICS_PATH:
         _check_metrics_access(services, request)
+        return
+    if _is_scheduler_extender(request):
+        _admit_scheduler(services, request)
         return
     _refuse_remote_noauth(services.config, request)
     try:
@@ -145,6 +161,48 @@ def _authorize(policy: Policy, credentials: auth.Credentials, request: flask.Req
     else:
         target = {"project_id": credentials.project_id, "user_id": credentials.user_id}
     policy.authorize(rule, credentials.policy_values(), target)
+
+
+def _is_scheduler_extender(request: flask.Request) -> bool:
+    return (request.endpoint or "").startswith(SCHEDULER_EXTENDER_ENDPOINT)
+
+
+def _admit_scheduler(services, request: flask.Request) -> None:
+    """kube-scheduler sends no token (nor a microversion): its extender verbs are admitted
+    without one from ``[k8s] scheduler_clients`` (loopback, or the TLS proxy that checked
+    its client certificate); any other client needs a token that policy allows for the
+    verb, as the API asks. Nothing else is opened: only these routes come here."""
+    flask.g.version = microversion.negotiate({})
+    _check_body_headers(request)
+    config = services.config
+    if _is_scheduler_client(config.k8s_scheduler_clients, request.environ.get("REMOTE_ADDR")):
+        flask.g.credentials = None
+        return
+    _refuse_remote_noauth(config, request)
+    credentials = services.authenticator.authenticate(request.headers)
+    flask.g.credentials = credentials
+    verb = request.url_rule.rule[len(config.k8s_scheduler_prefix):]  # type: ignore[union-attr]
+    rule = services.policy.rule_of_extender_verb(verb)
+    target = {"project_id": credentials.project_id, "user_id": credentials.user_id}
+    services.policy.authorize(rule, credentials.policy_values(), target)
+
+
+def _is_scheduler_client(networks: tuple[str, ...], address: str | None) -> bool:
+    """Whether ``address`` is in one of ``networks`` (a Unix socket, without an address, is
+    this host: admitted unless ``networks`` is empty)."""
+    if not address:
+        return bool(networks)
+    try:
+        client = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    client = getattr(client, "ipv4_mapped", None) or client
+    return any(client in network for network in _networks(networks))
+
+
+@functools.lru_cache(maxsize=8)
+def _networks(networks: tuple[str, ...]) -> tuple:
+    return tuple(ipaddress.ip_network(network, strict=False) for network in networks)
 
 
 def _check_metrics_access(services, request: flask.Request) -> None:
@@ -234,6 +292,8 @@ def _after_request(response: flask.Response) -> flask.Response:
 def _handle_error(exc: Exception) -> flask.Response:
     if not isinstance(exc, errors.PlacementError):
         exc = _as_placement_error(exc)
+    if _is_scheduler_extender(flask.request):
+        return k8s_scheduler.error_response(exc)
     if "request_id" not in flask.g:
         flask.g.request_id = f"req-{uuid.uuid4()}"
     body = {

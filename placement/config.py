@@ -8,6 +8,7 @@ file, then environment variables (which win). The resulting ``Config`` is passed
 
 import configparser
 import dataclasses
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from placement.config_options import (
     Option,
 )
 from placement.db.options import DatabaseOptions
+from placement.k8s import DEFAULT_SCHEDULER_PREFIX, DEFAULT_TOPOLOGY_PREFIX
 from placement.nodes.group_options import CHOICES, GroupOptions
 from placement.nodes.naming import (
     DEFAULT_BYTE_UNITS,
@@ -85,6 +87,11 @@ class Config:
     group_node_ranking: str = GroupOptions.node_ranking
     group_sibling_groups: str = GroupOptions.sibling_groups
     group_candidates_budget_ms: int = 0
+    k8s_scheduler_prefix: str = DEFAULT_SCHEDULER_PREFIX
+    k8s_scheduler_clients: tuple[str, ...] = ("127.0.0.0/8", "::1/128")
+    k8s_kubeconfig: str | None = None
+    k8s_api_timeout_seconds: float = 5.0
+    k8s_topology_annotation_prefix: str = DEFAULT_TOPOLOGY_PREFIX
 
     def __post_init__(self) -> None:
         if self.auth_strategy not in AUTH_STRATEGIES:
@@ -126,6 +133,7 @@ class Config:
                               f"{MAX_BUDGET_MS}")
         if self.max_allocation_candidates == 0 or self.max_allocation_candidates < -1:
             raise ConfigError("max_allocation_candidates must be -1 (no bound) or 1 or more")
+        _check_k8s(self)
         for option, values in CHOICES.items():
             value = getattr(self, f"group_{option}")
             if value not in values:
@@ -182,6 +190,20 @@ class Config:
 
     def replace(self, **changes: Any) -> "Config":
         return dataclasses.replace(self, **changes)
+
+
+def _check_k8s(config: "Config") -> None:
+    prefix = config.k8s_scheduler_prefix
+    if not prefix.startswith("/") or prefix.endswith("/") or "<" in prefix:
+        raise ConfigError(f"[k8s] scheduler_prefix must be a path such as /k8s/scheduler, "
+                          f"not {prefix!r}")
+    for network in config.k8s_scheduler_clients:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError as exc:
+            raise ConfigError(f"[k8s] scheduler_clients: {exc}") from exc
+    if not config.k8s_api_timeout_seconds > 0:
+        raise ConfigError("[k8s] api_timeout_seconds must be more than 0")
 
 
 class ConfigError(ValueError):
@@ -270,6 +292,8 @@ def render_sample() -> str:
             default = getattr(defaults, option.field)
             if isinstance(default, bool):
                 default = str(default).lower()
+            elif isinstance(default, tuple):
+                default = ", ".join(default)
             elif isinstance(default, Mapping):
                 default = ", ".join(f"{key}:{value}" for key, value in default.items())
             lines.append(f"# {option.help}")

@@ -21,6 +21,11 @@ def _parse_bool(text: str) -> bool:
     raise ValueError(f"not a boolean: {text!r}")
 
 
+def _parse_list(text: str) -> tuple[str, ...]:
+    """``a, b`` -> ("a", "b")."""
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
 def _parse_mapping(text: str) -> dict[str, str]:
     """``a:B, c:D`` -> {"a": "B", "c": "D"}."""
     mapping = {}
@@ -341,5 +346,54 @@ OPTIONS: tuple[Option, ...] = (
         _parse_bool,
         "GET /metrics (Prometheus) without a token. When false, it asks for a token "
         "that policy allows to read the metrics, as the API does.",
+    ),
+    Option(
+        "k8s_scheduler_prefix",
+        "k8s",
+        "scheduler_prefix",
+        "PLACEMENT_K8S_SCHEDULER_PREFIX",
+        str,
+        "URL path under which kube-scheduler's extender verbs are answered (its "
+        "urlPrefix's path): <prefix>/filter, /prioritize, /sort, /bind, /preempt.",
+    ),
+    Option(
+        "k8s_scheduler_clients",
+        "k8s",
+        "scheduler_clients",
+        "PLACEMENT_K8S_SCHEDULER_CLIENTS",
+        _parse_list,
+        "Addresses (CIDR) whose requests to the extender verbs are admitted without a "
+        "token, as kube-scheduler sends none: loopback by default (the scheduler's pod "
+        "runs this service beside it), or the TLS proxy that checks the scheduler's "
+        "client certificate; empty: none. Other clients need a token that policy allows. "
+        "No other route is opened. A reverse proxy on this host is a loopback client too: "
+        "do not let it forward these paths.",
+    ),
+    Option(
+        "k8s_kubeconfig",
+        "k8s",
+        "kubeconfig",
+        "PLACEMENT_K8S_KUBECONFIG",
+        str,
+        "kubeconfig file for the Kubernetes API (bind, reconcile); empty: the pod's "
+        "in-cluster service account.",
+    ),
+    Option(
+        "k8s_api_timeout_seconds",
+        "k8s",
+        "api_timeout_seconds",
+        "PLACEMENT_K8S_API_TIMEOUT_SECONDS",
+        float,
+        "Timeout of each call to the Kubernetes API.",
+    ),
+    Option(
+        "k8s_topology_annotation_prefix",
+        "k8s",
+        "topology_annotation_prefix",
+        "PLACEMENT_K8S_TOPOLOGY_ANNOTATION_PREFIX",
+        str,
+        "Prefix of the node annotations that give a node's GPU topology, one per GPU "
+        "pair (<prefix><LINK>_<GPU>_<GPU>, e.g. NV2_0_1) and <prefix>memory (each GPU's "
+        "memory, e.g. 80Gi); read when kube-scheduler sends whole nodes.",
     ),
 )

@@ -30,6 +30,7 @@ from oslo_policy import opts as policy_opts
 from oslo_policy import policy as oslo_policy
 
 from placement import errors
+from placement.k8s import DEFAULT_SCHEDULER_PREFIX
 
 ADMIN_OR_SERVICE = "rule:admin_or_service_api"
 SERVICE = "rule:service_api"
@@ -96,6 +97,9 @@ PROVIDER = "/resource_providers/{uuid}"
 INVENTORY = PROVIDER + "/inventories/{resource_class}"
 GROUP_NODE = "/group_resources/nodes/{name}"
 DEVICE_NODE = "/group_resources/device_nodes/{name}"
+# The extender verbs at the default [k8s] scheduler_prefix (``rule_of_extender_verb``
+# finds them under any prefix).
+SCHEDULER = DEFAULT_SCHEDULER_PREFIX
 
 API_RULES = [
     _api_rule("resource_providers:list", READ, "List resource providers.",
@@ -199,6 +203,9 @@ API_RULES = [
     _api_rule("group_resources:device_nodes:checkpoints:update", ADMIN_OR_SERVICE,
               "Hold the devices a node's kubelet checkpoint gives pods.",
               ("PUT", DEVICE_NODE + "/checkpoints")),
+    _api_rule("group_resources:device_nodes:koordinator_device:update", ADMIN_OR_SERVICE,
+              "Import a node's Koordinator Device object (and hold its checkpoint).",
+              ("PUT", DEVICE_NODE + "/koordinator_device")),
     _api_rule("group_resources:device_candidates:list", ADMIN_OR_SERVICE,
               "Find devices for a request.", ("POST", "/group_resources/device_candidates")),
     _api_rule("group_resources:device_candidates:explain", ADMIN_OR_SERVICE,
@@ -206,6 +213,12 @@ API_RULES = [
               ("POST", "/group_resources/device_candidates/explain")),
     _api_rule("group_resources:device_claims:create", ADMIN_OR_SERVICE,
               "Claim the best devices for a request.", ("POST", "/group_resources/device_claims")),
+    # kube-scheduler's extender verbs (prioritize also named sort).
+    *(_api_rule(f"k8s:scheduler:{verb}", ADMIN_OR_SERVICE,
+                f"kube-scheduler's {verb} verb, for a client not in [k8s] scheduler_clients.",
+                *(("POST", f"{SCHEDULER}/{name}") for name in names))
+      for verb, names in (("filter", ["filter"]), ("prioritize", ["prioritize", "sort"]),
+                          ("bind", ["bind"]), ("preempt", ["preempt"]))),
     _api_rule("metrics:show", "rule:admin_api",
               "Read the Prometheus metrics (unless [metrics] unauthenticated opens them).",
               ("GET", "/metrics")),
@@ -236,6 +249,10 @@ class Policy:
         """The rule of ``method`` on ``route`` (a Flask route; HEAD is GET's)."""
         method = "GET" if method == "HEAD" else method
         return self._rule_of_operation.get((method, operation_path(route)))
+
+    def rule_of_extender_verb(self, verb: str) -> str | None:
+        """The rule of an extender verb (``/filter``), whatever the prefix it is under."""
+        return self._rule_of_operation.get(("POST", SCHEDULER + verb))
 
     def authorize(self, rule: str, credentials: Mapping[str, Any], target: Mapping) -> None:
         """Raise Forbidden, in upstream's words, unless ``rule`` allows ``credentials``."""

@@ -25,6 +25,7 @@ from placement.handlers import (
     group_resources,
     health,
     inventory,
+    k8s_scheduler,
     metrics,
     openapi,
     reshaper,
@@ -34,6 +35,7 @@ from placement.handlers import (
     trait,
     usage,
 )
+from placement.k8s import DEFAULT_SCHEDULER_PREFIX
 
 LOG = logging.getLogger(__name__)
 READ_METHODS = frozenset({"GET", "HEAD"})
@@ -116,6 +118,10 @@ ROUTES: dict[str, dict[str, Callable]] = {
         "DELETE": devices.delete_node,
     },
     "/group_resources/device_nodes/<name>/checkpoints": {"PUT": devices.hold_checkpoints},
+    # Koordinator's Device object of the node (and its checkpoint annotation).
+    "/group_resources/device_nodes/<name>/koordinator_device": {
+        "PUT": devices.import_koordinator_device
+    },
     "/group_resources/device_candidates": {"POST": devices.find_candidates},
     "/group_resources/device_candidates/explain": {"POST": devices.explain_candidates},
     "/group_resources/device_claims": {"POST": devices.claim},
@@ -125,6 +131,25 @@ ROUTES: dict[str, dict[str, Callable]] = {
         "DELETE": trait.delete_trait,
     },
 }
+
+# kube-scheduler's extender verbs, under ``[k8s] scheduler_prefix`` (not part of the
+# Placement API; ``sort`` is ``prioritize`` under the name GPU topology extenders give it).
+# Admitted without a token from ``[k8s] scheduler_clients`` only (``app``).
+SCHEDULER_EXTENDER: dict[str, Callable] = {
+    "/filter": k8s_scheduler.filter_nodes,
+    "/prioritize": k8s_scheduler.prioritize_nodes,
+    "/sort": k8s_scheduler.prioritize_nodes,
+    "/bind": k8s_scheduler.bind_pod,
+    "/preempt": k8s_scheduler.preempt,
+}
+SCHEDULER_EXTENDER_ENDPOINT = "k8s-scheduler "
+
+
+def scheduler_extender_routes(
+    prefix: str = DEFAULT_SCHEDULER_PREFIX,
+) -> dict[str, dict[str, Callable]]:
+    """The extender's routes under ``prefix``, as ``ROUTES`` writes routes."""
+    return {prefix + verb: {"POST": view} for verb, view in SCHEDULER_EXTENDER.items()}
 
 
 # POSTs that only read (a body too rich for a query string): they run as read
@@ -136,6 +161,8 @@ READ_ONLY_POSTS = frozenset(
         group_resources.explain_candidates,
         devices.find_candidates,
         devices.explain_candidates,
+        k8s_scheduler.prioritize_nodes,
+        k8s_scheduler.preempt,
     }
 )
 # Views whose several reads must see one snapshot of the database. SQLite's transactions
@@ -154,6 +181,8 @@ SNAPSHOT_VIEWS = frozenset(
         devices.show_node,
         devices.find_candidates,
         devices.explain_candidates,
+        k8s_scheduler.prioritize_nodes,
+        k8s_scheduler.preempt,
     }
 )
 
@@ -203,18 +232,20 @@ OUTSIDE_THE_API = {**PROBES, **DOCUMENTS}
 METRICS_PATH = "/metrics"
 
 
-def register_routes(app: flask.Flask) -> None:
+def register_routes(app: flask.Flask, scheduler_prefix: str = DEFAULT_SCHEDULER_PREFIX) -> None:
     for path, view in OUTSIDE_THE_API.items():
         app.add_url_rule(path, endpoint=f"outside {path}", view_func=view, methods=["GET"])
     app.add_url_rule(METRICS_PATH, endpoint="metrics", view_func=metrics.show, methods=["GET"])
-    for path, methods in ROUTES.items():
+    extender = scheduler_extender_routes(scheduler_prefix)
+    for path, methods in [*ROUTES.items(), *extender.items()]:
+        kind = SCHEDULER_EXTENDER_ENDPOINT if path in extender else ""
         for method, view in methods.items():
             writes = method not in READ_METHODS and view not in READ_ONLY_POSTS
             endpoint = _transactional(view, write=writes, snapshot=view in SNAPSHOT_VIEWS)
             endpoint.checks_accept = view in ACCEPT_CHECKED_VIEWS  # type: ignore[attr-defined]
             app.add_url_rule(
                 path,
-                endpoint=f"{method} {path}",
+                endpoint=f"{kind}{method} {path}",
                 view_func=endpoint,
                 methods=[method],
                 provide_automatic_options=False,

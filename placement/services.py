@@ -20,6 +20,7 @@ from placement.config import Config
 from placement.db.engine import reading_one_snapshot
 from placement.devices.service import DeviceSearch
 from placement.group_resources.service import GroupResourceSearch
+from placement.k8s.extender import SchedulerExtender
 from placement.policy import Policy
 from placement.replica.replica import Replica
 
@@ -45,6 +46,7 @@ class Services:
     group_resources: GroupResourceSearch
     devices: DeviceSearch
     metrics: "Metrics"
+    k8s: SchedulerExtender  # kube-scheduler's extender verbs, on ``devices``
     serving_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def check_ready(self) -> dict:
@@ -65,11 +67,12 @@ class Services:
 
         metrics = Metrics(engine)
         replica = Replica(recorder=metrics)
+        devices = DeviceSearch(replica, metrics)
         return cls(
             config, engine, _authenticator(config),
             Policy(config.policy_file, config.enforce_new_defaults), replica,
             CandidateSearch(config, replica, metrics), GroupResourceSearch(replica, metrics),
-            DeviceSearch(replica, metrics), metrics,
+            devices, metrics, SchedulerExtender(config, devices),
         )
 
 

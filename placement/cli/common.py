@@ -3,11 +3,14 @@ its result printed as JSON, files read (``-``: standard input), and arguments ch
 by the HTTP body's schema."""
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
+from sqlalchemy import Connection
 
 from placement import errors
 from placement.config import Config
@@ -49,16 +52,33 @@ def add_request_command(sub, name: str, run, help_text: str, file_help: str):
 
 def run_in_transaction(config: Config, work) -> int:
     """Run ``work(conn, naming)`` in one transaction; print its result as JSON."""
+    return run_with_database(
+        config, lambda transaction: _in_one(transaction, work, config.group_naming()))
+
+
+def _in_one(transaction, work, naming):
+    with transaction() as conn:
+        return work(conn, naming)
+
+
+def run_with_database(config: Config, work) -> int:
+    """Run ``work(transaction)``, where ``with transaction() as conn`` is one transaction
+    on the configured database (migrated first on SQLite); print its result as JSON."""
     engine = make_engine(config.database_url, config.database())
+
+    @contextlib.contextmanager
+    def transaction() -> Iterator[Connection]:
+        with engine.connect().execution_options(**{WRITE_TRANSACTION_OPTION: True}) as conn:
+            with conn.begin():
+                sync_standard_names(conn)
+                yield conn
+
     try:
         if is_sqlite(config.database_url):
             migrate.upgrade(engine)
         else:
             migrate.require_current(engine)
-        with engine.connect().execution_options(**{WRITE_TRANSACTION_OPTION: True}) as conn:
-            with conn.begin():
-                sync_standard_names(conn)
-                result = work(conn, config.group_naming())
+        result = work(transaction)
     except errors.PlacementError as exc:
         print(f"placement: {describe_error(exc)}", file=sys.stderr)
         return 1

@@ -1,4 +1,4 @@
-"""The ``placement`` command: ``db``, ``serve``, ``group-resources``, ``devices``,
+"""The ``placement`` command: ``db``, ``serve``, ``group-resources``, ``devices``, ``k8s``,
 ``sample-config`` and ``openapi``."""
 
 import argparse
@@ -9,6 +9,7 @@ from placement import server
 from placement.app import is_loopback
 from placement.cli import devices as device_commands
 from placement.cli import group_resources as group_commands
+from placement.cli import k8s as k8s_commands
 from placement.config import Config, ConfigError, load_config, render_sample
 from placement.db import copy, migrate
 from placement.db.engine import is_sqlite, make_engine, wait_until_reachable
@@ -43,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="placement",
         description="Run and administer the placement service: db, serve, group-resources, "
-        "devices, sample-config, policy-sample, openapi. COMMAND -h describes each.",
+        "devices, k8s, sample-config, policy-sample, openapi. COMMAND -h describes each.",
     )
     parser.add_argument("--config-file", help="INI configuration file (see etc/)")
     parser.add_argument(
@@ -76,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
 
     group_commands.add_commands(commands)
     device_commands.add_commands(commands)
+    k8s_commands.add_commands(commands)
 
     sample = commands.add_parser("sample-config", help="print the sample configuration file")
     sample.set_defaults(run=lambda config, args: print(render_sample()) or 0)

@@ -62,6 +62,15 @@ def get_consumer(conn: Connection, uuid: str) -> Consumer | None:
     return get_consumers(conn, [uuid]).get(uuid)
 
 
+def consumers_of_type(conn: Connection, consumer_type: str) -> list[Consumer]:
+    """Every consumer of ``consumer_type``, by uuid."""
+    rows = conn.execute(
+        _select_consumers().where(consumer_types.c.name == consumer_type)
+        .order_by(consumers.c.uuid)
+    )
+    return [Consumer(**row._mapping) for row in rows]
+
+
 def _external_id(conn: Connection, table: Table, column: str, value: str) -> int:
     """Id of the row of ``table`` whose ``column`` is ``value``, inserted if missing."""
     query = select(table.c.id).where(table.c[column] == value)

@@ -123,18 +123,19 @@ def parse_device_request(
 def parse_pod(pod: Mapping, naming: Naming) -> DeviceRequest:
     """A Pod manifest: its annotations, and the sum of its containers' requests
     (a resource given only as a limit is requested at its limit, as Kubernetes does)."""
-    metadata = _mapping(pod.get("metadata", {}), "pod.metadata")
-    annotations = _mapping(metadata.get("annotations", {}), "pod.metadata.annotations")
-    spec = _mapping(pod.get("spec", {}), "pod.spec")
+    metadata = expect_object(pod.get("metadata", {}), "pod.metadata")
+    annotations = expect_object(metadata.get("annotations", {}), "pod.metadata.annotations")
+    spec = expect_object(pod.get("spec", {}), "pod.spec")
     containers = spec.get("containers")
     if not isinstance(containers, list) or not containers:
         raise errors.BadRequest("pod.spec.containers: a Pod needs a list of containers.")
     totals: dict[str, Fraction] = {}
     for index, container in enumerate(containers):
         where = f"pod.spec.containers[{index}].resources"
-        container_resources = _mapping(_mapping(container, where).get("resources", {}), where)
-        limits = _mapping(container_resources.get("limits", {}), f"{where}.limits")
-        requests = _mapping(container_resources.get("requests", {}), f"{where}.requests")
+        resources = expect_object(container, where).get("resources", {})
+        container_resources = expect_object(resources, where)
+        limits = expect_object(container_resources.get("limits", {}), f"{where}.limits")
+        requests = expect_object(container_resources.get("requests", {}), f"{where}.requests")
         for name, value in {**limits, **requests}.items():
             totals[name] = totals.get(name, Fraction(0)) + _amount(name, value)
     return _request({n: a for n, a in totals.items() if a}, annotations, naming)
@@ -192,7 +193,8 @@ def _amount(name: object, value: object) -> Fraction:
     return amount
 
 
-def _mapping(value: object, where: str) -> Mapping:
+def expect_object(value: object, where: str) -> Mapping:
+    """``value``, or a 400 saying that ``where`` must be an object."""
     if not isinstance(value, Mapping):
         raise errors.BadRequest(f"{where}: expected an object.")
     return value

@@ -11,7 +11,7 @@ node's name.
 import heapq
 import itertools
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from placement.devices.chooser import SCOPES, Chooser, Pick, Unfit
 from placement.devices.request import DeviceRequest
@@ -46,6 +46,8 @@ class DeviceAnswer:
     nodes_considered: int
     unfit: list[tuple[str, int]]  # reason -> how many nodes, most common first
     out_of_sync: list[str]  # device nodes left out: their trees no longer match
+    # Each reason with the nodes it holds for, grouped by kind (nodes alike).
+    unfit_nodes: list[tuple[str, list[DeviceNode]]] = field(default_factory=list)
 
 
 def rank(
@@ -60,13 +62,14 @@ def rank(
     Nodes of one kind (equal ``DeviceNode.kind``: devices, links, state and node
     resources) choose, score and rank alike but for their names: each kind is chosen
     on once, and only the nodes the answer shows become candidates, in the order a
-    sort of every node by (``_kind_rank_key``, name) gives. Past the deadline of a
+    sort of every node by (``kind_rank_key``, name) gives. Past the deadline of a
     ``budget`` no other kind is chosen on (the first always is), and ``budget`` is
     told how many nodes were looked at.
     """
     pack = scorer == "pack"
     chooser = Chooser(request, pack=pack)
     reasons: Counter[str] = Counter()
+    unfit_nodes: list[tuple[str, list[DeviceNode]]] = []
     ranked: list[tuple[tuple, list[DeviceNode], Pick, float]] = []
     timed = budget is not None and budget.timed
     looked = 0
@@ -80,10 +83,11 @@ def rank(
         pick = chooser.choose(alike[0], key)
         if isinstance(pick, Unfit):
             reasons[pick.reason] += len(alike)
+            unfit_nodes.append((pick.reason, alike))
             continue
         utilisation = node_utilisation(alike[0], pick, request)
         score = utilisation if pack else 1 - utilisation
-        ranked.append((_kind_rank_key(pick, score), alike, pick, score))
+        ranked.append((kind_rank_key(pick, score), alike, pick, score))
     ranked.sort(key=lambda entry: entry[0])
     candidates: list[DeviceCandidate] = []
     for _key, tied in itertools.groupby(ranked, key=lambda entry: entry[0]):
@@ -103,6 +107,7 @@ def rank(
         nodes_considered=nodes.count,
         unfit=reasons.most_common(),
         out_of_sync=nodes.out_of_sync,
+        unfit_nodes=unfit_nodes,
     )
 
 
@@ -111,7 +116,7 @@ def _by_name(alike: list[DeviceNode], index: int):
     return ((node.name, index, node) for node in alike)
 
 
-def _kind_rank_key(pick: Pick, score: float) -> tuple:
+def kind_rank_key(pick: Pick, score: float) -> tuple:
     """How a node ranks by its best choice, before its name: scope, strength, score."""
     scope_rank = SCOPES.index(pick.scope) if pick.scope else 0
     return (scope_rank, -pick.strength, -round(score, 9))

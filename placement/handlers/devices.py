@@ -6,6 +6,7 @@ resources with Koordinator annotations (or a whole Pod), answers are per device.
 
 import flask
 
+from placement import errors
 from placement.context import RequestContext
 from placement.data import device_topologies
 from placement.data.consumers import INCOMPLETE_CONSUMER_ID
@@ -13,6 +14,8 @@ from placement.devices import bodies, checkpoints, explain, service
 from placement.devices.request import DeviceRequest, parse_device_request, parse_pod
 from placement.handlers.group_resources import answer_with_cut, claim_options, search_budget
 from placement.http import json_response, load_body, no_content
+from placement.k8s import reconcile
+from placement.k8s.koordinator_devices import read_device_object
 from placement.schemas import devices as schemas
 
 
@@ -54,6 +57,18 @@ def hold_checkpoints(ctx: RequestContext, name: str) -> flask.Response:
         user_id=data.get("user_id", INCOMPLETE_CONSUMER_ID),
     )
     return json_response(ctx, bodies.checkpoints_body(result))
+
+
+def import_koordinator_device(ctx: RequestContext, name: str) -> flask.Response:
+    """Koordinator's ``Device`` object of the node, as its reporter publishes it."""
+    device = read_device_object(load_body(ctx, schemas.KoordinatorDevice()))
+    if device.node != name:
+        raise errors.BadRequest(f"The Device object is node {device.node}'s, not {name}'s.")
+    result = reconcile.apply_device_object(
+        ctx.conn, ctx.services.devices, ctx.config.group_naming(), device)
+    body = _node_view(ctx, name)
+    body["changed"] = result["changed"]
+    return json_response(ctx, body)
 
 
 def find_candidates(ctx: RequestContext) -> flask.Response:

@@ -20,6 +20,7 @@ from placement.routes import (
     METRICS_PATH,
     OUTSIDE_THE_API,
     ROUTES,
+    scheduler_extender_routes,
 )
 from placement.schemas.fields import (
     StrictDict,
@@ -152,6 +153,9 @@ def build() -> dict:
             for method, view in methods.items()
         }
         _add_path(spec, path, by_method)
+    for path, methods in scheduler_extender_routes().items():
+        _add_path(spec, path, {method: _extender_operation(path, view, bodies[view])
+                               for method, view in methods.items()})
     for path, view in OUTSIDE_THE_API.items():
         _add_path(spec, path, {"GET": _outside_operation(view)})
     _add_path(spec, METRICS_PATH, {"GET": METRICS_OPERATION})
@@ -166,7 +170,8 @@ def _schema_name(schema) -> str:
 
 
 def _all_views() -> list[Callable]:
-    return [view for methods in ROUTES.values() for view in methods.values()] + list(
+    routes = [*ROUTES.values(), *scheduler_extender_routes().values()]
+    return [view for methods in routes for view in methods.values()] + list(
         OUTSIDE_THE_API.values()
     )
 
@@ -227,6 +232,33 @@ def _outside_operation(view: Callable) -> dict:
         "description": "Outside the API: no token, no microversion (HEAD answers as GET).",
         "responses": _answers(operations.ANSWERS[view]),
     }
+
+
+def _extender_operation(path: str, view: Callable, body: marshmallow.Schema | dict) -> dict:
+    """A kube-scheduler extender verb (``app._admit_scheduler``): no microversion; no token
+    from ``[k8s] scheduler_clients``, a token policy allows from others; errors are the
+    protocol's ``Error`` field."""
+    answers = {**operations.ANSWERS[view],
+               **{status: text for status, (_name, text) in GENERIC_ERRORS.items()}}
+    responses = _answers(answers)
+    for status, response in responses.items():
+        if int(status) >= 400:
+            response["content"] = {JSON: {"schema": EXTENDER_ERROR}}
+    return {
+        "operationId": f"{operations.page(view)}.{path.rpartition('/')[2]}",
+        "tags": [operations.page(view)],
+        "security": [{}, {TOKEN_SCHEME: []}],
+        "description": (
+            "kube-scheduler's extender protocol, at the default [k8s] scheduler_prefix. "
+            "No token from [k8s] scheduler_clients (loopback by default), else a token "
+            "that policy allows; no microversion."
+        ),
+        "requestBody": {"required": True, "content": {JSON: {"schema": body}}},
+        "responses": responses,
+    }
+
+
+EXTENDER_ERROR = {"type": "object", "properties": {"Error": {"type": "string"}}}
 
 
 # /metrics: outside the API as the probes are, but protected (``app._check_metrics_access``).

@@ -20,6 +20,7 @@ from placement.handlers import (
     group_resources,
     health,
     inventory,
+    k8s_scheduler,
     openapi,
     reshaper,
     resource_class,
@@ -33,6 +34,7 @@ from placement.schemas import allocation as allocation_schemas
 from placement.schemas import devices as device_schemas
 from placement.schemas import group_resources as group_schemas
 from placement.schemas import inventory as inventory_schemas
+from placement.schemas import k8s_scheduler as extender_schemas
 from placement.schemas import names as name_schemas
 from placement.schemas import resource_provider as provider_schemas
 
@@ -45,6 +47,7 @@ PAGES = {
     "group_resources": "group_resources",
     "health": "root",
     "inventory": "inventories",
+    "k8s_scheduler": "k8s_scheduler",
     "openapi": "root",
     "reshaper": "reshaper",
     "resource_class": "resource_classes",
@@ -82,9 +85,14 @@ def request_bodies() -> dict[Callable, marshmallow.Schema | marshmallow.fields.F
         group_resources.claim: group_schemas.Claim(),
         devices.import_node: device_schemas.ImportNode(),
         devices.hold_checkpoints: device_schemas.ImportCheckpoints(),
+        devices.import_koordinator_device: device_schemas.KoordinatorDevice(),
         devices.find_candidates: device_schemas.DeviceQuery(),
         devices.explain_candidates: device_schemas.DeviceQuery(),
         devices.claim: device_schemas.DeviceClaim(),
+        k8s_scheduler.filter_nodes: extender_schemas.ExtenderArgs(),
+        k8s_scheduler.prioritize_nodes: extender_schemas.ExtenderArgs(),
+        k8s_scheduler.bind_pod: extender_schemas.ExtenderBindingArgs(),
+        k8s_scheduler.preempt: extender_schemas.ExtenderPreemptionArgs(),
     }
 
 
@@ -319,5 +327,29 @@ ANSWERS: dict[Callable, dict[int, str]] = {
         200: "The claimed candidate.",
         400: "The body does not validate; a bad resource, amount or annotation.",
         409: "The consumer exists; no node can take it; concurrent claims.",
+    },
+    devices.import_koordinator_device: {
+        200: "The device node, as GET shows it, and whether anything changed.",
+        400: "Not a Device object, or another node's; a device list or checkpoint that "
+        "does not read.",
+        404: "A checkpoint for a node that is gone.",
+        409: "A checkpointed device another consumer holds; a concurrent change.",
+    },
+    # kube-scheduler's extender verbs: an error of what was sent is a 200 whose Error
+    # says it (the scheduler reads no other body), but for prioritize.
+    k8s_scheduler.filter_nodes: {
+        200: "ExtenderFilterResult: the nodes that pass, FailedNodes, "
+        "FailedAndUnresolvableNodes; or Error.",
+    },
+    k8s_scheduler.prioritize_nodes: {
+        200: "HostPriorityList: each node's score, 0 to 10.",
+        400: "Error: the body does not read.",
+    },
+    k8s_scheduler.bind_pod: {
+        200: "ExtenderBindingResult: Error empty when bound, else why not.",
+    },
+    k8s_scheduler.preempt: {
+        200: "ExtenderPreemptionResult: the nodes where the pod fits once its victims are "
+        "gone; or Error.",
     },
 }

@@ -211,3 +211,16 @@ class DeviceClaim(DeviceRequestBody):
     project_id = StrictString(required=True)
     user_id = StrictString(required=True)
     consumer_type = StrictString(pattern=CONSUMER_TYPE_PATTERN)
+
+
+class KoordinatorDevice(ExtensionSchema):
+    """Koordinator's ``Device`` object (``scheduling.koordinator.sh/v1alpha1``), read by
+    ``placement.k8s.koordinator_devices``; other members (``status``) are ignored."""
+
+    class Meta:
+        unknown = "include"
+
+    apiVersion = StrictString()
+    kind = StrictString()
+    metadata = fields.Dict(required=True)
+    spec = fields.Dict(required=True)

@@ -14,11 +14,14 @@ import pytest
 
 from placement.app import create_app
 from placement.policy import API_RULES, Policy, list_rules, operation_path
-from placement.routes import METRICS_PATH, ROUTES
+from placement.routes import METRICS_PATH, scheduler_extender_routes
+from placement.routes import ROUTES as API_ROUTES
 from tests.conftest import Api
 
 REPO = Path(__file__).resolve().parents[2]
 OPEN_ROUTES = {("GET", "/")}
+# The extender's verbs have rules too (for clients not in [k8s] scheduler_clients).
+ROUTES = {**API_ROUTES, **scheduler_extender_routes()}
 
 
 def test_every_route_has_one_rule_and_every_rule_names_routes():

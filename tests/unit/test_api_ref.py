@@ -9,7 +9,11 @@ import pathlib
 import re
 
 from placement import errors
-from placement.routes import METRICS_PATH, OUTSIDE_THE_API, ROUTES
+from placement.routes import METRICS_PATH, OUTSIDE_THE_API, scheduler_extender_routes
+from placement.routes import ROUTES as API_ROUTES
+
+# The API's routes and kube-scheduler's extender verbs (at the default prefix).
+ROUTES = {**API_ROUTES, **scheduler_extender_routes()}
 
 API_REF = pathlib.Path(__file__).resolve().parents[2] / "api-ref"
 HEADING = re.compile(r"^###\s+([A-Z]+)\s+(/\S*)\s*$")

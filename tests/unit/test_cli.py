@@ -137,7 +137,8 @@ def test_help_lists_every_command(environment, capsys):
     parser = cli._parser()
     [commands] = [action.choices for action in parser._actions if action.dest == "==SUPPRESS=="]
     assert set(commands) == {
-        "db", "serve", "group-resources", "devices", "sample-config", "policy-sample", "openapi"
+        "db", "serve", "group-resources", "devices", "k8s", "sample-config", "policy-sample",
+        "openapi",
     }
     with pytest.raises(SystemExit):
         cli.main(["-h"])

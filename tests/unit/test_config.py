@@ -125,6 +125,11 @@ def test_every_option_has_an_environment_variable(tmp_path):
         "group_node_ranking": "sum",
         "group_sibling_groups": "shared",
         "group_candidates_budget_ms": "40",
+        "k8s_scheduler_prefix": "/gpu-scheduler-extender",
+        "k8s_scheduler_clients": "10.0.0.0/8, ::1",
+        "k8s_kubeconfig": "/etc/placement/kubeconfig",
+        "k8s_api_timeout_seconds": "2.5",
+        "k8s_topology_annotation_prefix": "example.com/gpu-",
     }
     assert {option.field for option in OPTIONS} == set(values)
     environ = {option.env: values[option.field] for option in OPTIONS}
@@ -163,6 +168,11 @@ def test_every_option_has_an_environment_variable(tmp_path):
         group_node_ranking="sum",
         group_sibling_groups="shared",
         group_candidates_budget_ms=40,
+        k8s_scheduler_prefix="/gpu-scheduler-extender",
+        k8s_scheduler_clients=("10.0.0.0/8", "::1"),
+        k8s_kubeconfig="/etc/placement/kubeconfig",
+        k8s_api_timeout_seconds=2.5,
+        k8s_topology_annotation_prefix="example.com/gpu-",
     )
 
 
@@ -415,3 +425,14 @@ def test_options_the_service_does_not_use_are_named(tmp_path):
         "[oslo_policy] enforce_scope",
     )
     assert config.randomize_allocation_candidates is True
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"k8s_scheduler_prefix": "k8s"}, "scheduler_prefix"),
+    ({"k8s_scheduler_prefix": "/k8s/"}, "scheduler_prefix"),
+    ({"k8s_scheduler_clients": ("10.0.0.0/33",)}, "scheduler_clients"),
+    ({"k8s_api_timeout_seconds": 0}, "api_timeout_seconds"),
+])
+def test_the_k8s_options_are_checked(changes, words):
+    with pytest.raises(ConfigError, match=words):
+        Config(**changes)

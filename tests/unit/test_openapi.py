@@ -15,11 +15,14 @@ from placement.cli import main as cli
 from placement.handlers import aggregate, allocation, devices, group_resources, inventory
 from placement.handlers import resource_provider as provider
 from placement.openapi import document, operations
-from placement.routes import METRICS_PATH, OUTSIDE_THE_API, ROUTES
+from placement.routes import METRICS_PATH, OUTSIDE_THE_API, scheduler_extender_routes
+from placement.routes import ROUTES as API_ROUTES
 from placement.schemas import validate as load
 
 API_REF = pathlib.Path(__file__).resolve().parents[2] / "api-ref"
 COMMITTED = API_REF / "openapi.json"
+# The API's routes and kube-scheduler's extender verbs (at the default prefix).
+ROUTES = {**API_ROUTES, **scheduler_extender_routes()}
 STALE = "api-ref/openapi.json is not what `placement openapi` prints now: run `make openapi`"
 
 RP = "4e8e5957-649f-477b-9e5b-f1f75b21c03c"
