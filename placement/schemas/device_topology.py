@@ -50,6 +50,8 @@ class DeviceEntry(ExtensionSchema):
     bridge = StrictInteger()  # the PCIe host bridge; default: its switch's, or one of its own
     # The upstream switch the PCIe switch hangs from (PXB between switches of one group)
     switch_group = StrictInteger(data_key="switchGroup")
+    # The board the device shares with others behind its on-board switch (PSB between them)
+    board = StrictInteger()
     memory = fields.Raw()  # gpu: a quantity ("16Gi") or a number of bytes
     vfs = StrictInteger()
     labels = _labels()
