@@ -29,6 +29,7 @@ from placement.handlers import (
     trait,
     usage,
 )
+from placement.http import checks_first
 
 READ_METHODS = frozenset({"GET", "HEAD"})
 # The API's requests answered without a token: the version document.
@@ -206,6 +207,7 @@ def register_routes(app: flask.Flask) -> None:
             writes = method not in READ_METHODS and view not in READ_ONLY_POSTS
             endpoint = _transactional(view, write=writes, snapshot=view in SNAPSHOT_VIEWS)
             endpoint.checks_accept = view in ACCEPT_CHECKED_VIEWS  # type: ignore[attr-defined]
+            endpoint.checks_first = checks_first(view)  # type: ignore[attr-defined]
             app.add_url_rule(
                 path,
                 endpoint=f"{method} {path}",
