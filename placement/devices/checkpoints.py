@@ -1,8 +1,8 @@
-"""Devices kubelet already gave to pods (document 003's device checkpoints), held in
-placement so that they are never given twice.
+"""Devices kubelet already gave to pods (its device checkpoints), held in placement so
+that they are never given twice.
 
 Kubelet records the devices it allocated through device plugins in its checkpoint
-file; document 003's device reporter reads it and reports, per pod and container,
+file; a node agent reads it and reports, per pod and container,
 the resource name and the ids of the devices given (``PodDevicesEntry``). A node's
 report is its whole checkpoint: each pod becomes one consumer, whose uuid is derived
 from the pod's uid (``consumer_uuid``), holding each of its devices **whole** (kubelet

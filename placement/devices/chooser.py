@@ -23,7 +23,7 @@ A node's choice, in order of what matters:
    up one device before starting another), ``spread`` the least used.
 4. The lowest minors.
 
-Unhealthy devices (document 003's ``health``) are never chosen: for every request,
+Unhealthy devices (a device's ``health`` in its topology) are never chosen: for every request,
 joint or alone, whole or shared, they are as absent (``ApplyForAll`` takes every
 healthy device selected); what is allocated on them still counts as in use.
 

@@ -60,11 +60,11 @@ class Device:
     # The board several GPUs share behind its own switch (what nvidia-smi prints as PSB
     # between them), node-wide; -1: none. Tighter than one PCIe switch, looser than NVLink.
     board: int = -1
-    # Document 003's per-device health. An unhealthy device is never offered or claimed;
+    # The device's health, as its node reports it. An unhealthy device is never offered or claimed;
     # what is allocated on it stays (``chooser``, ``service``).
     healthy: bool = True
-    # rdma: its VFs one by one, by minor (document 001's story 2), when listed; then ``vfs``
-    # is how many and ``vf_labels`` is empty (each VF has labels of its own).
+    # rdma: its VFs one by one, by minor, when listed (each with its own bus id and labels,
+    # for VFs that differ); then ``vfs`` is how many and ``vf_labels`` is empty.
     vf_list: tuple[VirtualFunction, ...] = ()
 
     @property

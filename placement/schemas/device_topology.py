@@ -56,7 +56,7 @@ class DeviceEntry(ExtensionSchema):
     vfs = StrictInteger()
     labels = _labels()
     vf_labels = _labels(data_key="vfLabels")
-    # Document 003's per-device health; false: never offered or claimed (default true)
+    # The device's health; false: never offered or claimed (default true)
     health = StrictBoolean()
     # rdma: its VFs one by one, in groups of equal labels (instead of vfs and vfLabels)
     vf_groups = fields.List(fields.Nested(VirtualFunctionGroup), data_key="vfGroups",
