@@ -117,8 +117,8 @@ def plan_holds(
 ) -> tuple[list[PodHold], list[UnknownDevice]]:
     """Each pod's devices and allocations, pods in order of first appearance, and the ids
     the node does not list (nothing to hold: no search can offer a device the topology
-    lacks, and kubelet's file may name one the reporter no longer reports, or, as document
-    003's own example, another machine's); 400 for an unknown resource name, a device of
+    lacks, and kubelet's file may name one the reporter no longer reports, or one of
+    another machine, copied with the file); 400 for an unknown resource name, a device of
     another type, or a device given twice. A device id is a device's ``id``, or the bus id
     of one of a NIC's VFs listed one by one (what an SR-IOV device plugin gives): that VF
     alone is held."""
