@@ -50,7 +50,8 @@ $(KEYSTONE_STAMP): tests/keystone/constraints.txt
 run: $(STAMP)  ## run the service on SQLite at http://127.0.0.1:8780
 	$(BIN)/placement serve
 
-test: $(STAMP) $(UPSTREAM_STAMP) $(KEYSTONE_STAMP)  ## run the whole test suite on SQLite and PostgreSQL, against upstream and a real Keystone
+test: $(STAMP) $(UPSTREAM_STAMP) $(KEYSTONE_STAMP)  ## run the whole test suite on SQLite, PostgreSQL and MariaDB, against upstream and a real Keystone
+	$(BIN)/python -m tests.mysqlserver
 	$(BIN)/pytest -n auto
 
 lint: $(STAMP)  ## ruff

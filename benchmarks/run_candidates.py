@@ -652,7 +652,9 @@ def main(argv: list[str] | None = None) -> int:
         # gunicorn inherits the environment: the service caps candidates as the checks expect.
         os.environ["PLACEMENT_MAX_ALLOCATION_CANDIDATES"] = str(args.max_candidates)
     chosen = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
-    with running_service(args.workers, args.database_url, args.url, args.log_dir) as service:
+    with running_service(
+        args.workers, args.database_url, args.url, args.log_dir, args.backend
+    ) as service:
         print(f"service at {service.base_url}", file=sys.stderr, flush=True)
         ctx = Context(service.base_url, uuid.uuid4().hex[:6], args)
         rows: list[report.Row] = []

@@ -556,7 +556,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     command = report.command_line("benchmarks.run_devices", argv)
     machine = report.environment()  # before the service adds its own load
-    with running_service(args.workers, args.database_url, args.url, args.log_dir) as service:
+    with running_service(
+        args.workers, args.database_url, args.url, args.log_dir, args.backend
+    ) as service:
         print(f"service at {service.base_url}", file=sys.stderr, flush=True)
         print(f"loading {args.nodes} device nodes "
               f"({args.nodes * load_device_nodes.PROVIDERS_PER_NODE} providers, "

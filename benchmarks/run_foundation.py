@@ -210,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     command = report.command_line("benchmarks.run_foundation", argv)
     machine = report.environment()  # before the service adds its own load
-    with running_service(args.workers, args.database_url, args.url, args.log_dir) as service:
+    with running_service(
+        args.workers, args.database_url, args.url, args.log_dir, args.backend
+    ) as service:
         print(f"service at {service.base_url}; loading {args.providers} providers...",
               file=sys.stderr, flush=True)
         run_id = uuid.uuid4().hex[:6]

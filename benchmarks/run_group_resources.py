@@ -465,7 +465,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     command = report.command_line("benchmarks.run_group_resources", argv)
     machine = report.environment()  # before the service adds its own load
-    with running_service(args.workers, args.database_url, args.url, args.log_dir) as service:
+    with running_service(
+        args.workers, args.database_url, args.url, args.log_dir, args.backend
+    ) as service:
         print(f"service at {service.base_url}", file=sys.stderr, flush=True)
         print(f"loading {args.nodes} 8-GPU nodes ({args.nodes * 15} providers, "
               f"{args.nodes} requests)...", file=sys.stderr, flush=True)

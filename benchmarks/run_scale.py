@@ -150,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     command = report.command_line("benchmarks.run_scale", argv)
     machine = report.environment()
-    with running_service(args.workers, args.database_url, None, args.log_dir) as service:
+    with running_service(
+        args.workers, args.database_url, None, args.log_dir, args.backend
+    ) as service:
         base = service.base_url
         print(f"loading {args.device_nodes} device nodes...", file=sys.stderr, flush=True)
         devices = load_device_nodes.load_device_nodes(

@@ -7,9 +7,10 @@ and what it runs on). Three ways, in order of preference of the options:
   or stopped, nothing is migrated.
 * ``database_url``: that database is migrated (``placement.db.migrate.upgrade``)
   and gunicorn is started against it; the database is left as it is.
-* neither: a throwaway PostgreSQL is started with ``tests.pgserver`` (run
-  from the repository root so that ``tests`` is importable), migrated, served
-  by gunicorn, and removed afterwards.
+* neither: a throwaway PostgreSQL (``--backend postgresql``, the default) or
+  MariaDB (``--backend mysql``) is started with ``tests.pgserver`` or
+  ``tests.mysqlserver`` (run from the repository root so that ``tests`` is
+  importable), migrated, served by gunicorn, and removed afterwards.
 
 gunicorn runs as ``python -m gunicorn --workers N ... placement.wsgi:application``,
 with the worker settings of ``placement serve`` (``placement.server``), on a free
@@ -71,6 +72,8 @@ class Service:
         engine = make_engine(self.database_url)
         try:
             with engine.connect() as conn:
+                if conn.dialect.name == "mysql":
+                    return str(conn.exec_driver_sql("SELECT VERSION()").scalar())
                 return "PostgreSQL " + str(conn.exec_driver_sql("SHOW server_version").scalar())
         finally:
             engine.dispose()
@@ -82,6 +85,8 @@ def add_service_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--load-threads", type=int, default=8, help="threads of the loader")
     parser.add_argument("--json", metavar="PATH", help="also write configuration and results")
     parser.add_argument("--log-dir", help="keep gunicorn.log in this folder")
+    parser.add_argument("--backend", choices=BACKENDS, default="postgresql",
+                        help="the throwaway database server (without --database-url)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--database-url", help="migrate and serve this database")
     where.add_argument("--url", help="benchmark this running service (loopback only)")
@@ -117,6 +122,35 @@ def throwaway_postgres():
         yield server.url
     finally:
         server.stop()
+
+
+@contextlib.contextmanager
+def throwaway_mysql():
+    """Yield the URL of a database on a fresh MariaDB (tests/mysqlserver.py); remove the
+    server afterwards."""
+    try:
+        from tests import mysqlserver
+    except ImportError as exc:  # pragma: no cover - depends on the working directory
+        raise ServiceError(
+            "cannot import tests.mysqlserver: run from the repository root "
+            "(python -m benchmarks.<script>)"
+        ) from exc
+    try:
+        server = mysqlserver.start()
+    except mysqlserver.MysqlUnavailable as exc:
+        raise ServiceError(f"no throwaway MariaDB: {exc}") from exc
+    try:
+        engine = make_engine(server.url)
+        with engine.connect() as conn:
+            conn.exec_driver_sql("CREATE DATABASE placement")
+        engine.dispose()
+        yield server.url.replace("/mysql?", "/placement?")
+    finally:
+        server.stop()
+
+
+THROWAWAY = {"postgresql": throwaway_postgres, "mysql": throwaway_mysql}
+BACKENDS = tuple(THROWAWAY)
 
 
 def migrate_database(database_url: str) -> None:
@@ -199,6 +233,7 @@ def running_service(
     database_url: str | None = None,
     url: str | None = None,
     log_dir: str | None = None,
+    backend: str = "postgresql",
 ):
     """Yield a ``Service``; see the module docstring for the three ways."""
     if url is not None:
@@ -208,8 +243,11 @@ def running_service(
         return
     with contextlib.ExitStack() as stack:
         if database_url is None:
-            database_url = stack.enter_context(throwaway_postgres())
-            description = "throwaway PostgreSQL (tests/pgserver.py)"
+            database_url = stack.enter_context(THROWAWAY[backend]())
+            description = {
+                "postgresql": "throwaway PostgreSQL (tests/pgserver.py)",
+                "mysql": "throwaway MariaDB (tests/mysqlserver.py)",
+            }[backend]
         else:
             description = describe_database(database_url)
         migrate_database(database_url)

@@ -23,6 +23,8 @@ import logging
 import uuid
 
 import flask
+import psycopg
+import pymysql
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
@@ -30,8 +32,8 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from placement import auth, errors, microversion
 from placement.config import Config, load_config
 from placement.data.names import sync_standard_names
-from placement.db import migrate
-from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine
+from placement.db import migrate, mysql
+from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine, wait_until_reachable
 from placement.handlers import openapi as openapi_view
 from placement.http import checks_first
 from placement.observability import request_log
@@ -67,8 +69,17 @@ def freeze_startup_objects() -> None:
 
 def create_app(config: Config | None = None, engine: Engine | None = None) -> flask.Flask:
     config = config or load_config()
-    engine = engine or make_engine(config.database_url)
+    for option in config.unused_options:
+        LOG.warning("Configuration: %s in %s is not used by this service", option,
+                    config.source_file)
+    if engine is None:
+        engine = make_engine(config.database_url, config.database())
+        wait_until_reachable(engine, config.database())
     migrate.require_current(engine)
+    if engine.dialect.name == "mysql":
+        with engine.connect() as conn:
+            for warning in mysql.server_warnings(conn):
+                LOG.warning("Database: %s", warning)
     # A write transaction from the start: several workers may sync at once.
     with engine.connect().execution_options(**{WRITE_TRANSACTION_OPTION: True}) as conn:
         with conn.begin():
@@ -288,6 +299,10 @@ def _as_placement_error(exc: Exception) -> errors.PlacementError:
                 f"The method {flask.request.method} is not allowed for this resource."
             )
         return error
+    if isinstance(exc, DRIVER_ERRORS):
+        # A driver's error SQLAlchemy did not wrap (raised where it works on the DBAPI
+        # connection itself, as when it sets an isolation level): read as the wrapped ones.
+        exc = DBAPIError.instance(None, None, exc, Exception)
     if isinstance(exc, DBAPIError) and _is_contention(exc):
         # A deadlock victim, a serialization failure or a lock wait that timed out:
         # nothing was written (the transaction rolled back) and a retry may succeed.
@@ -307,13 +322,14 @@ def _as_placement_error(exc: Exception) -> errors.PlacementError:
     return errors.InternalServerError("An unexpected error occurred; see the service log.")
 
 
+DRIVER_ERRORS = (pymysql.err.Error, psycopg.Error)
 # PostgreSQL SQLSTATEs: serialization_failure, deadlock_detected, lock_not_available.
 CONTENTION_SQLSTATES = frozenset({"40001", "40P01", "55P03"})
 
 
 def _is_contention(exc: DBAPIError) -> bool:
     sqlstate = getattr(exc.orig, "sqlstate", None)
-    if sqlstate in CONTENTION_SQLSTATES:
+    if sqlstate in CONTENTION_SQLSTATES or mysql.lost_a_race(exc):
         return True
     return "database is locked" in str(exc.orig)
 
@@ -322,7 +338,7 @@ def _is_unreachable(exc: DBAPIError) -> bool:
     """A connection that could not be made or was lost, as opposed to a statement the
     database refused: psycopg reports the former without a SQLSTATE, or with class 08
     (connection exception) or 57P01-57P03 (shutdown, cannot connect now)."""
-    if exc.connection_invalidated:
+    if exc.connection_invalidated or mysql.is_unreachable(exc.orig):
         return True
     if not isinstance(exc, OperationalError | InterfaceError):
         return False

@@ -20,6 +20,7 @@ from placement.config_options import (
     OPTIONS,
     Option,
 )
+from placement.db.options import DatabaseOptions
 from placement.nodes.group_options import CHOICES, GroupOptions
 from placement.nodes.naming import (
     DEFAULT_BYTE_UNITS,
@@ -31,6 +32,8 @@ from placement.nodes.naming import (
 from placement.nodes.search_budget import MAX_BUDGET_MS
 
 DEFAULT_CONFIG_FILE = "/etc/placement/placement.conf"
+CONFIG_FILE_NAME = "placement.conf"
+UPSTREAM_CONFIG_DIR_VARIABLE = "OS_PLACEMENT_CONFIG_DIR"
 DEFAULT_DATABASE_URL = "sqlite:///placement.sqlite"
 
 
@@ -39,6 +42,12 @@ class Config:
     """The service's whole configuration; see ``OPTIONS`` for each field."""
 
     database_url: str = DEFAULT_DATABASE_URL
+    database_max_pool_size: int = DatabaseOptions.max_pool_size
+    database_max_overflow: int = DatabaseOptions.max_overflow
+    database_connection_recycle_time: int = DatabaseOptions.connection_recycle_time
+    database_max_retries: int = DatabaseOptions.max_retries
+    database_retry_interval: int = DatabaseOptions.retry_interval
+    database_mysql_sql_mode: str = DatabaseOptions.mysql_sql_mode
     auth_strategy: str = "noauth2"
     tokens_file: str | None = None
     policy_file: str | None = None
@@ -64,6 +73,12 @@ class Config:
     # Not an option: the file the configuration was read from (its [keystone_authtoken]
     # section configures keystonemiddleware).
     source_file: str | None = None
+    # Not an option: "[section] key" of each option the file sets that this service does
+    # not use (logged as a warning at start).
+    unused_options: tuple[str, ...] = ()
+    # Not an option: False when a file was read that names no database (nor does the
+    # environment): the service then refuses to start rather than invent one.
+    database_named: bool = dataclasses.field(default=True, compare=False)
     log_format: str = "text"
     metrics_unauthenticated: bool = False
     group_flat_requests: str = GroupOptions.flat_requests
@@ -90,6 +105,12 @@ class Config:
                 "auth_strategy = keystone needs a configuration file with a "
                 "[keystone_authtoken] section"
             )
+        if self.database_max_pool_size < 0 or self.database_max_overflow < 0:
+            raise ConfigError("[placement_database] max_pool_size and max_overflow must be "
+                              "0 or more")
+        if self.database_max_retries < -1 or self.database_retry_interval < 0:
+            raise ConfigError("[placement_database] max_retries must be -1 (forever) or "
+                              "more, retry_interval 0 or more")
         if self.threads < 1:
             raise ConfigError("threads must be 1 or more")
         if not self.client_timeout_seconds > 0:
@@ -126,6 +147,24 @@ class Config:
                     f"{unit_of_class(class_name)}, but byte_units gives it {unit}"
                 )
 
+    def database(self) -> DatabaseOptions:
+        """How the engine connects (the [placement_database] options). ConfigError when
+        the configuration file named no database: an operator who points the service at
+        upstream's file expects its database, never a new SQLite file served empty."""
+        if not self.database_named:
+            raise ConfigError(
+                f"{self.source_file} names no database: set [placement_database] "
+                "connection (where upstream Placement's file has it) or PLACEMENT_DATABASE_URL"
+            )
+        return DatabaseOptions(
+            max_pool_size=self.database_max_pool_size,
+            max_overflow=self.database_max_overflow,
+            connection_recycle_time=self.database_connection_recycle_time,
+            max_retries=self.database_max_retries,
+            retry_interval=self.database_retry_interval,
+            mysql_sql_mode=self.database_mysql_sql_mode,
+        )
+
     def group_naming(self) -> Naming:
         """How the group-resource translator names classes, from the two options."""
         return Naming(
@@ -149,9 +188,9 @@ class ConfigError(ValueError):
     """The configuration cannot be used as given."""
 
 
-# Options that moved, by field: their old key in [DEFAULT], still read when the new one is
-# not given (a file written for an earlier release keeps working).
-MOVED_KEYS = {"log_level": "log_level"}
+# Options also read from another place, by field: (section, key), read when the option's
+# own is not given (a file written for an earlier release keeps working).
+MOVED_KEYS = {"log_level": ("DEFAULT", "log_level"), "database_url": ("database", "connection")}
 
 
 def load_config(
@@ -159,11 +198,15 @@ def load_config(
 ) -> Config:
     """Build a Config from defaults, the INI file at ``path`` and ``environ``.
 
-    Without ``path``, ``PLACEMENT_CONFIG_FILE`` names the file, else
-    /etc/placement/placement.conf is read when it exists.
+    Without ``path``, ``PLACEMENT_CONFIG_FILE`` names the file, else ``placement.conf``
+    in the folder ``OS_PLACEMENT_CONFIG_DIR`` names (upstream's variable), else
+    /etc/placement/placement.conf when it exists. A service given a file never invents
+    a database: the file (or the environment) must name one.
     """
     environ = os.environ if environ is None else environ
     path = path or environ.get("PLACEMENT_CONFIG_FILE")
+    if path is None and environ.get(UPSTREAM_CONFIG_DIR_VARIABLE):
+        path = os.path.join(environ[UPSTREAM_CONFIG_DIR_VARIABLE], CONFIG_FILE_NAME)
     if path is None and os.path.exists(DEFAULT_CONFIG_FILE):
         path = DEFAULT_CONFIG_FILE
     values: dict[str, Any] = {}
@@ -174,13 +217,33 @@ def load_config(
         for option in OPTIONS:
             if parser.has_option(option.section, option.key):
                 values[option.field] = _parse(option, parser.get(option.section, option.key))
-            elif option.field in MOVED_KEYS and MOVED_KEYS[option.field] in parser.defaults():
-                text = parser.defaults()[MOVED_KEYS[option.field]]
+            elif option.field in MOVED_KEYS and parser.has_option(*MOVED_KEYS[option.field]):
+                text = parser.get(*MOVED_KEYS[option.field])
                 values[option.field] = _parse(option, text)
     for option in OPTIONS:
         if option.env in environ:
             values[option.field] = _parse(option, environ[option.env])
-    return Config(**values, source_file=path or None)
+    unused = _unused_options(path) if path else ()
+    named = not path or "database_url" in values
+    return Config(**values, source_file=path or None, unused_options=unused,
+                  database_named=named)
+
+
+# Sections read whole by the libraries the service hands the file to.
+LIBRARY_SECTIONS = frozenset({"keystone_authtoken"})
+
+
+def _unused_options(path: str) -> tuple[str, ...]:
+    """The options the file sets that nothing here reads, as "[section] key"."""
+    # [DEFAULT] read as a section of its own, not as every section's fallback.
+    parser = configparser.ConfigParser(interpolation=None, default_section="\0")
+    parser.read(path)
+    read = {(o.section, o.key) for o in OPTIONS} | set(MOVED_KEYS.values())
+    return tuple(
+        f"[{section}] {key}"
+        for section in parser.sections() if section not in LIBRARY_SECTIONS
+        for key in parser[section] if (section, key) not in read
+    )
 
 
 def _parse(option: Option, text: str) -> Any:

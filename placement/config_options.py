@@ -49,12 +49,65 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option(
         "database_url",
-        "database",
+        "placement_database",
         "connection",
         "PLACEMENT_DATABASE_URL",
         str,
-        "SQLAlchemy URL of the database. SQLite (the default, a file created on first "
-        "run) or PostgreSQL, e.g. postgresql+psycopg://user:pass@host/placement.",
+        "SQLAlchemy URL of the database: SQLite (the default, a file created on first "
+        "run), PostgreSQL (postgresql+psycopg://user:pass@host/placement) or MySQL/MariaDB "
+        "(mysql+pymysql://user:pass@host/placement?charset=utf8; the service always speaks "
+        "utf8mb4). Upstream Placement's section and key; [database] connection is read too.",
+    ),
+    Option(
+        "database_max_pool_size",
+        "placement_database",
+        "max_pool_size",
+        "PLACEMENT_DATABASE_MAX_POOL_SIZE",
+        int,
+        "Connections each worker keeps open to PostgreSQL or MySQL (0: no limit).",
+    ),
+    Option(
+        "database_max_overflow",
+        "placement_database",
+        "max_overflow",
+        "PLACEMENT_DATABASE_MAX_OVERFLOW",
+        int,
+        "Connections a worker may open beyond max_pool_size at busy times.",
+    ),
+    Option(
+        "database_connection_recycle_time",
+        "placement_database",
+        "connection_recycle_time",
+        "PLACEMENT_DATABASE_CONNECTION_RECYCLE_TIME",
+        int,
+        "Seconds after which a pooled connection is replaced (MySQL closes connections "
+        "idle for wait_timeout; proxies often sooner).",
+    ),
+    Option(
+        "database_max_retries",
+        "placement_database",
+        "max_retries",
+        "PLACEMENT_DATABASE_MAX_RETRIES",
+        int,
+        "Attempts to reach the database when the service starts before it gives up "
+        "(-1: try forever).",
+    ),
+    Option(
+        "database_retry_interval",
+        "placement_database",
+        "retry_interval",
+        "PLACEMENT_DATABASE_RETRY_INTERVAL",
+        int,
+        "Seconds between those attempts.",
+    ),
+    Option(
+        "database_mysql_sql_mode",
+        "placement_database",
+        "mysql_sql_mode",
+        "PLACEMENT_DATABASE_MYSQL_SQL_MODE",
+        str,
+        "The sql_mode of MySQL connections (empty: the server's own). The default is "
+        "strict: a value that does not fit is an error, never truncated.",
     ),
     Option(
         "auth_strategy",

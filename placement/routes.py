@@ -6,12 +6,17 @@ raises), run in its process's turn (``services.Services.serving_lock``). Methods
 missing from a URL's entry get an automatic 405.
 """
 
+import logging
+import random
+import time
 from collections.abc import Callable
 
 import flask
+from sqlalchemy.exc import DBAPIError
 
 from placement.context import RequestContext
-from placement.db.engine import WRITE_TRANSACTION_OPTION
+from placement.db import mysql
+from placement.db.engine import WRITE_TRANSACTION_OPTION, reading_one_snapshot
 from placement.handlers import (
     aggregate,
     allocation,
@@ -31,6 +36,7 @@ from placement.handlers import (
 )
 from placement.http import checks_first
 
+LOG = logging.getLogger(__name__)
 READ_METHODS = frozenset({"GET", "HEAD"})
 # The API's requests answered without a token: the version document.
 ANONYMOUS = frozenset({("GET", "/"), ("HEAD", "/")})
@@ -223,20 +229,48 @@ def _transactional(view, write: bool, snapshot: bool = False):
         # The whole body first (kept for the view), then this process's turn: see
         # ``Services.serving_lock``.
         flask.request.get_data(cache=True)
-        with services.serving_lock, services.engine.connect() as conn:
-            if write:
-                conn = conn.execution_options(**{WRITE_TRANSACTION_OPTION: True})
-            if snapshot and conn.dialect.name == "postgresql":
-                conn = conn.execution_options(isolation_level="REPEATABLE READ")
-            with conn.begin():
-                ctx = RequestContext(
-                    conn=conn,
-                    version=flask.g.version,
-                    request=flask.request,
-                    request_id=flask.g.request_id,
-                    services=services,
-                )
-                return view(ctx, **kwargs)
+        with services.serving_lock:
+            for attempt in range(1, CONTENTION_ATTEMPTS + 1):
+                try:
+                    return _run_once(services, view, write, snapshot, kwargs)
+                except DBAPIError as exc:
+                    if not _retried_on_contention(exc, attempt):
+                        raise
+                    time.sleep(random.uniform(0, CONTENTION_BACKOFF_S * attempt))
+        raise AssertionError("unreachable")  # the last attempt returns or raises
 
     endpoint.__name__ = view.__name__
     return endpoint
+
+
+# On MySQL a request whose transaction lost to another (a deadlock victim, or on Galera
+# a write set that failed certification at commit, error 1213, after a concurrent
+# commit through another node) is run again from its start, as upstream's oslo.db
+# retries deadlocks: nothing of the lost attempt was written. The last loss is a 409.
+CONTENTION_ATTEMPTS = 4
+CONTENTION_BACKOFF_S = 0.02
+
+
+def _retried_on_contention(exc: DBAPIError, attempt: int) -> bool:
+    if attempt >= CONTENTION_ATTEMPTS or not mysql.lost_a_race(exc):
+        return False
+    LOG.info("Request %s lost a race in the database (attempt %d), running it again: %s",
+             flask.g.get("request_id"), attempt, exc.orig)
+    return True
+
+
+def _run_once(services, view, write: bool, snapshot: bool, kwargs):
+    with services.engine.connect() as conn:
+        if write:
+            conn = conn.execution_options(**{WRITE_TRANSACTION_OPTION: True})
+        if snapshot:
+            conn = reading_one_snapshot(conn)
+        with conn.begin():
+            ctx = RequestContext(
+                conn=conn,
+                version=flask.g.version,
+                request=flask.request,
+                request_id=flask.g.request_id,
+                services=services,
+            )
+            return view(ctx, **kwargs)

@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from placement import auth
 from placement.candidates.service import CandidateSearch
 from placement.config import Config
+from placement.db.engine import reading_one_snapshot
 from placement.devices.service import DeviceSearch
 from placement.group_resources.service import GroupResourceSearch
 from placement.policy import Policy
@@ -51,8 +52,7 @@ class Services:
         database answers and the copy of the providers is brought up to date from it.
         The database's error when it cannot (the API's 503)."""
         with self.serving_lock, self.engine.connect() as conn:
-            if conn.dialect.name == "postgresql":
-                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            conn = reading_one_snapshot(conn)
             with conn.begin(), self.replica.current(conn) as world:
                 return {"providers": len(world.providers)}
 

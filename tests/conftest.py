@@ -1,9 +1,12 @@
 """Fixtures: a migrated database on each backend, a fresh app per test, an API client.
 
-Every database test runs twice: on SQLite and on PostgreSQL. PostgreSQL comes
-from PLACEMENT_TEST_POSTGRES_URL, or a throwaway server started from the
-local binaries. Without either the PostgreSQL runs are skipped, except with
-CI=true, where that is an error.
+Every database test runs three times: on SQLite, on PostgreSQL and on MariaDB
+(the MySQL backend). PostgreSQL comes from PLACEMENT_TEST_POSTGRES_URL, or a
+throwaway server started from the local binaries; MariaDB from
+PLACEMENT_TEST_MYSQL_URL, or a throwaway server started from Debian's
+``mariadb-server`` binaries (installed first when absent and the suite runs as
+root, as CI does). Without a server the runs on its backend are skipped, except
+with CI=true, where that is an error.
 """
 
 import contextlib
@@ -19,10 +22,10 @@ from placement.db import migrate
 from placement.db.engine import make_engine
 from placement.db.tables import metadata
 from placement.services import Services
-from tests import pgserver
+from tests import mysqlserver, pgserver
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
-BACKENDS = ("sqlite", "postgresql")
+BACKENDS = ("sqlite", "postgresql", "mysql")
 LATEST = "1.39"
 
 
@@ -41,6 +44,35 @@ def postgres_server_url():
         pytest.skip(f"PostgreSQL unavailable: {exc}")
     yield server.url
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def mysql_server_url():
+    """URL of a MariaDB (or MySQL) server, as its root user."""
+    given = os.environ.get("PLACEMENT_TEST_MYSQL_URL")
+    if given:
+        yield given
+        return
+    try:
+        server = mysqlserver.start()
+    except mysqlserver.MysqlUnavailable as exc:
+        if IN_CI:
+            pytest.fail(f"CI=true and MariaDB cannot be started: {exc}")
+        pytest.skip(f"MariaDB unavailable: {exc}")
+    yield server.url
+    server.stop()
+
+
+def _fresh_mysql_database(server_url: str) -> str:
+    """Create an empty database on the server and return its URL."""
+    name = f"placement_test_{uuid.uuid4().hex[:12]}"
+    admin = make_engine(server_url)
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE `{name}`")
+    admin.dispose()
+    return sa.engine.make_url(server_url).set(database=name).render_as_string(
+        hide_password=False
+    )
 
 
 def _fresh_postgres_database(server_url: str) -> str:
@@ -63,6 +95,8 @@ def empty_database_url(request, tmp_path_factory):
         if backend == "sqlite":
             folder = tmp_path_factory.mktemp("sqlite")
             return f"sqlite:///{folder}/placement.sqlite"
+        if backend == "mysql":
+            return _fresh_mysql_database(request.getfixturevalue("mysql_server_url"))
         return _fresh_postgres_database(request.getfixturevalue("postgres_server_url"))
 
     return make
@@ -96,6 +130,11 @@ def engine(backend, empty_database_url, migrated_engines):
 def _empty(engine: sa.Engine) -> None:
     keep = {"resource_classes", "traits", "alembic_version", "provider_changes_state"}
     with engine.begin() as conn:
+        if engine.dialect.name == "mysql":
+            # InnoDB checks a foreign key at each row, not at the statement's end: a
+            # provider deleted before its children would break theirs.
+            rp = metadata.tables["resource_providers"]
+            conn.execute(rp.update().values(parent_provider_id=None, root_provider_id=None))
         for table in reversed(metadata.sorted_tables):
             if table.name not in keep:
                 conn.execute(table.delete())

@@ -8,6 +8,9 @@ Create Date: 2026-11-21
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import mysql
+
+from placement.db import ddl
 
 revision = "0001"
 down_revision = None
@@ -29,7 +32,7 @@ def _id():
 
 
 def upgrade() -> None:
-    op.create_table(
+    ddl.create_table(
         "resource_providers",
         _id(),
         sa.Column("uuid", sa.String(36), nullable=False),
@@ -52,15 +55,15 @@ def upgrade() -> None:
         sa.UniqueConstraint("uuid", name="uq_resource_providers_uuid"),
         sa.UniqueConstraint("name", name="uq_resource_providers_name"),
     )
-    op.create_index(
+    ddl.create_index(
         "ix_resource_providers_root_provider_id", "resource_providers", ["root_provider_id"]
     )
-    op.create_index(
+    ddl.create_index(
         "ix_resource_providers_parent_provider_id", "resource_providers", ["parent_provider_id"]
     )
 
     for name in ("resource_classes", "traits"):
-        op.create_table(
+        ddl.create_table(
             name,
             _id(),
             sa.Column("name", sa.String(255), nullable=False),
@@ -69,7 +72,7 @@ def upgrade() -> None:
             sa.UniqueConstraint("name", name=f"uq_{name}_name"),
         )
 
-    op.create_table(
+    ddl.create_table(
         "inventories",
         _id(),
         sa.Column("resource_provider_id", Id, nullable=False),
@@ -79,7 +82,12 @@ def upgrade() -> None:
         sa.Column("min_unit", sa.Integer(), nullable=False),
         sa.Column("max_unit", sa.Integer(), nullable=False),
         sa.Column("step_size", sa.Integer(), nullable=False),
-        sa.Column("allocation_ratio", sa.Float(), nullable=False),
+        sa.Column(
+            "allocation_ratio",
+            # 8-byte on MySQL too (its FLOAT has 4: 0.9 would read back as 0.8999999762)
+            sa.Float().with_variant(mysql.DOUBLE(asdecimal=False), "mysql"),
+            nullable=False,
+        ),
         *_timestamps(),
         sa.ForeignKeyConstraint(
             ["resource_provider_id"],
@@ -99,9 +107,9 @@ def upgrade() -> None:
             name="uq_inventories_resource_provider_id",
         ),
     )
-    op.create_index("ix_inventories_resource_class_id", "inventories", ["resource_class_id"])
+    ddl.create_index("ix_inventories_resource_class_id", "inventories", ["resource_class_id"])
 
-    op.create_table(
+    ddl.create_table(
         "resource_provider_traits",
         sa.Column("resource_provider_id", Id, nullable=False),
         sa.Column("trait_id", Id, nullable=False),
@@ -119,11 +127,11 @@ def upgrade() -> None:
             "resource_provider_id", "trait_id", name="pk_resource_provider_traits"
         ),
     )
-    op.create_index(
+    ddl.create_index(
         "ix_resource_provider_traits_trait_id", "resource_provider_traits", ["trait_id"]
     )
 
-    op.create_table(
+    ddl.create_table(
         "placement_aggregates",
         _id(),
         sa.Column("uuid", sa.String(36), nullable=False),
@@ -132,7 +140,7 @@ def upgrade() -> None:
         sa.UniqueConstraint("uuid", name="uq_placement_aggregates_uuid"),
     )
 
-    op.create_table(
+    ddl.create_table(
         "resource_provider_aggregates",
         sa.Column("resource_provider_id", Id, nullable=False),
         sa.Column("aggregate_id", Id, nullable=False),
@@ -152,14 +160,14 @@ def upgrade() -> None:
             "resource_provider_id", "aggregate_id", name="pk_resource_provider_aggregates"
         ),
     )
-    op.create_index(
+    ddl.create_index(
         "ix_resource_provider_aggregates_aggregate_id",
         "resource_provider_aggregates",
         ["aggregate_id"],
     )
 
     for name in ("projects", "users"):
-        op.create_table(
+        ddl.create_table(
             name,
             _id(),
             sa.Column("external_id", sa.String(255), nullable=False),
@@ -168,7 +176,7 @@ def upgrade() -> None:
             sa.UniqueConstraint("external_id", name=f"uq_{name}_external_id"),
         )
 
-    op.create_table(
+    ddl.create_table(
         "consumer_types",
         _id(),
         sa.Column("name", sa.String(255), nullable=False),
@@ -177,7 +185,7 @@ def upgrade() -> None:
         sa.UniqueConstraint("name", name="uq_consumer_types_name"),
     )
 
-    op.create_table(
+    ddl.create_table(
         "consumers",
         _id(),
         sa.Column("uuid", sa.String(36), nullable=False),
@@ -198,9 +206,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_consumers"),
         sa.UniqueConstraint("uuid", name="uq_consumers_uuid"),
     )
-    op.create_index("ix_consumers_project_id_user_id", "consumers", ["project_id", "user_id"])
+    ddl.create_index("ix_consumers_project_id_user_id", "consumers", ["project_id", "user_id"])
 
-    op.create_table(
+    ddl.create_table(
         "allocations",
         _id(),
         sa.Column("resource_provider_id", Id, nullable=False),
@@ -232,12 +240,12 @@ def upgrade() -> None:
             name="uq_allocations_consumer_id",
         ),
     )
-    op.create_index(
+    ddl.create_index(
         "ix_allocations_resource_provider_id_resource_class_id",
         "allocations",
         ["resource_provider_id", "resource_class_id"],
     )
-    op.create_index("ix_allocations_resource_class_id", "allocations", ["resource_class_id"])
+    ddl.create_index("ix_allocations_resource_class_id", "allocations", ["resource_class_id"])
 
 
 def downgrade() -> None:

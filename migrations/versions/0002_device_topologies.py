@@ -7,6 +7,9 @@ Create Date: 2026-11-22
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import mysql
+
+from placement.db import ddl
 
 revision = "0002"
 down_revision = "0001"
@@ -17,11 +20,12 @@ Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
 def upgrade() -> None:
-    op.create_table(
+    ddl.create_table(
         "device_topologies",
         sa.Column("id", Id, primary_key=True, autoincrement=True),
         sa.Column("node_name", sa.String(200), nullable=False),
-        sa.Column("document", sa.Text(), nullable=False),
+        # MEDIUMTEXT on MySQL: its TEXT holds 64 KiB
+        sa.Column("document", sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql"), nullable=False),
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.Column("updated_at", sa.DateTime(), nullable=True),
         sa.PrimaryKeyConstraint("id", name="pk_device_topologies"),

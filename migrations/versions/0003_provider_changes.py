@@ -42,6 +42,8 @@ import uuid
 import sqlalchemy as sa
 from alembic import op
 
+from placement.db import ddl
+
 revision = "0003"
 down_revision = "0002"
 branch_labels = None
@@ -144,8 +146,17 @@ SQLITE_DOWNGRADE = [
 ]
 
 
+# (upgrade, downgrade) by dialect. MySQL's log positions need a counter this revision
+# does not have: its triggers come with it, in 0008.
+_STATEMENTS = {
+    "postgresql": (POSTGRESQL_UPGRADE, POSTGRESQL_DOWNGRADE),
+    "sqlite": (SQLITE_UPGRADE, SQLITE_DOWNGRADE),
+    "mysql": ([], []),
+}
+
+
 def upgrade() -> None:
-    op.create_table(
+    ddl.create_table(
         "provider_changes",
         sa.Column("id", Id, primary_key=True, autoincrement=True),
         sa.Column("provider_id", Id, nullable=False),
@@ -153,25 +164,23 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_provider_changes"),
         sqlite_autoincrement=True,
     )
-    op.create_index(
+    ddl.create_index(
         "ix_provider_changes_transaction_id", "provider_changes", ["transaction_id"]
     )
-    state = op.create_table(
+    state = ddl.create_table(
         "provider_changes_state",
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("pruned_below", sa.BigInteger(), nullable=False),
         sa.Column("incarnation", sa.String(36), nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_provider_changes_state"),
     )
-    op.bulk_insert(state, [{"id": 1, "pruned_below": 0, "incarnation": str(uuid.uuid4())}])
-    postgresql = op.get_bind().dialect.name == "postgresql"
-    for statement in POSTGRESQL_UPGRADE if postgresql else SQLITE_UPGRADE:
+    ddl.insert_missing(state, [{"id": 1, "pruned_below": 0, "incarnation": str(uuid.uuid4())}])
+    for statement in _STATEMENTS[op.get_bind().dialect.name][0]:
         op.execute(statement)
 
 
 def downgrade() -> None:
-    postgresql = op.get_bind().dialect.name == "postgresql"
-    for statement in POSTGRESQL_DOWNGRADE if postgresql else SQLITE_DOWNGRADE:
+    for statement in _STATEMENTS[op.get_bind().dialect.name][1]:
         op.execute(statement)
     op.drop_table("provider_changes_state")
     op.drop_index("ix_provider_changes_transaction_id", table_name="provider_changes")

@@ -16,6 +16,8 @@ Create Date: 2026-11-25
 import sqlalchemy as sa
 from alembic import op
 
+from placement.db import ddl
+
 revision = "0004"
 down_revision = "0003"
 branch_labels = None
@@ -23,7 +25,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.add_column(
+    ddl.add_column(
         "resource_providers",
         sa.Column("revision", sa.Integer(), nullable=False, server_default="0"),
     )

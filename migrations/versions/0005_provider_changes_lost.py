@@ -82,13 +82,20 @@ SQLITE_UPGRADE = [
 SQLITE_DOWNGRADE = ["DROP TRIGGER provider_changes_deleted"]
 
 
+# (upgrade, downgrade) by dialect. MySQL has no statement or TRUNCATE triggers: its
+# readers count the entries they read instead (0008, ``placement.data.provider_world``).
+_STATEMENTS = {
+    "postgresql": (POSTGRESQL_UPGRADE, POSTGRESQL_DOWNGRADE),
+    "sqlite": (SQLITE_UPGRADE, SQLITE_DOWNGRADE),
+    "mysql": ([], []),
+}
+
+
 def upgrade() -> None:
-    postgresql = op.get_bind().dialect.name == "postgresql"
-    for statement in POSTGRESQL_UPGRADE if postgresql else SQLITE_UPGRADE:
+    for statement in _STATEMENTS[op.get_bind().dialect.name][0]:
         op.execute(statement)
 
 
 def downgrade() -> None:
-    postgresql = op.get_bind().dialect.name == "postgresql"
-    for statement in POSTGRESQL_DOWNGRADE if postgresql else SQLITE_DOWNGRADE:
+    for statement in _STATEMENTS[op.get_bind().dialect.name][1]:
         op.execute(statement)

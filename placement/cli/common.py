@@ -49,7 +49,7 @@ def add_request_command(sub, name: str, run, help_text: str, file_help: str):
 
 def run_in_transaction(config: Config, work) -> int:
     """Run ``work(conn, naming)`` in one transaction; print its result as JSON."""
-    engine = make_engine(config.database_url)
+    engine = make_engine(config.database_url, config.database())
     try:
         if is_sqlite(config.database_url):
             migrate.upgrade(engine)

@@ -10,8 +10,8 @@ from placement.app import is_loopback
 from placement.cli import devices as device_commands
 from placement.cli import group_resources as group_commands
 from placement.config import Config, ConfigError, load_config, render_sample
-from placement.db import migrate
-from placement.db.engine import is_sqlite, make_engine
+from placement.db import copy, migrate
+from placement.db.engine import is_sqlite, make_engine, wait_until_reachable
 from placement.observability.request_log import configure_logging
 from placement.openapi.document import render as render_openapi
 
@@ -32,7 +32,11 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(config)
     # Alembic says which migrations run at INFO on every command; worth seeing only on request.
     logging.getLogger("alembic").setLevel(logging.NOTSET if args.verbose else logging.WARNING)
-    return args.run(config, args)
+    try:
+        return args.run(config, args)
+    except ConfigError as exc:
+        print(f"placement: configuration error: {exc}", file=sys.stderr)
+        return 2
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,6 +56,11 @@ def _parser() -> argparse.ArgumentParser:
     upgrade.set_defaults(run=_db_upgrade)
     current = db.add_parser("current", help="print the schema revision of the database")
     current.set_defaults(run=_db_current)
+    copy = db.add_parser(
+        "copy", help="copy a whole database into an empty one (any backends), and check it")
+    copy.add_argument("--from", dest="source", required=True, help="the source's URL")
+    copy.add_argument("--to", dest="target", required=True, help="an empty database's URL")
+    copy.set_defaults(run=_db_copy)
 
     serve = commands.add_parser("serve", help="run the API with gunicorn")
     serve.add_argument("--host", help="listen address (default from configuration)")
@@ -93,8 +102,9 @@ def _openapi(config: Config, args) -> int:
 
 
 def _db_upgrade(config: Config, args) -> int:
-    engine = make_engine(config.database_url)
+    engine = make_engine(config.database_url, config.database())
     try:
+        wait_until_reachable(engine, config.database())
         migrate.upgrade(engine)
         print(f"database at revision {migrate.current_revision(engine)}")
     finally:
@@ -102,8 +112,31 @@ def _db_upgrade(config: Config, args) -> int:
     return 0
 
 
+def _db_copy(config: Config, args) -> int:
+    source = make_engine(args.source, config.database())
+    target = make_engine(args.target, config.database())
+    try:
+        checks = copy.copy_database(source, target, say=print)
+    except copy.CopyRefused as exc:
+        print(f"placement: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        source.dispose()
+        target.dispose()
+    print(f"{'table':32} {'rows (from)':>12} {'rows (to)':>12}  checksum (from / to)")
+    for check in checks:
+        mark = "" if check.same else "  DIFFERENT"
+        print(f"{check.name:32} {check.source_rows:>12} {check.target_rows:>12}  "
+              f"{check.source_checksum} / {check.target_checksum}{mark}")
+    if all(check.same for check in checks):
+        print("the copy is the same as its source")
+        return 0
+    print("placement: the copy differs from its source", file=sys.stderr)
+    return 1
+
+
 def _db_current(config: Config, args) -> int:
-    engine = make_engine(config.database_url)
+    engine = make_engine(config.database_url, config.database())
     try:
         print(migrate.current_revision(engine) or "none")
     finally:
@@ -129,12 +162,13 @@ def _serve(config: Config, args) -> int:
             file=sys.stderr,
         )
         return 2
-    engine = make_engine(config.database_url)
+    engine = make_engine(config.database_url, config.database())
     if is_sqlite(config.database_url):
         # The embedded default creates and upgrades its own schema on first run.
         migrate.upgrade(engine)
     else:
         try:
+            wait_until_reachable(engine, config.database())
             migrate.require_current(engine)
         except migrate.SchemaOutOfDate as exc:
             print(f"placement: {exc}", file=sys.stderr)

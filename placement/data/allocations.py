@@ -203,18 +203,26 @@ def delete_consumer_allocations(conn: Connection, consumer: consumer_data.Consum
     them across this call); their revisions move, for the searches' copies."""
     locked = _providers_of_consumers(conn, [consumer.id])
     lock_providers(conn, locked, keep_generation_of=locked)
-    deleted_from = set(
-        conn.scalars(
-            delete(allocations)
-            .where(allocations.c.consumer_id == consumer.id)
-            .returning(allocations.c.resource_provider_id)
-        )
-    )
+    deleted_from = _delete_allocations_of(conn, consumer.id)
     if not deleted_from <= locked:
         raise errors.ConcurrentUpdate(
             f"The allocations of consumer {consumer.uuid} changed concurrently; retry."
         )
     consumer_data.delete_if_empty(conn, [consumer.id])
+
+
+def _delete_allocations_of(conn: Connection, consumer_id: int) -> set[int]:
+    """Delete a consumer's allocations; the ids of the providers they were on. (MySQL 8
+    has no DELETE ... RETURNING: the rows are read, locked, first.)"""
+    mine = allocations.c.consumer_id == consumer_id
+    if conn.dialect.delete_returning:
+        statement = delete(allocations).where(mine).returning(allocations.c.resource_provider_id)
+        return set(conn.scalars(statement))
+    held = set(
+        conn.scalars(select(allocations.c.resource_provider_id).where(mine).with_for_update())
+    )
+    conn.execute(delete(allocations).where(mine))
+    return held
 
 
 def _provider_ids(conn: Connection, uuids) -> dict[str, int]:

@@ -316,7 +316,11 @@ def lock_node(conn: Connection, node_name: str) -> None:
     first committed it. A row lock would not do: the node may not exist yet. On
     PostgreSQL this is a transaction-scoped advisory lock on the name's hash (a hash
     collision only serializes two nodes needlessly); on SQLite every write transaction
-    is ``BEGIN IMMEDIATE``, which already serializes writers.
+    is ``BEGIN IMMEDIATE``, and on MySQL every write transaction first locks the change
+    log's state row (``placement.db.mysql``), which already serializes writers. (Not
+    MySQL's GET_LOCK: it is held by the session, not the transaction, and on Galera by
+    one node only. On Galera two syncs through two nodes both update that state row:
+    certification lets one commit and fails the other, which is retried.)
     """
     # SELECT pg_advisory_xact_lock(:space, hashtext(:node_name))
     if conn.dialect.name != "postgresql":

@@ -33,13 +33,15 @@ _SQLITE_VERSION_COLUMNS = ("uuid", "created_at")
 # Where a reader stands in the change log (migration 0003): on PostgreSQL the oldest
 # transaction still running as its snapshot was taken (entries of that one and later
 # ones may become visible yet); on SQLite, whose writers commit in id order, the id
-# after the last one written.
+# after the last one written; on MySQL the position after the last one handed out
+# (positions commit in their order there, migration 0008).
 _POSITION = {
     "postgresql": "pg_snapshot_xmin(pg_current_snapshot())::text::bigint",
     "sqlite": "COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'provider_changes'), 0) + 1",
+    "mysql": "(SELECT last_position + 1 FROM provider_changes_state WHERE id = 1)",
 }
 _CLASS_NAMES = "SELECT id, name FROM resource_classes"
-_POSITION_COLUMN = {"postgresql": "transaction_id", "sqlite": "id"}
+_POSITION_COLUMN = {"postgresql": "transaction_id", "sqlite": "id", "mysql": "transaction_id"}
 
 
 def provider_versions(conn: Connection) -> list[tuple]:
@@ -82,7 +84,8 @@ def changes_since(conn: Connection, since: int | None) -> Changes:
     columns = ", ".join(f"rp.{column}" for column in _version_columns(conn))
     statements = [
         _CLASS_NAMES,
-        f"SELECT {position}, pruned_below, incarnation FROM provider_changes_state",
+        f"SELECT {position}, {_pruned_below(dialect, since)}, incarnation"
+        " FROM provider_changes_state",
     ]
     if since is not None:
         statements.append(
@@ -98,11 +101,30 @@ def changes_since(conn: Connection, since: int | None) -> Changes:
     if len(states) == 1:
         log = LogPosition(*states[0])
     else:  # the state row is missing: the log cannot be trusted
-        log = LogPosition(_fetch(conn, f"SELECT {position}")[0][0], None, None)
+        log = LogPosition(_fetch(conn, f"SELECT COALESCE({position}, 0)")[0][0], None, None)
     changed = None
     if since is not None:
         changed = {row[0]: (row if row[1] is not None else None) for row in results[2]}
     return Changes(dict(results[0]), log, changed)
+
+
+def _pruned_below(dialect: str, since: int | None) -> str:
+    """Below which position the log's entries may be missing, for a reader at ``since``.
+
+    On MySQL positions are dense (migration 0008): a reader at ``since`` must find
+    exactly ``last_position + 1 - since`` entries from there on. Fewer means entries it
+    has not read were deleted by someone else (a TRUNCATE or DELETE, which MySQL's
+    triggers cannot see): the log then says it was pruned past the reader, who reads
+    every version again. (PostgreSQL and SQLite detect such deletes with triggers,
+    migration 0005.)"""
+    if dialect != "mysql" or since is None:
+        return "pruned_below"
+    since = int(since)
+    return (
+        "CASE WHEN (SELECT COUNT(*) FROM provider_changes"
+        f" WHERE transaction_id >= {since}) = last_position + 1 - {since}"
+        " THEN pruned_below ELSE last_position + 2 END"
+    )
 
 
 def class_names(conn: Connection) -> dict[int, str]:

@@ -342,6 +342,11 @@ def delete_provider(conn: Connection, provider: Provider) -> None:
         )
     for table in (inventories, resource_provider_traits, resource_provider_aggregates):
         conn.execute(delete(table).where(table.c.resource_provider_id == provider.id))
+    if conn.dialect.name == "mysql" and provider.root_provider_id == provider.id:
+        # InnoDB checks a foreign key against the row being deleted too: a root, its
+        # own root, cannot be deleted while it says so. (The generation guard below
+        # still holds: this UPDATE leaves it alone, and waits for any writer of the row.)
+        conn.execute(update(rp).where(rp.c.id == provider.id).values(root_provider_id=None))
     deleted = conn.execute(
         delete(rp).where(and_(rp.c.id == provider.id, rp.c.generation == provider.generation))
     )

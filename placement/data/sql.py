@@ -1,10 +1,16 @@
-"""Small SQL helpers shared by the data layer, portable across SQLite and PostgreSQL."""
+"""Small SQL helpers shared by the data layer, portable across SQLite, PostgreSQL and
+MySQL/MariaDB."""
 
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, Connection, Table, any_, literal
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import BigInteger, Connection, Table, any_, insert, literal
+from sqlalchemy.dialects import mysql, postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
+
+from placement.db.mysql import error_number as mysql_error_number
+
+MYSQL_DUPLICATE_KEY = 1062
 
 
 def insert_ignoring_conflicts(
@@ -16,12 +22,44 @@ def insert_ignoring_conflicts(
     """
     if not rows:
         return []
+    if conn.dialect.name == "mysql":
+        return _mysql_insert_ignoring_conflicts(conn, table, rows, returning)
     dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
     statement = dialect.insert(table).values(list(rows)).on_conflict_do_nothing()
     if returning is not None:
         return [row[0] for row in conn.execute(statement.returning(returning))]
     conn.execute(statement)
     return []
+
+
+def _mysql_insert_ignoring_conflicts(
+    conn: Connection, table: Table, rows: Sequence[dict[str, Any]], returning
+) -> list:
+    """MySQL has no ON CONFLICT DO NOTHING (``INSERT IGNORE`` would also turn a missing
+    foreign key into a warning) and MySQL 8 no RETURNING. Without ``returning``: ON
+    DUPLICATE KEY UPDATE of nothing (the key set to itself). With it: one insert per
+    row in a savepoint, a duplicate key rolled back alone."""
+    if returning is None:
+        key = table.primary_key.columns[0]
+        statement = mysql.insert(table).values(list(rows))
+        conn.execute(statement.on_duplicate_key_update({key.name: key}))
+        return []
+    inserted = []
+    for row in rows:
+        try:
+            with conn.begin_nested():
+                result = conn.execute(insert(table).values(row))
+        except IntegrityError as exc:
+            if mysql_error_number(exc.orig) != MYSQL_DUPLICATE_KEY:
+                raise
+            continue
+        if returning.name in row:
+            inserted.append(row[returning.name])
+        else:
+            primary_key = result.inserted_primary_key
+            assert primary_key is not None  # a plain INSERT of one row
+            inserted.append(primary_key[0])
+    return inserted
 
 
 # SQLite allows 32766 bound parameters per statement; stay well below.

@@ -1,32 +1,87 @@
-"""Engine construction for SQLite (embedded default) and PostgreSQL.
+"""Engine construction for SQLite (embedded default), PostgreSQL and MySQL/MariaDB.
 
 SQLite gets foreign keys, WAL and a busy timeout, and its transactions are
 begun explicitly: a write transaction starts with ``BEGIN IMMEDIATE`` so that
 concurrent writers from several worker processes queue on the write lock
 instead of failing when a read lock is upgraded.
+
+MySQL and MariaDB (``mysql+pymysql://``, as the deployment tools write it; a
+bare ``mysql://`` gets PyMySQL too) are set up in ``placement.db.mysql``.
 """
 
+import logging
 import os
+import time
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+
+from placement.db import mysql
+from placement.db.options import DatabaseOptions
+
+LOG = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_MS = 30000
 WRITE_TRANSACTION_OPTION = "placement_write"
+SNAPSHOT_TRANSACTION_OPTION = "placement_snapshot"
+
+
+def reading_one_snapshot(conn: Connection) -> Connection:
+    """``conn`` set so that its next transaction reads one consistent picture of every
+    table (REPEATABLE READ), whatever commits meanwhile. SQLite's transactions always
+    do. On MySQL the level is set for that one transaction (``SET TRANSACTION``, by
+    ``placement.db.mysql``), not for the session, which would cost a statement to set
+    and another to put back on every request."""
+    if conn.dialect.name == "postgresql":
+        return conn.execution_options(isolation_level="REPEATABLE READ")
+    if conn.dialect.name == "mysql":
+        return conn.execution_options(**{SNAPSHOT_TRANSACTION_OPTION: True})
+    return conn
 
 
 def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, options: DatabaseOptions | None = None) -> Engine:
     """Create the engine for ``url``; the SQLite file's folder is created."""
+    options = options or DatabaseOptions()
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         return _make_sqlite_engine(url)
+    pool = {
+        "pool_size": options.max_pool_size,
+        "max_overflow": options.max_overflow,
+        "pool_recycle": options.connection_recycle_time,
+    }
+    if parsed.get_backend_name() == "mysql":
+        return mysql.make_engine(
+            parsed, WRITE_TRANSACTION_OPTION, SNAPSHOT_TRANSACTION_OPTION,
+            sql_mode=options.mysql_sql_mode, **pool,
+        )
     if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
-    return create_engine(parsed, pool_pre_ping=True, future=True)
+    return create_engine(parsed, pool_pre_ping=True, future=True, **pool)
+
+
+def wait_until_reachable(engine: Engine, options: DatabaseOptions, sleep=time.sleep) -> None:
+    """Connect once, trying again ``max_retries`` times (-1: forever) ``retry_interval``
+    seconds apart while the database cannot be reached, as upstream does at start (a
+    service started with its database, or during a cluster's restart). The last error
+    is raised."""
+    attempt = 0
+    while True:
+        try:
+            with engine.connect():
+                return
+        except OperationalError as exc:
+            attempt += 1
+            if 0 <= options.max_retries < attempt:
+                raise
+            LOG.warning("The database cannot be reached (attempt %d): %s; trying again in "
+                        "%d s", attempt, exc.orig, options.retry_interval)
+            sleep(options.retry_interval)
 
 
 def _make_sqlite_engine(url: str) -> Engine:

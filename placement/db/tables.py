@@ -23,6 +23,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy.dialects import mysql
 
 # Stable constraint names on every backend, so migrations can refer to them.
 NAMING_CONVENTION = {
@@ -37,8 +38,13 @@ MAX_INT = 2147483647  # the largest value of an Integer column (amounts are stor
 
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
-# SQLite only auto-increments INTEGER PRIMARY KEY; PostgreSQL gets a bigint.
+# SQLite only auto-increments INTEGER PRIMARY KEY; PostgreSQL and MySQL get a bigint.
 IdType = BigInteger().with_variant(Integer(), "sqlite")
+# MySQL's FLOAT has 4 bytes: an allocation ratio of 0.9 would read back as 0.8999999762
+# and 10 x 0.9 would give a capacity of 8. DOUBLE is what the other backends store.
+RatioType = Float().with_variant(mysql.DOUBLE(asdecimal=False), "mysql")
+# MySQL's TEXT holds 64 KiB; a large node's topology document may be longer.
+DocumentType = Text().with_variant(mysql.MEDIUMTEXT(), "mysql")
 
 
 def _timestamps() -> list[Column]:
@@ -88,7 +94,7 @@ inventories = Table(
     Column("min_unit", Integer, nullable=False),
     Column("max_unit", Integer, nullable=False),
     Column("step_size", Integer, nullable=False),
-    Column("allocation_ratio", Float, nullable=False),
+    Column("allocation_ratio", RatioType, nullable=False),
     *_timestamps(),
     UniqueConstraint("resource_provider_id", "resource_class_id"),
     Index(None, "resource_class_id"),
@@ -203,7 +209,7 @@ device_topologies = Table(
     metadata,
     Column("id", IdType, primary_key=True, autoincrement=True),
     Column("node_name", String(200), nullable=False, unique=True),
-    Column("document", Text, nullable=False),
+    Column("document", DocumentType, nullable=False),
     *_timestamps(),
 )
 
@@ -222,11 +228,13 @@ provider_changes = Table(
 )
 
 # One row (id 1): the log's entries at positions below ``pruned_below`` may have been
-# pruned; ``incarnation`` names the log, and changes when it starts over.
+# pruned; ``incarnation`` names the log, and changes when it starts over. On MySQL,
+# ``last_position`` is the position of the newest entry (migration 0008); 0 elsewhere.
 provider_changes_state = Table(
     "provider_changes_state",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=False),
     Column("pruned_below", BigInteger, nullable=False),
     Column("incarnation", String(36), nullable=False),
+    Column("last_position", BigInteger, nullable=False, server_default="0"),
 )

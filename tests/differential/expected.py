@@ -10,7 +10,7 @@ they stay.
 
 from dataclasses import dataclass
 
-BACKENDS = frozenset({"sqlite", "postgresql"})
+BACKENDS = frozenset({"sqlite", "postgresql", "mysql"})
 
 
 @dataclass(frozen=True)

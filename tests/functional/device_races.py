@@ -8,6 +8,10 @@ from placement.data.names import sync_standard_names
 from placement.db.engine import WRITE_TRANSACTION_OPTION
 from placement.devices import service
 
+# Backends whose write transactions wait for each other from their start (SQLite's
+# BEGIN IMMEDIATE, MySQL's queue on the change log's state row).
+QUEUED_WRITERS = frozenset({"sqlite", "mysql"})
+
 
 def write(engine, work):
     """``work(conn)`` in a write transaction of its own; its result."""
@@ -27,8 +31,8 @@ def claim_with_a_write_between(
 ):
     """Claim (``claim(conn)`` through ``search``), starting ``between`` once the claim has
     chosen and before it writes; the minors first chosen and the candidate claimed.
-    PostgreSQL: ``between`` commits before the claim writes. SQLite: it waits on the
-    claim's write transaction (writers are serialized), and commits after it."""
+    PostgreSQL: ``between`` commits before the claim writes. SQLite and MySQL: it waits
+    on the claim's write transaction (writers are serialized), and commits after it."""
     chosen: list[list[int]] = []
     find_candidates = search.find_candidates
 
@@ -37,8 +41,8 @@ def claim_with_a_write_between(
         if not chosen:
             chosen.append(minors(answer.candidates[0]))
             between.start()
-            between.join(timeout=1 if target == "sqlite" else 30)
-            assert between.is_alive() == (target == "sqlite")
+            between.join(timeout=1 if target in QUEUED_WRITERS else 30)
+            assert between.is_alive() == (target in QUEUED_WRITERS)
         return answer
 
     search.find_candidates = choose_then_write  # type: ignore[method-assign]

@@ -31,7 +31,7 @@ TRAIT = "CUSTOM_WORLD_FAST"
 QUERY = f"resources=DISK_GB:10&resources_C=VCPU:2&required_C={TRAIT}"
 
 
-@pytest.fixture(params=["postgresql", "sqlite"])
+@pytest.fixture(params=["postgresql", "sqlite", "mysql"])
 def service(request, empty_database_url, tmp_path):
     """The service under gunicorn; yields its base URL and its access log's path."""
     access_log = tmp_path / "access.log"

@@ -18,7 +18,7 @@ CAPACITY = 10
 HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
 
 
-@pytest.fixture(params=["postgresql", "sqlite"])
+@pytest.fixture(params=["postgresql", "sqlite", "mysql"])
 def service(request, empty_database_url, tmp_path):
     with running_gunicorn(empty_database_url(request.param), tmp_path, workers=4) as base:
         yield base

@@ -41,7 +41,7 @@ def _devices(switches: int) -> dict:
 TOPOLOGIES = (_devices(1), _devices(4))
 
 
-@pytest.fixture(params=["postgresql", "sqlite"])
+@pytest.fixture(params=["postgresql", "sqlite", "mysql"])
 def service(request, empty_database_url, tmp_path):
     with running_gunicorn(empty_database_url(request.param), tmp_path, workers=4) as base:
         yield base, tmp_path / "gunicorn.log"

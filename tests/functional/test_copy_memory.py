@@ -12,20 +12,23 @@ import gc
 
 from sqlalchemy import text
 
+from placement.data import names
+from placement.db.tables import traits
 from placement.replica.replica import Replica
 from placement.replica.world import ProviderWorld
 from tests.functional.test_provider_change_log import (
     Reads,
     add_provider,
     refresh,
+    remove_provider,
     set_vcpu,
     vcpu_total,
 )
 
 
 def add_trait(conn, provider_id: int, trait: str) -> None:
-    conn.execute(text("INSERT INTO traits (name, created_at) VALUES (:name, CURRENT_TIMESTAMP)"
-                      " ON CONFLICT DO NOTHING"), {"name": trait})
+    if trait not in names.ids_by_name(conn, traits, [trait]):
+        names.create_name(conn, traits, trait)
     conn.execute(text(
         "INSERT INTO resource_provider_traits (resource_provider_id, trait_id, created_at)"
         " SELECT :id, id, CURRENT_TIMESTAMP FROM traits WHERE name = :name"
@@ -138,8 +141,6 @@ def test_the_trees_having_classes_change_with_the_classes_not_with_usage(engine)
     assert world.roots_having(frozenset({vcpu, disk})) == [second]
     assert world.roots_having(frozenset({vcpu})) == [first, second]
     with engine.begin() as conn:
-        conn.execute(text("DELETE FROM inventories WHERE resource_provider_id = :id"),
-                     {"id": first})
-        conn.execute(text("DELETE FROM resource_providers WHERE id = :id"), {"id": first})
+        remove_provider(conn, first)
     refresh(world, engine)
     assert world.roots_having(frozenset({vcpu})) == [second]

@@ -22,7 +22,7 @@ from placement.devices.device_list import parse_device_list
 from placement.devices.request import parse_device_request
 from placement.nodes.naming import Naming
 from placement.replica.replica import Replica
-from tests.functional.device_races import claim_with_a_write_between
+from tests.functional.device_races import QUEUED_WRITERS, claim_with_a_write_between
 from tests.functional.device_races import minors as _minors
 from tests.functional.device_races import write as _write
 from tests.functional.gunicorn import race, running_gunicorn
@@ -42,7 +42,7 @@ def _two_gpus(unhealthy: bool = False) -> dict:
     return {"devices": devices}
 
 
-@pytest.mark.parametrize("target", ["postgresql", "sqlite"])
+@pytest.mark.parametrize("target", ["postgresql", "sqlite", "mysql"])
 def test_an_import_between_a_claims_choice_and_its_write(target, empty_database_url):
     """The claim chooses GPU0 (pack: it holds a share already); the import marking it
     unhealthy is started right then. PostgreSQL: the import commits before the claim
@@ -64,16 +64,17 @@ def test_an_import_between_a_claims_choice_and_its_write(target, empty_database_
         target=_write, args=(engine, lambda conn: service.import_node(conn, "n", sick, NAMING)))
     chosen, claimed = claim_with_a_write_between(engine, search, claim, importer, target)
     assert chosen == [[0]]
-    assert _minors(claimed) == ([1] if target == "postgresql" else [0])
+    assert _minors(claimed) == ([1] if target not in QUEUED_WRITERS else [0])
     view = _write(engine, lambda conn: search.node_view(conn, NAMING, "n"))
     gpu0 = view["devices"][0]
     assert gpu0["health"] is False
-    assert gpu0["inventories"]["core"]["used"] == PERCENT * (1 if target == "postgresql" else 2)
+    used = gpu0["inventories"]["core"]["used"]
+    assert used == PERCENT * (1 if target not in QUEUED_WRITERS else 2)
     assert _minors(_write(engine, claim)) == [1]
     engine.dispose()
 
 
-@pytest.fixture(params=["postgresql", "sqlite"])
+@pytest.fixture(params=["postgresql", "sqlite", "mysql"])
 def served(request, empty_database_url, tmp_path):
     url = empty_database_url(request.param)
     with running_gunicorn(url, tmp_path, workers=4) as base:
@@ -120,17 +121,24 @@ def test_claims_racing_an_import_never_land_on_the_device_after_it(served):
             "SELECT id, provider_id, transaction_id FROM provider_changes WHERE id > :after"
             " AND provider_id IN (:gpu0, :root) ORDER BY id"),
             {"after": setup_end, "gpu0": ids[gpu0], "root": ids[root]}).all()
-    # The import is the only writer of the root since the setup (claims ask nothing of it).
-    [import_root] = [entry for entry in entries if entry.provider_id == ids[root]]
+    # The import is the only writer of the root since the setup (claims ask nothing of it):
+    # its entries (the root's row, and each of its rows the import rewrote, migration 0009)
+    # are all of one transaction.
+    import_root = min(
+        (entry for entry in entries if entry.provider_id == ids[root]), key=lambda e: e.id)
     gpu0_writes = [entry for entry in entries if entry.provider_id == ids[gpu0]]
-    if target == "postgresql":
+    if target not in QUEUED_WRITERS:
         [import_gpu0] = [e for e in gpu0_writes if e.transaction_id == import_root.transaction_id]
     else:  # one writer at a time: the import's GPU0 write follows its root's
         import_gpu0 = next(e for e in gpu0_writes if e.id > import_root.id)
     before = [e for e in gpu0_writes if e.id < import_gpu0.id]
     after = [e for e in gpu0_writes if e.id > import_gpu0.id]
     assert after == []
-    assert len(before) == len(on_gpu0)
+    # Each claim on GPU0 logged its lock of GPU0's row, then one revision bump per
+    # allocation row it wrote there (migration 0009).
+    assert on_gpu0
+    per_claim = 1 + len(on_gpu0[0].json()["allocations"][gpu0]["resources"])
+    assert len(before) == per_claim * len(on_gpu0)
     view = requests.get(f"{base}/group_resources/device_nodes/n", headers=HEADERS).json()
     assert view["devices"][0]["health"] is False
     assert view["devices"][0]["inventories"]["core"]["used"] == PERCENT * len(on_gpu0)

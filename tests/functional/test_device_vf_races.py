@@ -14,7 +14,11 @@ from placement.devices.device_list import parse_device_list
 from placement.devices.request import parse_device_request
 from placement.nodes.naming import Naming
 from placement.replica.replica import Replica
-from tests.functional.device_races import claim_with_a_write_between, write
+from tests.functional.device_races import (
+    QUEUED_WRITERS,
+    claim_with_a_write_between,
+    write,
+)
 
 NAMING = Naming()
 NIC = {"devices": [{"type": "rdma", "minor": 0, "numa": 0, "pcie": 0, "vfGroups": [
@@ -30,7 +34,7 @@ def _vfs(candidate) -> list[int]:
                   if vf.base_name in dict(amounts))
 
 
-@pytest.mark.parametrize("target", ["postgresql", "sqlite"])
+@pytest.mark.parametrize("target", ["postgresql", "sqlite", "mysql"])
 def test_a_vf_claimed_between_a_claims_choice_and_its_write(target, empty_database_url):
     """The claim chooses VF0; another claim of VF0 is started right then. PostgreSQL: it
     commits first, and the claim, refused by the capacity check, takes VF1. SQLite: it
@@ -51,7 +55,8 @@ def test_a_vf_claimed_between_a_claims_choice_and_its_write(target, empty_databa
                                                  target)
     assert chosen == [[0]]  # NIC0 (its VF0)
     [rival_claim] = other
-    first, second = (rival_claim, claimed) if target == "postgresql" else (claimed, rival_claim)
+    queued = target in QUEUED_WRITERS
+    first, second = (claimed, rival_claim) if queued else (rival_claim, claimed)
     assert (_vfs(first), _vfs(second)) == ([0], [1])
     view = write(engine, lambda conn: search.node_view(conn, NAMING, "n"))
     inventories = view["devices"][0]["inventories"]

@@ -28,7 +28,7 @@ READY = "/healthcheck/ready"
 JSON_LOG = {"PLACEMENT_LOG_LEVEL": "INFO", "PLACEMENT_LOG_FORMAT": "json"}
 
 
-@pytest.fixture(params=["postgresql", "sqlite"])
+@pytest.fixture(params=["postgresql", "sqlite", "mysql"])
 def under_gunicorn(request, empty_database_url, tmp_path):
     """The service under gunicorn with shared metrics; yields its base URL and its log."""
     metrics_folder = tmp_path / "metrics"
@@ -41,7 +41,7 @@ def under_gunicorn(request, empty_database_url, tmp_path):
         yield base, tmp_path / "gunicorn.log"
 
 
-@pytest.fixture(params=["postgresql", "sqlite"])
+@pytest.fixture(params=["postgresql", "sqlite", "mysql"])
 def under_placement_serve(request, empty_database_url, tmp_path):
     """``placement serve`` with nothing set for the metrics; its base URL and its log."""
     with running_placement_serve(

@@ -11,7 +11,7 @@ from placement.db.engine import make_engine
 from placement.db.tables import metadata
 
 
-@pytest.mark.parametrize("target", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("target", ["sqlite", "postgresql", "mysql"])
 def test_models_match_migrations(target, empty_database_url):
     engine = make_engine(empty_database_url(target))
     migrate.upgrade(engine)
@@ -22,7 +22,7 @@ def test_models_match_migrations(target, empty_database_url):
     assert differences == []
 
 
-@pytest.mark.parametrize("target", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("target", ["sqlite", "postgresql", "mysql"])
 def test_downgrade_then_upgrade_round_trips(target, empty_database_url):
     engine = make_engine(empty_database_url(target))
     migrate.upgrade(engine)
@@ -39,7 +39,7 @@ def test_downgrade_then_upgrade_round_trips(target, empty_database_url):
     engine.dispose()
 
 
-@pytest.mark.parametrize("target", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("target", ["sqlite", "postgresql", "mysql"])
 def test_device_nodes_imported_before_0006_get_the_device_node_trait(target, empty_database_url):
     """A device node's root is told by its trait from 0006 on; the device nodes already
     imported get it on upgrade (and a new revision, so running copies re-read them)."""
@@ -80,12 +80,12 @@ def test_device_nodes_imported_before_0006_get_the_device_node_trait(target, emp
     engine.dispose()
 
 
-@pytest.mark.parametrize("target", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("target", ["sqlite", "postgresql", "mysql"])
 def test_a_database_without_device_nodes_holds_only_the_standard_traits(
     target, empty_database_url
 ):
     """As upstream's: no custom trait until something asks for one. The device node
-    trait 0006 created goes again in 0008 where no provider carries it."""
+    trait 0006 created goes again in 0010 where no provider carries it."""
     from sqlalchemy import text
 
     from placement.data.names import standard_traits
@@ -100,8 +100,8 @@ def test_a_database_without_device_nodes_holds_only_the_standard_traits(
     engine.dispose()
 
 
-@pytest.mark.parametrize("target", ["sqlite", "postgresql"])
-def test_device_nodes_keep_the_device_node_trait_through_0008(target, empty_database_url):
+@pytest.mark.parametrize("target", ["sqlite", "postgresql", "mysql"])
+def test_device_nodes_keep_the_device_node_trait_through_0010(target, empty_database_url):
     from datetime import datetime
 
     from sqlalchemy import text
@@ -139,7 +139,7 @@ def _write(engine, work):
             return work(conn)
 
 
-@pytest.mark.parametrize("target", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("target", ["sqlite", "postgresql", "mysql"])
 def test_gpu_memory_imported_in_mib_before_0007_is_kept_in_kib(target, empty_database_url):
     """0007: a device node's GPU memory (inventories and allocations) moves from
     CUSTOM_GPU_MEMORY_MB to CUSTOM_GPU_MEMORY_KB, amounts times 1024; a plain
@@ -270,3 +270,55 @@ def test_gpu_memory_imported_in_mib_before_0007_is_kept_in_kib(target, empty_dat
             "SELECT c.uuid FROM consumers c WHERE c.uuid NOT IN (:a, :b)"),
             {"a": holder, "b": plain_holder}).all()])
     engine.dispose()
+
+
+@pytest.mark.parametrize(
+    ("stop_at", "statement"),
+    [("0001", "create_index"), ("0003", "create_index"), ("0008", "execute")],
+)
+def test_a_migration_stopped_halfway_on_mysql_runs_again_to_the_end(
+    stop_at, statement, empty_database_url, monkeypatch
+):
+    """MySQL commits each DDL statement at once: a revision that fails after its first
+    statements leaves them behind, and Alembic still records the revision before it.
+    Run again, it skips what is there and finishes; the schema is then exactly the
+    models'. (Each revision is stopped at its last ``statement``, after the others.)"""
+    from alembic.operations import Operations
+
+    before = {"0001": None, "0003": "0002", "0008": "0007"}[stop_at]
+    real = getattr(Operations, statement)
+    calls = {"n": 0, "fail_at": None}
+
+    def counted(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == calls["fail_at"]:
+            raise RuntimeError("killed halfway")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Operations, statement, counted)
+    engines = [make_engine(empty_database_url("mysql")) for _ in range(2)]
+    for engine in engines:
+        if before:
+            migrate.upgrade(engine, before)
+    counting, engine = engines
+    calls["n"] = 0
+    migrate.upgrade(counting, stop_at)  # how many such statements the revision runs
+    assert calls["n"] >= 1
+    calls["n"], calls["fail_at"] = 0, calls["n"]
+    with pytest.raises(RuntimeError, match="killed halfway"):
+        migrate.upgrade(engine, stop_at)
+    calls["fail_at"] = None
+    assert migrate.current_revision(engine) == before
+    migrate.upgrade(engine)
+    assert migrate.current_revision(engine) == migrate.head_revision()
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"compare_type": True})
+        assert compare_metadata(context, metadata) == []
+        triggers = {row[0] for row in conn.exec_driver_sql("SHOW TRIGGERS")}
+        state = conn.exec_driver_sql("SELECT COUNT(*) FROM provider_changes_state").scalar()
+    assert {
+        "resource_providers_inserted", "resource_providers_updated", "resource_providers_deleted"
+    } <= triggers
+    assert state == 1
+    for each in engines:
+        each.dispose()

@@ -5,8 +5,10 @@ writer's own transaction; a warm copy of the providers
 (``placement.replica.world``) reads only the providers logged since its
 last read, and every provider's version again when the log was pruned past
 where it stood. These tests pin the log's contract: what is logged, that a
-transaction committing after a later one is not missed (PostgreSQL), that the
-log prunes itself and says so, and that a copy behind the pruning reads all.
+transaction committing after a later one is not missed (PostgreSQL), that on
+MySQL writers take positions in commit order with none skipped (migration
+0008), that the log prunes itself and says so, and that a copy behind the
+pruning reads all.
 """
 
 import importlib.util
@@ -19,7 +21,7 @@ from sqlalchemy import text
 
 from placement.data import names, provider_world
 from placement.db import migrate
-from placement.db.engine import make_engine
+from placement.db.engine import make_engine, reading_one_snapshot
 from placement.replica.world import ProviderWorld
 
 MIGRATION = pathlib.Path(migrate.MIGRATIONS_DIR) / "versions" / "0003_provider_changes.py"
@@ -33,10 +35,9 @@ def _migration():
 
 
 def refresh(world: ProviderWorld, engine) -> None:
-    """One request's refresh: one transaction, REPEATABLE READ on PostgreSQL."""
+    """One request's refresh: one transaction, REPEATABLE READ on PostgreSQL and MySQL."""
     with engine.connect() as conn:
-        if conn.dialect.name == "postgresql":
-            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        conn = reading_one_snapshot(conn)
         with conn.begin():
             world.refresh(conn)
 
@@ -68,6 +69,17 @@ def set_vcpu(conn, provider_id: int, total: int) -> None:
     conn.execute(text(
         "UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"
     ), {"id": provider_id})
+
+
+def remove_provider(conn, provider_id: int) -> None:
+    """Delete a root provider and its inventories. (InnoDB checks a foreign key against
+    the deleted row itself: on MySQL the root stops being its own root first.)"""
+    conn.execute(text("DELETE FROM inventories WHERE resource_provider_id = :id"),
+                 {"id": provider_id})
+    if conn.dialect.name == "mysql":
+        conn.execute(text("UPDATE resource_providers SET root_provider_id = NULL WHERE id = :id"),
+                     {"id": provider_id})
+    conn.execute(text("DELETE FROM resource_providers WHERE id = :id"), {"id": provider_id})
 
 
 def vcpu_total(world: ProviderWorld, provider_id: int) -> int:
@@ -105,10 +117,7 @@ def test_every_insert_update_and_delete_of_a_provider_is_logged(engine):
         before = len(logged(conn))
         provider_id = add_provider(conn, "logged", 4)  # an insert, then the root's update
         set_vcpu(conn, provider_id, 8)
-        conn.execute(text("DELETE FROM inventories WHERE resource_provider_id = :id"),
-                     {"id": provider_id})
-        conn.execute(text("DELETE FROM resource_providers WHERE id = :id"),
-                     {"id": provider_id})
+        remove_provider(conn, provider_id)
         entries = logged(conn)[before:]
         if engine.dialect.name == "postgresql":
             this_transaction = conn.execute(
@@ -116,7 +125,16 @@ def test_every_insert_update_and_delete_of_a_provider_is_logged(engine):
             ).scalar_one()
         else:
             this_transaction = None
-    assert entries == [(provider_id, this_transaction)] * 4
+    # The insert, the root's update, the generation's bump, the delete, and a revision bump
+    # for each inventory row written (migration 0009): its insert, update and delete.
+    count = 7
+    if engine.dialect.name == "mysql":
+        # One more update (the root unset before its delete); each entry at the next
+        # position (migration 0008).
+        first = entries[0][1]
+        assert entries == [(provider_id, first + n) for n in range(count + 1)]
+    else:
+        assert entries == [(provider_id, this_transaction)] * count
 
 
 def test_a_warm_copy_reads_only_the_providers_logged_since(engine, monkeypatch):
@@ -135,9 +153,7 @@ def test_a_warm_copy_reads_only_the_providers_logged_since(engine, monkeypatch):
     refresh(world, engine)
     assert reads.full_reads == 0 and reads.details == [{second}]
     with engine.begin() as conn:
-        conn.execute(text("DELETE FROM inventories WHERE resource_provider_id = :id"),
-                     {"id": third})
-        conn.execute(text("DELETE FROM resource_providers WHERE id = :id"), {"id": third})
+        remove_provider(conn, third)
         fourth = add_provider(conn, "cn3", 2)
     refresh(world, engine)
     assert reads.full_reads == 0
@@ -159,16 +175,16 @@ def warm(engine, monkeypatch):
 def state_row(engine):
     """The log's one ``provider_changes_state`` row, put back as it was afterwards."""
     with engine.connect() as conn:
-        below, incarnation = conn.execute(
-            text("SELECT pruned_below, incarnation FROM provider_changes_state")
-        ).one()
+        below, incarnation, last = conn.execute(text(
+            "SELECT pruned_below, incarnation, last_position FROM provider_changes_state"
+        )).one()
     yield
     with engine.begin() as conn:
         conn.execute(text("DELETE FROM provider_changes_state"))
         conn.execute(text(
-            "INSERT INTO provider_changes_state (id, pruned_below, incarnation)"
-            " VALUES (1, :below, :incarnation)"
-        ), {"below": below, "incarnation": incarnation})
+            "INSERT INTO provider_changes_state (id, pruned_below, incarnation, last_position)"
+            " VALUES (1, :below, :incarnation, :last)"
+        ), {"below": below, "incarnation": incarnation, "last": last})
 
 
 def test_a_copy_behind_the_pruned_log_reads_every_version(engine, warm, state_row):
@@ -232,7 +248,7 @@ def unlogged_vcpu_change(engine, provider_id: int, total: int) -> None:
 
 
 def _truncate(conn, newest_read: int) -> None:
-    if conn.dialect.name == "postgresql":
+    if conn.dialect.name != "sqlite":  # (on MySQL it commits what came before it)
         conn.execute(text("TRUNCATE provider_changes"))
     else:  # SQLite's TRUNCATE
         conn.execute(text("DELETE FROM provider_changes"))
@@ -245,6 +261,9 @@ def _delete_newest(conn, newest_read: int) -> None:
 def _truncate_restarting_ids(conn, newest_read: int) -> None:
     if conn.dialect.name == "postgresql":
         conn.execute(text("TRUNCATE provider_changes RESTART IDENTITY"))
+    elif conn.dialect.name == "mysql":
+        conn.execute(text("TRUNCATE provider_changes"))
+        conn.execute(text("ALTER TABLE provider_changes AUTO_INCREMENT = 1"))
     else:
         conn.execute(text("DELETE FROM provider_changes"))
         conn.execute(text("DELETE FROM sqlite_sequence WHERE name = 'provider_changes'"))
@@ -271,9 +290,16 @@ def test_entries_lost_before_they_are_read_start_the_log_over(
             lose(conn, newest_read)
     with engine.begin() as conn:  # and a write after it, logged anew
         other = add_provider(conn, "cn2", 2)
-    assert incarnation(engine) != name
     refresh(world, engine)
-    assert reads.full_reads == 1 and reads.details == [None]
+    if engine.dialect.name == "mysql":
+        # The reader counted fewer entries than positions: it reads every version and
+        # the details of those that changed. (Positions come from the state row there,
+        # never from the ids a TRUNCATE restarts: the log itself needs no new name.)
+        assert incarnation(engine) == name
+        assert reads.full_reads == 1 and reads.details == [{provider_id, other}]
+    else:
+        assert incarnation(engine) != name
+        assert reads.full_reads == 1 and reads.details == [None]
     assert vcpu_total(world, provider_id) == 8
     assert vcpu_total(world, other) == 2
     refresh(world, engine)  # the new log is followed from there on
@@ -289,7 +315,7 @@ def test_deleting_entries_below_the_pruned_position_keeps_the_log(engine, warm, 
     with engine.begin() as conn:
         # Everything logged so far declared pruned (the copy already read it), then
         # deleted: nothing any reader needs is lost.
-        if conn.dialect.name == "postgresql":
+        if conn.dialect.name != "sqlite":
             below = conn.execute(text(
                 "SELECT max(transaction_id) + 1 FROM provider_changes"
             )).scalar_one()
@@ -327,7 +353,7 @@ def test_a_log_position_gone_back_is_read_from_scratch(engine, warm):
     assert vcpu_total(world, provider_id) == 8
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", "postgresql", "mysql"])
 def own_engine(request, empty_database_url):
     """A migrated database of this test's own (these tests leave the log pruned)."""
     engine = make_engine(empty_database_url(request.param))
@@ -340,6 +366,7 @@ def test_the_log_prunes_its_oldest_entries_and_says_so(own_engine, monkeypatch):
     migration = _migration()
     engine = own_engine
     postgresql = engine.dialect.name == "postgresql"
+    mysql = engine.dialect.name == "mysql"
     with engine.begin() as conn:
         provider_id = add_provider(conn, "cn", 4)
     world = ProviderWorld()
@@ -356,6 +383,20 @@ def test_the_log_prunes_its_oldest_entries_and_says_so(own_engine, monkeypatch):
             this_transaction = conn.execute(
                 text("SELECT pg_current_xact_id()::text::bigint")
             ).scalar_one()
+        elif mysql:
+            # Filler entries at the positions after this one's, then one more write,
+            # whose trigger hands out the position that prunes (migration 0008).
+            conn.execute(text("SET SESSION max_recursive_iterations = 1000000"))
+            conn.execute(text(
+                "INSERT INTO provider_changes (provider_id, transaction_id)"
+                " WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :n)"
+                " SELECT 0, :last + i FROM n"
+            ), {"n": filler - 1, "last": logged_so_far})
+            conn.execute(text("UPDATE provider_changes_state SET last_position = :last"),
+                         {"last": logged_so_far + filler - 1})
+            conn.execute(text(  # one entry, at the position that prunes
+                "UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"
+            ), {"id": provider_id})
         else:
             conn.execute(text(
                 "INSERT INTO provider_changes (provider_id)"
@@ -531,3 +572,78 @@ def test_a_class_created_after_the_log_was_read_is_named(postgresql_engine, monk
     _refresh_while(world, engine, monkeypatch, add_custom_inventory)
     named = {world.class_names[class_id] for class_id in world.providers[provider_id].inventories}
     assert named == {"VCPU", "CUSTOM_LATE"}
+
+
+# MySQL (migration 0008): positions come from a counter the writers' triggers take in
+# turn, so they commit in their own order and none is skipped.
+
+
+@pytest.fixture
+def mysql_engine(empty_database_url):
+    engine = make_engine(empty_database_url("mysql"))
+    migrate.upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+def test_on_mysql_a_second_writer_waits_for_the_first_to_commit(mysql_engine):
+    """The second writer's entry cannot be handed a position, let alone commit, before
+    the first writer ends: a copy that read up to the first's position never later
+    finds an entry below it. Both writes are seen, in order."""
+    import threading
+
+    engine = mysql_engine
+    with engine.begin() as conn:
+        first, second = add_provider(conn, "cn1", 4), add_provider(conn, "cn2", 4)
+    world = ProviderWorld()
+    refresh(world, engine)
+    with engine.connect() as slow:
+        slow_transaction = slow.begin()
+        set_vcpu(slow, first, 8)  # holds the counter until it ends
+        quick_done = threading.Event()
+
+        def quick_write():
+            with engine.begin() as quick:
+                set_vcpu(quick, second, 16)
+            quick_done.set()
+
+        quick = threading.Thread(target=quick_write)
+        quick.start()
+        assert not quick_done.wait(0.5)  # waiting for the first writer
+        refresh(world, engine)  # neither has committed: nothing to see
+        assert [vcpu_total(world, p) for p in (first, second)] == [4, 4]
+        slow_transaction.commit()
+    quick.join(timeout=30)
+    assert quick_done.is_set()
+    refresh(world, engine)
+    assert [vcpu_total(world, p) for p in (first, second)] == [8, 16]
+    with engine.connect() as conn:
+        entries = conn.execute(text(
+            "SELECT provider_id FROM provider_changes ORDER BY transaction_id"
+        )).scalars().all()
+    assert list(dict.fromkeys(reversed(entries)))[:2] == [second, first]
+
+
+def test_on_mysql_a_rolled_back_write_leaves_no_gap(mysql_engine, monkeypatch):
+    """The counter's increment rolls back with its writer: the positions stay dense, so
+    a copy that counts the entries it reads finds none missing, and reads only what
+    changed."""
+    engine = mysql_engine
+    with engine.begin() as conn:
+        provider = add_provider(conn, "cn", 4)
+    world = ProviderWorld()
+    refresh(world, engine)
+    with engine.connect() as conn:
+        transaction = conn.begin()
+        set_vcpu(conn, provider, 99)
+        transaction.rollback()
+    with engine.begin() as conn:
+        set_vcpu(conn, provider, 8)
+        positions = conn.execute(
+            text("SELECT transaction_id FROM provider_changes ORDER BY transaction_id")
+        ).scalars().all()
+    assert positions == list(range(1, len(positions) + 1))
+    reads = Reads(monkeypatch)
+    refresh(world, engine)
+    assert reads.full_reads == 0 and reads.details == [{provider}]
+    assert vcpu_total(world, provider) == 8

@@ -169,3 +169,19 @@ def test_errors_print_their_detail_and_only_a_specific_code(environment, capsys,
     err = capsys.readouterr().err
     assert err.startswith("placement: ") and err.rstrip().endswith(")")
     assert "(placement." in err and "undefined_code" not in err
+
+
+@pytest.mark.parametrize("command", [["serve"], ["db", "upgrade"], ["db", "current"]])
+def test_a_configuration_file_without_a_database_is_never_served_from_an_invented_one(
+    environment, monkeypatch, capsys, command
+):
+    """Pointed at a file that names no database, the service refuses with the key to set
+    instead of creating ./placement.sqlite and serving it empty."""
+    monkeypatch.delenv("PLACEMENT_DATABASE_URL")
+    monkeypatch.chdir(environment["tmp_path"])
+    conf = environment["tmp_path"] / "placement.conf"
+    conf.write_text("[api]\nauth_strategy = noauth2\n")
+    assert cli.main(["--config-file", str(conf), *command]) == 2
+    assert "[placement_database] connection" in capsys.readouterr().err
+    assert environment["started"] == []
+    assert not (environment["tmp_path"] / "placement.sqlite").exists()

@@ -3,8 +3,11 @@
 import pathlib
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from placement.config import OPTIONS, Config, ConfigError, load_config, render_sample
+from placement.db.engine import make_engine, wait_until_reachable
+from placement.db.options import DatabaseOptions
 from placement.nodes.group_options import GroupOptions
 
 SAMPLE = pathlib.Path(__file__).resolve().parents[2] / "etc" / "placement.conf.sample"
@@ -92,6 +95,12 @@ def test_the_file_can_be_named_by_the_environment(tmp_path):
 def test_every_option_has_an_environment_variable(tmp_path):
     values = {
         "database_url": "sqlite:///x.sqlite",
+        "database_max_pool_size": "7",
+        "database_max_overflow": "9",
+        "database_connection_recycle_time": "300",
+        "database_max_retries": "-1",
+        "database_retry_interval": "2",
+        "database_mysql_sql_mode": "ANSI",
         "auth_strategy": "token",
         "tokens_file": "/tmp/tokens",
         "bind_host": "::1",
@@ -123,6 +132,12 @@ def test_every_option_has_an_environment_variable(tmp_path):
     config = load_config(path, environ=environ)
     assert config == Config(
         database_url="sqlite:///x.sqlite",
+        database_max_pool_size=7,
+        database_max_overflow=9,
+        database_connection_recycle_time=300,
+        database_max_retries=-1,
+        database_retry_interval=2,
+        database_mysql_sql_mode="ANSI",
         auth_strategy="token",
         tokens_file="/tmp/tokens",
         bind_host="::1",
@@ -322,3 +337,81 @@ def test_the_log_level_of_an_earlier_release_is_still_read(tmp_path):
         == "ERROR"
     both = _write(tmp_path, "[DEFAULT]\nlog_level = ERROR\n[logging]\nlevel = DEBUG\n")
     assert load_config(both, environ={}).log_level == "DEBUG"
+
+
+def test_upstreams_database_section_is_read_and_wins_over_ours(tmp_path):
+    """A kolla or openstack-ansible placement.conf names the database in
+    [placement_database]; a file written for this service's earlier releases in
+    [database]. Both are read; upstream's wins where both are given."""
+    path = _write(tmp_path, (
+        "[placement_database]\n"
+        "connection = mysql+pymysql://placement:pw@db/placement?charset=utf8\n"
+        "max_pool_size = 2\nmax_overflow = 0\nconnection_recycle_time = 60\n"
+        "max_retries = -1\nretry_interval = 1\nmysql_sql_mode = TRADITIONAL\n"
+        "[database]\nconnection = sqlite:///ours.sqlite\n"
+    ))
+    config = load_config(path, environ={})
+    assert config.database_url == "mysql+pymysql://placement:pw@db/placement?charset=utf8"
+    database = config.database()
+    assert (database.max_pool_size, database.max_overflow, database.connection_recycle_time,
+            database.max_retries, database.retry_interval, database.mysql_sql_mode) == (
+        2, 0, 60, -1, 1, "TRADITIONAL")
+    older = _write(tmp_path, "[database]\nconnection = sqlite:///ours.sqlite\n")
+    assert load_config(older, environ={}).database_url == "sqlite:///ours.sqlite"
+
+
+def test_database_options_out_of_range_are_refused():
+    with pytest.raises(ConfigError, match="max_retries"):
+        Config(database_max_retries=-2)
+    with pytest.raises(ConfigError, match="max_pool_size"):
+        Config(database_max_pool_size=-1)
+
+
+def test_the_service_tries_again_until_the_database_answers():
+    """max_retries attempts, retry_interval apart, then the database's error."""
+    engine = make_engine("postgresql+psycopg://u@127.0.0.1:1/none")  # nothing listens
+    slept: list[float] = []
+    with pytest.raises(OperationalError):
+        wait_until_reachable(engine, DatabaseOptions(max_retries=2, retry_interval=3),
+                             sleep=slept.append)
+    assert slept == [3, 3]
+    engine.dispose()
+
+
+def test_upstreams_config_folder_variable_names_the_file(tmp_path):
+    (tmp_path / "placement.conf").write_text(
+        "[placement_database]\nconnection = postgresql://u@db/placement\n")
+    config = load_config(environ={"OS_PLACEMENT_CONFIG_DIR": str(tmp_path)})
+    assert config.source_file == str(tmp_path / "placement.conf")
+    assert config.database_url == "postgresql://u@db/placement"
+
+
+def test_a_file_that_names_no_database_is_refused_when_the_database_is_needed(tmp_path):
+    """Upstream's file with its database where this service did not look would have
+    been served as a new, empty SQLite database: now the service refuses to start."""
+    path = _write(tmp_path, "[api]\nauth_strategy = noauth2\n")
+    config = load_config(path, environ={})
+    with pytest.raises(ConfigError, match=r"names no database.*\[placement_database\]"):
+        config.database()
+    named = load_config(path, environ={"PLACEMENT_DATABASE_URL": "sqlite:///x.sqlite"})
+    assert named.database().max_pool_size == 5
+    assert Config().database().max_retries == 10  # no file: the embedded default
+
+
+def test_options_the_service_does_not_use_are_named(tmp_path):
+    path = _write(tmp_path, (
+        "[DEFAULT]\ndebug = true\nlog_level = INFO\n"
+        "[placement_database]\nconnection = sqlite:///x.sqlite\nsync_on_startup = true\n"
+        "[placement]\nincomplete_consumer_project_id = 0000\n"
+        "randomize_allocation_candidates = true\n"
+        "[keystone_authtoken]\nauth_url = http://keystone\n"
+        "[oslo_policy]\nenforce_scope = true\n"
+    ))
+    config = load_config(path, environ={})
+    assert config.unused_options == (
+        "[DEFAULT] debug",
+        "[placement_database] sync_on_startup",
+        "[placement] incomplete_consumer_project_id",
+        "[oslo_policy] enforce_scope",
+    )
+    assert config.randomize_allocation_candidates is True

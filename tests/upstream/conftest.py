@@ -19,7 +19,10 @@ def fresh_service(request, empty_database_url):
     """
     backend = request.param
     url = empty_database_url(backend)
-    server_url = request.getfixturevalue("postgres_server_url") if backend == "postgresql" else None
+    server_fixture = {"postgresql": "postgres_server_url", "mysql": "mysql_server_url"}
+    server_url = (
+        request.getfixturevalue(server_fixture[backend]) if backend != "sqlite" else None
+    )
     engine = make_engine(url)
     migrate.upgrade(engine)
     try:
@@ -27,16 +30,17 @@ def fresh_service(request, empty_database_url):
     finally:
         engine.dispose()
         if server_url is not None:
-            _drop_postgres_database(server_url, url)
+            _drop_database(server_url, url)
 
 
-def _drop_postgres_database(server_url: str, url: str) -> None:
+def _drop_database(server_url: str, url: str) -> None:
     """Drop a database made by ``empty_database_url`` so runs leave nothing behind on a
-    server given by PLACEMENT_TEST_POSTGRES_URL."""
+    server given by PLACEMENT_TEST_POSTGRES_URL or PLACEMENT_TEST_MYSQL_URL."""
     name = sa.engine.make_url(url).database
     admin = make_engine(server_url).execution_options(isolation_level="AUTOCOMMIT")
+    quote = "`" if admin.dialect.name == "mysql" else '"'
     try:
         with admin.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}"')
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {quote}{name}{quote}")
     finally:
         admin.dispose()

@@ -73,7 +73,7 @@ UPSTREAM_SOCKET_FAILURES: dict[str, dict[str, str]] = {
 }
 
 SERVICE_URL = "http://placement.test"
-BACKENDS = ("sqlite", "postgresql")
+BACKENDS = ("sqlite", "postgresql", "mysql")
 
 
 def _gabbits_dir() -> tuple[Path | None, str | None]:

@@ -5,18 +5,18 @@ when no provider carries it.
 node listed a custom trait that upstream's does not. An import creates the trait
 when it needs it (``devices.service._sync_traits``), so an unused one can go;
 a database whose device nodes carry it keeps it. The downgrade does nothing: the
-code of 0007 creates the trait on import too.
+code before this revision creates the trait on import too.
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0010
+Revises: 0009
 Create Date: 2026-11-30
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0008"
-down_revision = "0007"
+revision = "0010"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,185 @@
+"""Copying a whole placement database into an empty one, on any backend, and proving it.
+
+How an operator moves from MySQL to PostgreSQL, or the other way: ``placement db copy
+--from URL --to URL``. The target must hold no table of the schema: it is migrated
+here, then every table's rows are copied with their ids, in an order the foreign keys
+accept. What the migrations write on their own (the change log, its state, the
+standard classes and traits) is replaced by the source's rows.
+
+The copy is then checked table by table: the rows counted and a checksum of their
+values (sorted by primary key, each value in one spelling on every backend) computed
+on both sides. Timestamps are compared to the second: MySQL's DATETIME keeps no
+fraction (the copy drops it, rather than let MySQL round it), and nothing the API
+shows keeps one.
+
+The triggers of the target stay on: every provider copied is logged in the target's
+change log, and the rows that concern a provider bump its revision (migration
+0009), so the revisions are put back as the source has them last.
+"""
+
+import hashlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, Engine, Table, delete, func, inspect, select, update
+
+from placement.db import migrate
+from placement.db.tables import metadata
+
+# The change log and its state: the target's own, which its triggers write as it is
+# filled (a worker reading the target reads every provider once anyway).
+NOT_COPIED = frozenset({"provider_changes", "provider_changes_state"})
+BATCH = 5000
+
+
+class CopyRefused(RuntimeError):
+    """The copy cannot start (target not empty, source not at this schema's head)."""
+
+
+@dataclass(frozen=True)
+class TableCheck:
+    name: str
+    source_rows: int
+    target_rows: int
+    source_checksum: str
+    target_checksum: str
+
+    @property
+    def same(self) -> bool:
+        return (self.source_rows, self.source_checksum) == (self.target_rows,
+                                                             self.target_checksum)
+
+
+def copy_database(
+    source: Engine, target: Engine, say: Callable[[str], None] = lambda _: None
+) -> list[TableCheck]:
+    """Copy ``source`` into the empty ``target``; the check of every table."""
+    head = migrate.head_revision()
+    found = migrate.current_revision(source)
+    if found != head:
+        raise CopyRefused(
+            f"the source database is at revision {found or 'none'}, not {head}: run "
+            "'placement db upgrade' on it first (a database of upstream Placement's schema "
+            "cannot be copied yet)"
+        )
+    present = set(inspect(target).get_table_names()) & set(metadata.tables)
+    if present:
+        raise CopyRefused(
+            f"the target database is not empty (it has {', '.join(sorted(present))}): "
+            "give an empty database"
+        )
+    say(f"migrating the target to revision {head}")
+    migrate.upgrade(target)
+    drop_fraction = target.dialect.name == "mysql"
+    with source.connect() as reading, target.begin() as writing:
+        for table in reversed(_copied_tables()):  # what the migrations wrote
+            writing.execute(delete(table))
+        for table in _copied_tables():
+            copied = _copy_table(reading, writing, table, drop_fraction)
+            say(f"copied {table.name}: {copied} rows")
+        _put_back_provider_links(reading, writing)
+        if writing.dialect.name == "postgresql":
+            _advance_sequences(writing)
+    return check(source, target)
+
+
+def _copied_tables() -> list[Table]:
+    return [table for table in metadata.sorted_tables if table.name not in NOT_COPIED]
+
+
+def _advance_sequences(conn: Connection) -> None:
+    """PostgreSQL's id sequences do not move when ids are given: set each past the
+    largest id copied, or the next insert would collide with a copied row."""
+    for table in _copied_tables():
+        if "id" in table.c and table.c.id.autoincrement is not False:
+            conn.exec_driver_sql(
+                f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'),"
+                f" COALESCE((SELECT MAX(id) FROM {table.name}), 0) + 1, false)"
+            )
+
+
+def _copy_table(reading: Connection, writing: Connection, table: Table, drop_fraction) -> int:
+    """Insert every row of ``table`` (providers without their links: a parent may come
+    after its child in id order; ``_put_back_provider_links`` sets them)."""
+    unlinked = {"parent_provider_id": None, "root_provider_id": None}
+    count = 0
+    for rows in _batches(reading, table):
+        values = [_stored(row._asdict(), drop_fraction) for row in rows]
+        if table.name == "resource_providers":
+            values = [{**row, **unlinked} for row in values]
+        writing.execute(table.insert(), values)
+        count += len(values)
+    return count
+
+
+def _put_back_provider_links(reading: Connection, writing: Connection) -> None:
+    """Parents, roots, and the revisions the source has (the triggers moved them)."""
+    providers = metadata.tables["resource_providers"]
+    columns = (providers.c.id, providers.c.parent_provider_id, providers.c.root_provider_id,
+               providers.c.revision)
+    for start in range(0, _max_id(reading, providers) + 1, BATCH):
+        rows = reading.execute(
+            select(*columns).where(providers.c.id >= start, providers.c.id < start + BATCH)
+        ).all()
+        for provider_id, parent, root, _revision in rows:
+            writing.execute(
+                update(providers).where(providers.c.id == provider_id)
+                .values(parent_provider_id=parent, root_provider_id=root)
+            )
+        for provider_id, _parent, _root, revision in rows:
+            # Last, alone: nothing after it bumps the revision again.
+            writing.execute(
+                update(providers).where(providers.c.id == provider_id).values(revision=revision)
+            )
+
+
+def _max_id(conn: Connection, table: Table) -> int:
+    return conn.execute(select(func.coalesce(func.max(table.c.id), 0))).scalar_one()
+
+
+def _batches(conn: Connection, table: Table) -> Iterator[Sequence]:
+    result = conn.execution_options(yield_per=BATCH).execute(
+        select(table).order_by(*table.primary_key.columns)
+    )
+    yield from result.partitions(BATCH)
+
+
+def _stored(row: dict, drop_fraction: bool) -> dict:
+    if not drop_fraction:
+        return row
+    return {key: value.replace(microsecond=0) if isinstance(value, datetime) else value
+            for key, value in row.items()}
+
+
+def check(source: Engine, target: Engine) -> list[TableCheck]:
+    """Rows and checksum of every table copied, on both sides."""
+    checks = []
+    with source.connect() as a, target.connect() as b:
+        for table in _copied_tables():
+            source_rows, source_sum = _checksum(a, table)
+            target_rows, target_sum = _checksum(b, table)
+            checks.append(TableCheck(table.name, source_rows, target_rows, source_sum,
+                                     target_sum))
+    return checks
+
+
+def _checksum(conn: Connection, table: Table) -> tuple[int, str]:
+    digest = hashlib.sha256()
+    count = 0
+    for rows in _batches(conn, table):
+        for row in rows:
+            digest.update(("\x1f".join(_spelled(v) for v in row) + "\x1e").encode())
+            count += 1
+    return count, digest.hexdigest()[:16]
+
+
+def _spelled(value) -> str:
+    """One spelling of a value on every backend."""
+    if value is None:
+        return "\x00"
+    if isinstance(value, datetime):
+        return value.replace(microsecond=0, tzinfo=None).isoformat()
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
