@@ -10,7 +10,7 @@ UPSTREAM_STAMP := $(UPSTREAM_VENV)/.installed
 KEYSTONE_VENV := .venv-keystone
 KEYSTONE_STAMP := $(KEYSTONE_VENV)/.installed
 
-.PHONY: help run test lint typing sample-config openapi benchmark clean
+.PHONY: help lock run test lint typing sample-config openapi clean
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'

@@ -5,8 +5,10 @@ Per request, in upstream's order (``before_request``): a request id
 the noauth2 loopback guard (403), authentication (401), microversion
 negotiation (400/406), the Content-Length and Content-Type headers of a body
 (400, 413 over ``max_request_body_mib``), routing (404/405),
-the ``Accept`` check of the views that make it (406), policy (403); then the
-view inside one transaction (see routes);
+the ``Accept`` check of the views that make it (406), the checks a view makes
+before upstream's asks policy (``http.checked_first``: its microversion, 404 or
+405, and its body's media type, 415), policy (403); then the view inside one
+transaction (see routes);
 the version, ``Vary`` and request-id headers on every response, and the request
 counted in the metrics and logged (``after_request``); and one error handler that
 answers every failure in the API's error format. The probes and /metrics are
@@ -35,6 +37,7 @@ from placement.db import migrate, mysql
 from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine, wait_until_reachable
 from placement.handlers import k8s_scheduler
 from placement.handlers import openapi as openapi_view
+from placement.http import checks_first
 from placement.observability import request_log
 from placement.openapi.document import DocumentCache
 from placement.policy import Policy
@@ -143,6 +146,8 @@ def _before_request() -> None:
     view = flask.current_app.view_functions.get(request.endpoint or "")
     if getattr(view, "checks_accept", False) and not _accepts_json(request):
         raise errors.NotAcceptable("Only application/json is provided.")
+    for check in checks_first(view):  # the route's version and media type: 404, 405, 415
+        check(request, flask.g.version)
     if credentials is not None:
         _authorize(services.policy, credentials, request)
     if _has_nul(request):

@@ -286,7 +286,8 @@ OPTIONS: tuple[Option, ...] = (
         "Group-resource translator, for requests that do not say (options.flat_requests): "
         "anywhere: a request whose groups hold no subgroups places each on any group of its "
         "level anywhere on the node. fill_levels: the levels it skips are filled in per "
-        "group, as for a request with subgroups (the group allocator's section V).",
+        "group, as for a request with subgroups: each group gets its own group at every "
+        "level above it.",
     ),
     Option(
         "group_node_ranking",

@@ -1,7 +1,6 @@
 """HTTP helpers shared by the views: JSON bodies in, JSON responses out."""
 
 import datetime
-import functools
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -11,6 +10,7 @@ from typing import Any
 import flask
 import marshmallow
 import orjson
+from microversion_parse import Version
 
 from placement import errors
 from placement.clock import utcnow
@@ -75,26 +75,56 @@ def _has_surrogate(text: str) -> bool:
 
 
 def refuse_other_media_types(ctx: RequestContext) -> None:
-    """415 unless the body is declared ``application/json`` (upstream's sentence names
-    a missing type ``None``)."""
-    media_type = ctx.request.mimetype
+    """415 unless the body is declared ``application/json``."""
+    _refuse_other_media_types(ctx.request, ctx.version)
+
+
+def _refuse_other_media_types(request: flask.Request, version: Version) -> None:
+    """(Upstream's sentence names a missing type ``None``.)"""
+    media_type = request.mimetype
     if media_type != JSON_TYPE:
         raise errors.UnsupportedMediaType(
             f"The media type {media_type or None} is not supported, use {JSON_TYPE}."
         )
 
 
-def requires_json(view: Callable) -> Callable:
-    """Views decorated with this answer 415 to a body that is not JSON before they look
-    anything up, as upstream's views that take a body do. Outside ``min_version``
-    where upstream checks the type first (aggregates), inside it elsewhere."""
+# What a route refuses before policy is asked (it raises): the request and its version.
+FirstCheck = Callable[[flask.Request, Version], None]
 
-    @functools.wraps(view)
-    def guarded(ctx: RequestContext, **kwargs: Any) -> Any:
-        refuse_other_media_types(ctx)
-        return view(ctx, **kwargs)
 
-    return guarded
+def checked_first(check: FirstCheck) -> Callable:
+    """Views decorated with this refuse what ``check`` refuses before policy judges the
+    request (``app``), as upstream's decorators refuse before its views ask policy: a
+    client that may not use a route still learns that the route needs another version
+    (404) or a JSON body (415). Stacked, the outer decorator's check runs first."""
+
+    def decorate(view: Callable) -> Callable:
+        view.checks_first = (check, *getattr(view, "checks_first", ()))  # type: ignore[attr-defined]
+        return view
+
+    return decorate
+
+
+def checks_first(view: object) -> tuple[FirstCheck, ...]:
+    """The checks ``checked_first`` gave ``view``, outermost first."""
+    return getattr(view, "checks_first", ())
+
+
+# Views decorated with this answer 415 to a body that is not JSON before they look
+# anything up, as upstream's views that take a body do. Outside ``min_version`` where
+# upstream checks the type first (aggregates), inside it elsewhere.
+requires_json = checked_first(_refuse_other_media_types)
+
+
+def requires_json_below(major: int, minor: int) -> Callable:
+    """``requires_json`` below microversion ``major.minor`` only (a body that later
+    versions no longer take)."""
+
+    def refuse(request: flask.Request, version: Version) -> None:
+        if version < (major, minor):
+            _refuse_other_media_types(request, version)
+
+    return checked_first(refuse)
 
 
 def load_body(
@@ -167,23 +197,22 @@ def modified_at(row: Any) -> datetime.datetime:
 
 
 def min_version(major: int, minor: int) -> Callable:
-    """Views decorated with this answer 404 below microversion ``major.minor``, which they
-    carry as ``min_version`` (for the OpenAPI document)."""
+    """Views decorated with this answer 404 below microversion ``major.minor`` (before
+    policy: ``checked_first``), which they carry as ``min_version`` (for the OpenAPI
+    document)."""
+
+    def refuse(request: flask.Request, version: Version) -> None:
+        if version < (major, minor):
+            # Upstream's sentence, then which version the route needs: a newcomer
+            # without the header otherwise sees a bare 404.
+            raise errors.NotFound(
+                f"The resource could not be found. {request.method} "
+                f"{request.path} needs microversion {major}.{minor} or later "
+                f"(OpenStack-API-Version: placement {major}.{minor}, or latest)."
+            )
 
     def decorate(view: Callable) -> Callable:
-        @functools.wraps(view)
-        def guarded(ctx: RequestContext, **kwargs: Any) -> Any:
-            if not ctx.at_least(major, minor):
-                # Upstream's sentence, then which version the route needs: a newcomer
-                # without the header otherwise sees a bare 404.
-                raise errors.NotFound(
-                    f"The resource could not be found. {ctx.request.method} "
-                    f"{ctx.request.path} needs microversion {major}.{minor} or later "
-                    f"(OpenStack-API-Version: placement {major}.{minor}, or latest)."
-                )
-            return view(ctx, **kwargs)
-
-        guarded.min_version = (major, minor)  # type: ignore[attr-defined]
-        return guarded
+        view.min_version = (major, minor)  # type: ignore[attr-defined]
+        return checked_first(refuse)(view)
 
     return decorate

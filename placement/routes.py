@@ -35,6 +35,7 @@ from placement.handlers import (
     trait,
     usage,
 )
+from placement.http import checks_first
 from placement.k8s import DEFAULT_SCHEDULER_PREFIX
 
 LOG = logging.getLogger(__name__)
@@ -243,6 +244,7 @@ def register_routes(app: flask.Flask, scheduler_prefix: str = DEFAULT_SCHEDULER_
             writes = method not in READ_METHODS and view not in READ_ONLY_POSTS
             endpoint = _transactional(view, write=writes, snapshot=view in SNAPSHOT_VIEWS)
             endpoint.checks_accept = view in ACCEPT_CHECKED_VIEWS  # type: ignore[attr-defined]
+            endpoint.checks_first = checks_first(view)  # type: ignore[attr-defined]
             app.add_url_rule(
                 path,
                 endpoint=f"{kind}{method} {path}",

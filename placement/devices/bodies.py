@@ -53,7 +53,7 @@ def candidate_body(
 
 
 def device_allocations(candidate: DeviceCandidate, request: DeviceRequest) -> dict:
-    """A candidate's devices as document 003's DeviceAllocations: device type -> the
+    """A candidate's devices as Koordinator's DeviceAllocations: device type -> the
     devices by minor, each ``minor`` and ``resources`` (Kubernetes quantities, as strings:
     a ResourceList) in the request's names, as ``devices`` gives them. A NIC's VFs are
     counted, not listed: its ``<prefix>rdma`` is its share, or with VFs only, how many."""

@@ -1,8 +1,8 @@
-"""Devices kubelet already gave to pods (document 003's device checkpoints), held in
-placement so that they are never given twice.
+"""Devices kubelet already gave to pods (its device checkpoints), held in placement so
+that they are never given twice.
 
 Kubelet records the devices it allocated through device plugins in its checkpoint
-file; document 003's device reporter reads it and reports, per pod and container,
+file; a node agent reads it and reports, per pod and container,
 the resource name and the ids of the devices given (``PodDevicesEntry``). A node's
 report is its whole checkpoint: each pod becomes one consumer, whose uuid is derived
 from the pod's uid (``consumer_uuid``), holding each of its devices **whole** (kubelet
@@ -117,8 +117,8 @@ def plan_holds(
 ) -> tuple[list[PodHold], list[UnknownDevice]]:
     """Each pod's devices and allocations, pods in order of first appearance, and the ids
     the node does not list (nothing to hold: no search can offer a device the topology
-    lacks, and kubelet's file may name one the reporter no longer reports, or, as document
-    003's own example, another machine's); 400 for an unknown resource name, a device of
+    lacks, and kubelet's file may name one the reporter no longer reports, or one of
+    another machine, copied with the file); 400 for an unknown resource name, a device of
     another type, or a device given twice. A device id is a device's ``id``, or the bus id
     of one of a NIC's VFs listed one by one (what an SR-IOV device plugin gives): that VF
     alone is held."""

@@ -12,9 +12,10 @@ A node's choice, in order of what matters:
 2. Link strength (what ``nvidia-smi topo -m`` shows): among the sets of devices
    that fit, the one whose
    pairs are linked most tightly, as the sum over its pairs of each pair's
-   strength: 100 per NVLink, plus 50 on one PCIe switch, 40 on switches of
-   one upstream switch (PXB), 30 on one host bridge, 20 on one NUMA node, 10
-   across sockets (nvidia-smi's order: NV# > PIX > PXB > PHB > NODE > SYS).
+   strength: 100 per NVLink, plus 60 on one board (PSB), 50 on one PCIe switch,
+   40 on switches of one upstream switch (PXB), 30 on one host bridge, 20 on one
+   NUMA node, 10 across sockets (nvml's order: NV# > PSB > PIX > PXB > PHB >
+   NODE > SYS).
    NVLinks outweigh any PCIe placement, and a set that keeps every pair on one socket beats one that
    gains a switch pair by splitting across sockets (as NVIDIA's own GPU
    allocator weighs links).
@@ -22,7 +23,7 @@ A node's choice, in order of what matters:
    up one device before starting another), ``spread`` the least used.
 4. The lowest minors.
 
-Unhealthy devices (document 003's ``health``) are never chosen: for every request,
+Unhealthy devices (a device's ``health`` in its topology) are never chosen: for every request,
 joint or alone, whole or shared, they are as absent (``ApplyForAll`` takes every
 healthy device selected); what is allocated on them still counts as in use.
 
@@ -52,6 +53,7 @@ MAX_EXACT_SETS = 20_000
 GREEDY_STARTS = 8
 
 NVLINK_WEIGHT = 100  # per link
+SAME_BOARD_WEIGHT = 60  # PSB: GPUs of one board, behind its on-board switch
 SAME_SWITCH_WEIGHT = 50
 SAME_SWITCH_GROUP_WEIGHT = 40  # PXB: switches under one upstream switch
 SAME_BRIDGE_WEIGHT = 30
@@ -274,6 +276,8 @@ def _scope_of(node: DeviceNode, index: int, scope: str) -> int:
 def pair_strength(node: DeviceNode, a: int, b: int) -> int:
     first, second = node.devices[a].device, node.devices[b].device
     strength = NVLINK_WEIGHT * node.topology.links_between(first, second)
+    if first.board >= 0 and first.board == second.board:
+        return strength + SAME_BOARD_WEIGHT
     if first.switch == second.switch:
         return strength + SAME_SWITCH_WEIGHT
     if first.switch_group >= 0 and first.switch_group == second.switch_group:

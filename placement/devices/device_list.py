@@ -48,6 +48,7 @@ def parse_device_list(document: object) -> Topology:
             labels=entry.get("labels", {}),
             vf_labels=entry.get("vf_labels", {}),
             switch_group=entry.get("switch_group", -1),
+            board=entry.get("board", -1),
             healthy=entry.get("health", True),
             vf_list=vf_list_of_groups(
                 [{"labels": g.get("labels", {}), "vfs": [

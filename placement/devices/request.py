@@ -24,7 +24,7 @@ whose VF labels match); ``allocateStrategy`` ``ApplyForAll`` (every matching
 device of the node, each giving the amount) or ``RequestsAsCount`` (the amount
 is a number of devices, each whole, or one VF each with ``vfSelector``);
 ``exclusivePolicy`` ``DeviceLevel`` or ``PCIeLevel``. ``RequestsAsCount`` holds for GPUs too
-(document 001 limits it to no type): ``kubernetes.io/gpu: 2`` is then two whole GPUs.
+(it is not limited to one type): ``kubernetes.io/gpu: 2`` is then two whole GPUs.
 
 Joint allocation (``scheduling.koordinator.sh/device-joint-allocate``):
 ``deviceTypes``, in any order (the document gives the list none): the primary

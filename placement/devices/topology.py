@@ -57,11 +57,14 @@ class Device:
     # nvidia-smi prints as PXB between their devices), node-wide; -1: none (its switch
     # hangs from the host bridge alone, PHB to the others).
     switch_group: int = -1
-    # Document 003's per-device health. An unhealthy device is never offered or claimed;
+    # The board several GPUs share behind its own switch (what nvidia-smi prints as PSB
+    # between them), node-wide; -1: none. Tighter than one PCIe switch, looser than NVLink.
+    board: int = -1
+    # The device's health, as its node reports it. An unhealthy device is never offered or claimed;
     # what is allocated on it stays (``chooser``, ``service``).
     healthy: bool = True
-    # rdma: its VFs one by one, by minor (document 001's story 2), when listed; then ``vfs``
-    # is how many and ``vf_labels`` is empty (each VF has labels of its own).
+    # rdma: its VFs one by one, by minor, when listed (each with its own bus id and labels,
+    # for VFs that differ); then ``vfs`` is how many and ``vf_labels`` is empty.
     vf_list: tuple[VirtualFunction, ...] = ()
 
     @property
@@ -124,6 +127,7 @@ class Topology:
                 labels=table(d.get("labels", {}).items()),
                 vf_labels=table(d.get("vfLabels", {}).items()),
                 switch_group=d.get("switchGroup", -1),
+                board=d.get("board", -1),
                 healthy=d.get("health", True),
                 vf_list=vf_list_of_groups(d.get("vfGroups", ()), table),
             )
@@ -156,6 +160,8 @@ def device_entry(device: Device) -> dict:
         entry["vfLabels"] = dict(device.vf_labels)
     if device.switch_group >= 0:
         entry["switchGroup"] = device.switch_group
+    if device.board >= 0:
+        entry["board"] = device.board
     if not device.healthy:  # (healthy is the default: documents stored before say nothing)
         entry["health"] = False
     if device.vf_list:
@@ -232,6 +238,7 @@ def check_topology(topology: Topology) -> None:
     bus_ids: set[str] = set()
     switch_place: dict[int, tuple[int, int, int]] = {}
     group_bridge: dict[int, int] = {}
+    board_switch: dict[int, int] = {}
     bridge_numa: dict[int, int] = {}
     identities: set[str] = set()
     for device in topology.devices:
@@ -254,6 +261,8 @@ def check_topology(topology: Topology) -> None:
                 raise errors.BadRequest(f"Device {device.name}: {what} cannot be negative.")
         if device.switch_group < -1:
             raise errors.BadRequest(f"Device {device.name}: switchGroup cannot be negative.")
+        if device.board < -1:
+            raise errors.BadRequest(f"Device {device.name}: board cannot be negative.")
         if device.type == "gpu" and device.memory_kib <= 0:
             raise errors.BadRequest(f"Device {device.name}: a GPU needs its memory.")
         if device.type != "gpu" and device.memory_kib:
@@ -278,6 +287,11 @@ def check_topology(topology: Topology) -> None:
             raise errors.BadRequest(
                 f"Switch group {device.switch_group} is placed under two host bridges "
                 f"(device {device.name})."
+            )
+        if device.board >= 0 and board_switch.setdefault(
+                device.board, device.switch) != device.switch:
+            raise errors.BadRequest(
+                f"Board {device.board} is placed under two PCIe switches (device {device.name})."
             )
         if bridge_numa.setdefault(device.bridge, device.numa) != device.numa:
             raise errors.BadRequest(

@@ -1,11 +1,11 @@
 """Reads the matrix ``nvidia-smi topo -m`` prints into a ``Topology``.
 
-The matrix says how each pair of devices is connected: PIX (one PCIe switch;
-PSB, two GPUs of one board, through its on-board switch, is read as PIX), PXB
-(switches under one upstream switch: a switch group), PHB (one PCIe host
-bridge), NODE (one NUMA node), SYS (across NUMA nodes; SOC in old drivers) or
-NV# (# NVLinks). Positions are rebuilt from those
-relations by union-find; what the matrix does not say (memory, UUIDs, labels,
+The matrix says how each pair of devices is connected, tightest first: NV#
+(# NVLinks), PSB (two GPUs of one board, through its on-board switch: a board),
+PIX (one PCIe switch), PXB (switches under one upstream switch: a switch
+group), PHB (one PCIe host bridge), NODE (one NUMA node), SYS (across NUMA
+nodes; SOC in old drivers). Positions are rebuilt from those relations by
+union-find; what the matrix does not say (memory, UUIDs, labels,
 VFs) comes in ``MatrixDetails``. Any text gives a ``Topology`` or a 400 that
 names what is wrong with it.
 """
@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 from placement import errors
 from placement.devices.topology import MAX_DEVICES, MAX_NVLINKS, Device, Topology
 
-# Levels of closeness: two devices share every grouping from their level up.
-SWITCH, SWITCH_GROUP, BRIDGE, NUMA, APART = range(5)
-LEVEL_NAMES = {SWITCH: "PCIe switch", SWITCH_GROUP: "upstream PCIe switch",
+# Levels of closeness: two devices share every grouping from their level up (a board's
+# devices share its on-board switch).
+BOARD, SWITCH, SWITCH_GROUP, BRIDGE, NUMA, APART = range(6)
+GROUPINGS = (BOARD, SWITCH, SWITCH_GROUP, BRIDGE, NUMA)
+LEVEL_NAMES = {BOARD: "board", SWITCH: "PCIe switch", SWITCH_GROUP: "upstream PCIe switch",
                BRIDGE: "PCIe host bridge", NUMA: "NUMA node"}
 PCIE_RELATIONS = {
-    "PSB": SWITCH, "PIX": SWITCH, "PXB": SWITCH_GROUP, "PHB": BRIDGE, "NODE": NUMA, "SYS": APART,
+    "PSB": BOARD, "PIX": SWITCH, "PXB": SWITCH_GROUP, "PHB": BRIDGE, "NODE": NUMA, "SYS": APART,
 }
 OLD_SPELLINGS = {"SOC": "SYS"}  # drivers before 384 printed SOC for SYS
 KNOWN_CELLS = "X, NV1..NV18, PSB, PIX, PXB, PHB, NODE or SYS"
@@ -80,11 +82,9 @@ def parse_matrix(text: str, details: MatrixDetails) -> Topology:
             f"{len(details.gpu_ids)} GPU ids were given for the {gpus} GPUs of the matrix."
         )
     closeness, nvlinks = _read_cells(matrix)
-    switches, switch_groups, bridges, numas = _place(matrix, closeness)
-    devices = tuple(
-        _device(column, matrix, details, numas[i], bridges[i], switches[i], switch_groups[i])
-        for i, column in enumerate(matrix.columns)
-    )
+    places = _place(matrix, closeness)
+    devices = tuple(_device(column, matrix, details, places[i])
+                    for i, column in enumerate(matrix.columns))
     return Topology(devices=devices, nvlinks=nvlinks, node_resources=dict(details.node_resources))
 
 
@@ -315,21 +315,28 @@ class _Groups:
         return [first.setdefault(self.find(i), len(first)) for i in range(len(self.parent))]
 
 
-def _place(
-    matrix: _Matrix, closeness: dict[tuple[int, int], int]
-) -> tuple[list[int], list[int], list[int], list[int]]:
-    """Switch, switch group (-1: a switch alone under its host bridge), bridge and NUMA
-    node of each device, by column."""
+@dataclass(frozen=True)
+class _Place:
+    numa: int
+    bridge: int
+    switch: int
+    switch_group: int  # -1: a switch alone under its host bridge
+    board: int  # -1: a device on no board with another
+
+
+def _place(matrix: _Matrix, closeness: dict[tuple[int, int], int]) -> list[_Place]:
+    """Where each device is, by column."""
     names = [column.name for column in matrix.columns]
-    groups = {level: _Groups(len(names)) for level in (SWITCH, SWITCH_GROUP, BRIDGE, NUMA)}
+    groups = {level: _Groups(len(names)) for level in GROUPINGS}
     for (i, j), level in closeness.items():
         for grouping, joined in groups.items():
             if level <= grouping:
                 joined.join(i, j)
     # Each cell must say exactly how close the groupings put its pair: PIX chains can only
-    # form a switch, and no other cell may join what SYS (or NODE, PXB, PHB) keeps apart.
+    # form a switch, PSB chains a board, and no other cell may join what SYS (or NODE, PXB,
+    # PHB, PIX) keeps apart.
     for (i, j), level in closeness.items():
-        for grouping in (SWITCH, SWITCH_GROUP, BRIDGE, NUMA):
+        for grouping in GROUPINGS:
             if grouping < level and groups[grouping].find(i) == groups[grouping].find(j):
                 raise _malformed(
                     f"cell {names[i]}/{names[j]} says {matrix.cells[i][j]}, but other cells put "
@@ -343,18 +350,22 @@ def _place(
                 f"both on NUMA node {numas[i]}."
             )
     switches = groups[SWITCH].numbers()
-    return switches, _switch_groups(switches, groups[SWITCH_GROUP].numbers()), \
-        groups[BRIDGE].numbers(), numas
+    switch_groups = _groups_of_several(switches, groups[SWITCH_GROUP].numbers())
+    boards = _groups_of_several(list(range(len(names))), groups[BOARD].numbers())
+    bridges = groups[BRIDGE].numbers()
+    return [_Place(numas[i], bridges[i], switches[i], switch_groups[i], boards[i])
+            for i in range(len(names))]
 
 
-def _switch_groups(switches: list[int], grouped: list[int]) -> list[int]:
-    """Each device's switch group, numbered in order, -1 for a group of one switch."""
-    switches_of: dict[int, set[int]] = {}
-    for switch, group in zip(switches, grouped, strict=True):
-        switches_of.setdefault(group, set()).add(switch)
+def _groups_of_several(members: list[int], grouped: list[int]) -> list[int]:
+    """Each device's group, numbered in order; -1 for a group of one member (a switch group
+    of one switch, a board of one device)."""
+    members_of: dict[int, set[int]] = {}
+    for member, group in zip(members, grouped, strict=True):
+        members_of.setdefault(group, set()).add(member)
     numbers: dict[int, int] = {}
     return [
-        numbers.setdefault(group, len(numbers)) if len(switches_of[group]) > 1 else -1
+        numbers.setdefault(group, len(numbers)) if len(members_of[group]) > 1 else -1
         for group in grouped
     ]
 
@@ -391,20 +402,18 @@ def _numa_nodes(matrix: _Matrix, groups: _Groups) -> list[int]:
     return numbers
 
 
-def _device(
-    column: _Column, matrix: _Matrix, details: MatrixDetails, numa: int, bridge: int, switch: int,
-    switch_group: int,
-) -> Device:
+def _device(column: _Column, matrix: _Matrix, details: MatrixDetails, place: _Place) -> Device:
     if column.type == "gpu":
         identity = details.gpu_ids[column.minor] if details.gpu_ids else column.name
         return Device(
             type="gpu",
             minor=column.minor,
             identity=identity,
-            numa=numa,
-            bridge=bridge,
-            switch=switch,
-            switch_group=switch_group,
+            numa=place.numa,
+            bridge=place.bridge,
+            switch=place.switch,
+            switch_group=place.switch_group,
+            board=place.board,
             memory_kib=details.gpu_memory_kib,
             labels=dict(details.gpu_labels),
         )
@@ -412,10 +421,11 @@ def _device(
         type="rdma",
         minor=column.minor,
         identity=matrix.nic_names.get(column.name, column.name),
-        numa=numa,
-        bridge=bridge,
-        switch=switch,
-        switch_group=switch_group,
+        numa=place.numa,
+        bridge=place.bridge,
+        switch=place.switch,
+        switch_group=place.switch_group,
+        board=place.board,
         vfs=details.rdma_vfs,
         labels=dict(details.rdma_labels),
         vf_labels=dict(details.rdma_vf_labels),

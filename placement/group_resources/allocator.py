@@ -61,7 +61,8 @@ class Want:
     """A request group prepared for the search."""
 
     group: RequestGroup
-    shape_id: int
+    shape: tuple  # ``RequestGroup.shape``: what orders kinds, the same on every worker
+    shape_id: int  # the shape's number in this search (numbered as met): for the memo
     kinds: list[Kind] = field(default_factory=list)
     terms: int = 0  # requested amounts in the group and below it: the terms of its gain
 
@@ -144,11 +145,14 @@ class Allocator:
         if known is not None:
             return known
         shape = group.shape()
-        want = Want(group=group, shape_id=self._shapes.setdefault(shape, len(self._shapes)))
+        want = Want(group=group, shape=shape,
+                    shape_id=self._shapes.setdefault(shape, len(self._shapes)))
         by_kind: dict[tuple, list[Want]] = {}
         for child in group.children:
             child_want = self._want(child)
-            by_kind.setdefault((child.level, child_want.shape_id), []).append(child_want)
+            by_kind.setdefault((child.level, child_want.shape), []).append(child_want)
+        # Kinds in the order of their shapes, not of their numbers: the numbers depend on
+        # the nodes this search met first, and the order breaks ties (``assignment``).
         want.kinds = [
             Kind(level=level, members=tuple(members))
             for (level, _shape), members in sorted(by_kind.items(), key=lambda kv: kv[0][1])
@@ -318,11 +322,11 @@ def _pooled_children(members: tuple[Want, ...]) -> list[tuple[str, list[list[Wan
     """The subgroups of all ``members``, by level (in name order), each level's by kind
     (identical subgroups, in shape order): the same for pools of the same shapes (and the
     order in which ``PoolFit.moves`` lists them)."""
-    by_level: dict[str, dict[int, list[Want]]] = {}
+    by_level: dict[str, dict[tuple, list[Want]]] = {}
     for member in members:
         for kind in member.kinds:
             for child in kind.members:
-                by_level.setdefault(kind.level, {}).setdefault(child.shape_id, []).append(child)
+                by_level.setdefault(kind.level, {}).setdefault(child.shape, []).append(child)
     return [
         (level, [kinds[shape] for shape in sorted(kinds)])
         for level, kinds in sorted(by_level.items())

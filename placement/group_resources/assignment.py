@@ -15,7 +15,9 @@ Gains are compared exactly (``exact``): as floats when every float of the
 search is exact, else as integers over a common denominator. Between
 placements of exactly equal gain the one found first is kept: slots earlier
 in their order, kinds in their order (with shared groups, the most taken at
-once first).
+once first). Both orders are the node's and the request's own (slots by
+content then index, ``snapshot._order``; kinds by shape, ``allocator``), so
+every worker and every search breaks a tie alike.
 """
 
 from collections.abc import Callable, Sequence

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from placement.data.group_nodes import ProviderRow
-from placement.group_resources.snapshot import Node, Room, build_nodes
+from placement.group_resources.snapshot import Node, Room, Signatures, build_nodes
 from placement.nodes.naming import DEVICE_NODE_TRAIT, NODE_TRAIT
 from placement.replica.replica import KeptPerTree
 from placement.replica.world import Inventory, ProviderWorld
@@ -59,7 +59,7 @@ class NodesKept:
     def __init__(self) -> None:
         self._summaries: KeptPerTree[NodeSummary] = KeptPerTree()
         self._nodes: KeptPerTree[_Built] = KeptPerTree()
-        self.signatures: dict[tuple, int] = {}
+        self.signatures: Signatures = {}
 
     def summary(self, world: ProviderWorld, root_id: int) -> NodeSummary:
         summary = self._summaries.get(world, root_id)

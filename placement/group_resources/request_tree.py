@@ -48,7 +48,9 @@ class RequestGroup:
     path: tuple[str, ...]  # as requested; filled-in levels get their lower group's index
     demands: tuple[Demand, ...]
     children: tuple["RequestGroup", ...]
-    filled_in: bool = False  # a level the request skipped (section V)
+    # A level the request skipped, filled in: a group of its own at that level, holding
+    # the requested group below it.
+    filled_in: bool = False
 
     @property
     def written_level(self) -> str | None:

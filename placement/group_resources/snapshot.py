@@ -64,16 +64,23 @@ ROOM_CHECKS = (
 )
 
 
+# A group's signature key -> (its number, its content): what ``build_nodes`` numbers groups
+# by; shared by the nodes of a search so that equal numbers mean equal groups.
+Signatures = dict[tuple, tuple[int, tuple]]
+
+
 @dataclass(eq=False, slots=True)
 class Location:
     uuid: str
     path: tuple[str, ...]  # as the node's map wrote it
     level: str | None  # normalized (naming.normalized)
     rooms: dict[str, Room] = field(default_factory=dict)
-    # level -> subgroups of that level, in signature order then index order
+    # level -> subgroups of that level, in ``_order``
     children: dict[str, list["Location"]] = field(default_factory=dict)
     signature: int = -1
-    order: tuple = ()  # (signature, natural order of the index): how lists are sorted
+    # (level, rooms, the subgroups' contents): one object for groups of one signature.
+    content: tuple = ()
+    index_order: tuple = ()  # the natural order of its index (``_natural``)
 
     def key(self, base_name: str) -> str:
         return "/".join((*self.path, base_name))
@@ -84,7 +91,7 @@ class Node:
     name: str
     root: Location
     levels: Levels
-    # level -> every group of that level on the node, in signature order
+    # level -> every group of that level on the node, in ``_order``
     by_level: dict[str, list[Location]]
     utilisation: float  # sum of used/capacity over every inventory of the node
     inventory_count: int
@@ -110,7 +117,7 @@ def rooms_of(inventories: Iterable[InventoryRow]) -> dict[int, dict[str, Room]]:
 def build_nodes(
     providers: Iterable[ProviderRow],
     rooms: dict[int, dict[str, Room]],
-    signatures: dict[tuple, int] | None = None,
+    signatures: Signatures | None = None,
 ) -> list[Node]:
     """The nodes of ``providers`` (whole trees) with the rooms of each provider
     (``rooms_of``, or the searches' copy: ``replica_nodes``), ordered by name.
@@ -186,24 +193,32 @@ def _build_node(root_id, rows, rooms, signatures) -> Node | None:
     )
 
 
-def _sign(location: Location, signatures: dict[tuple, int]) -> None:
+def _sign(location: Location, signatures: Signatures) -> None:
     """Give ``location`` its signature; its children must have theirs already."""
     child_signatures = []
     for level, children in location.children.items():
         children.sort(key=_order)
         child_signatures += [(level, child.signature) for child in children]
-    key = (
-        location.level,
-        tuple(sorted((c, *r) for c, r in location.rooms.items())),
-        tuple(sorted(child_signatures)),
-    )
-    location.signature = signatures.setdefault(key, len(signatures))
-    index = location.path[-1] if location.path else ""
-    location.order = (location.signature, _natural(index))
+    rooms = tuple(sorted((c, *r) for c, r in location.rooms.items()))
+    key = (location.level, rooms, tuple(sorted(child_signatures)))
+    known = signatures.get(key)
+    if known is None:
+        # Built once per distinct group, so groups alike share one content object:
+        # comparing them stops at its identity instead of walking their subgroups.
+        child_contents = sorted(
+            child.content for children in location.children.values() for child in children)
+        known = signatures[key] = (
+            len(signatures), (location.level or "", rooms, tuple(child_contents)))
+    location.signature, location.content = known
+    location.index_order = _natural(location.path[-1] if location.path else "")
 
 
 def _order(location: Location) -> tuple:
-    return location.order
+    """How lists of groups are sorted: by content, then by index. The content, not the
+    signature, comes first: signatures are numbered in the order a process met the
+    groups, the content is the same on every worker, and this order breaks ties between
+    placements (``assignment``). Groups of one signature still stand together."""
+    return (location.content, location.index_order)
 
 
 def _natural(text: str) -> tuple:

@@ -26,7 +26,7 @@ def _consumer_uuid_or_400(text: str) -> str:
     return normalized
 
 
-def _allocation_map(ctx: RequestContext, data: dict) -> allocation_data.AllocationMap:
+def _allocation_map(data: dict) -> allocation_data.AllocationMap:
     """The body's allocations as provider uuid -> class -> amount."""
     if isinstance(data["allocations"], dict):
         return {uuid: dict(entry["resources"]) for uuid, entry in data["allocations"].items()}
@@ -47,7 +47,7 @@ def consumer_write(ctx: RequestContext, consumer_uuid: str, data: dict):
         consumer_uuid=consumer_uuid,
         project_id=data.get("project_id"),
         user_id=data.get("user_id"),
-        allocations=_allocation_map(ctx, data),
+        allocations=_allocation_map(data),
         generation=data["consumer_generation"]
         if ctx.at_least(1, 28)
         else allocation_data.UNCHECKED,

@@ -3,6 +3,7 @@
 import datetime
 
 import flask
+from microversion_parse import Version
 
 from placement import errors
 from placement.context import RequestContext
@@ -11,6 +12,7 @@ from placement.data.providers import Provider, check_generation
 from placement.handlers.resource_provider import lookup_provider, provider_url
 from placement.http import (
     absolute_url,
+    checked_first,
     json_response,
     latest,
     load_body,
@@ -124,12 +126,16 @@ def create_inventory(ctx: RequestContext, uuid: str) -> flask.Response:
     )
 
 
-def delete_inventories(ctx: RequestContext, uuid: str) -> flask.Response:
-    if not ctx.at_least(1, 5):
+def _delete_all_needs_1_5(request: flask.Request, version: Version) -> None:
+    if version < (1, 5):
         raise errors.MethodNotAllowed(
             "DELETE of all inventories needs microversion 1.5 or later.",
             headers={"Allow": "GET, POST, PUT"},
         )
+
+
+@checked_first(_delete_all_needs_1_5)
+def delete_inventories(ctx: RequestContext, uuid: str) -> flask.Response:
     provider = lookup_provider(ctx, uuid)
     inventories.replace_inventories(ctx.conn, provider, {}, provider.generation)
     return no_content()

@@ -15,6 +15,7 @@ from placement.http import (
     modified_at,
     no_content,
     requires_json,
+    requires_json_below,
     validate,
 )
 from placement.schemas.names import CreateResourceClass
@@ -66,6 +67,7 @@ def show_resource_class(ctx: RequestContext, name: str) -> flask.Response:
 
 
 @min_version(1, 2)
+@requires_json_below(1, 7)
 def put_resource_class(ctx: RequestContext, name: str) -> flask.Response:
     if ctx.at_least(1, 7):
         return _ensure_resource_class(ctx, name)

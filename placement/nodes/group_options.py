@@ -1,9 +1,11 @@
 """The readings of the group allocator a translator request may choose, by name.
 
-The translator follows the group allocator (seed 000) with three choices of its
-own (``api-ref/group_resources.md``, Options); a request may ask for the
-allocator's own reading of each instead, in its ``options`` object, and the
-configuration sets what a request that says nothing gets:
+The translator follows the group allocator (every requested group on a group of
+its level, distinct groups for distinct requested groups, subgroups under their
+parent's group) with three choices of its own (``api-ref/group_resources.md``,
+Options); a request may ask for the allocator's own reading of each instead, in
+its ``options`` object, and the configuration sets what a request that says
+nothing gets:
 
 * ``flat_requests``: ``anywhere`` (a request whose groups hold no subgroups
   places each group on any group of its level anywhere on the node) or

@@ -50,11 +50,13 @@ class DeviceEntry(ExtensionSchema):
     bridge = StrictInteger()  # the PCIe host bridge; default: its switch's, or one of its own
     # The upstream switch the PCIe switch hangs from (PXB between switches of one group)
     switch_group = StrictInteger(data_key="switchGroup")
+    # The board the device shares with others behind its on-board switch (PSB between them)
+    board = StrictInteger()
     memory = fields.Raw()  # gpu: a quantity ("16Gi") or a number of bytes
     vfs = StrictInteger()
     labels = _labels()
     vf_labels = _labels(data_key="vfLabels")
-    # Document 003's per-device health; false: never offered or claimed (default true)
+    # The device's health; false: never offered or claimed (default true)
     health = StrictBoolean()
     # rdma: its VFs one by one, in groups of equal labels (instead of vfs and vfLabels)
     vf_groups = fields.List(fields.Nested(VirtualFunctionGroup), data_key="vfGroups",

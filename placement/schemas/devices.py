@@ -25,8 +25,9 @@ from placement.schemas.group_resources import CONSUMER_TYPE_PATTERN
 
 JOINT_ANNOTATION = "scheduling.koordinator.sh/device-joint-allocate"
 HINT_ANNOTATION = "scheduling.koordinator.sh/device-allocate-hint"
-# Written on a Pod with what was chosen (document 003's DeviceAllocations): answered on
-# request (``device_allocated``), for a client to set on its Pod.
+# Written on a Pod with what was chosen (Koordinator's DeviceAllocations: device type ->
+# the devices given): answered on request (``device_allocated``), for a client to set on
+# its Pod.
 ALLOCATED_ANNOTATION = "scheduling.koordinator.sh/device-allocated"
 
 SAME_PCIE = "SamePCIe"
@@ -130,8 +131,8 @@ class DeviceHint(ExtensionSchema):
 
 
 class CheckpointEntry(ExtensionSchema):
-    """One entry of kubelet's device checkpoint as document 003's device reporter writes
-    it (``PodDevicesEntry``): the devices kubelet gave one container of a pod."""
+    """One entry of kubelet's device checkpoint as a node agent reports it (kubelet's
+    ``PodDevicesEntry``): the devices kubelet gave one container of a pod."""
 
     pod_uid = StrictString(required=True, data_key="podUID")
     container_name = StrictString(min_length=0, max_length=253, data_key="containerName")

@@ -332,6 +332,8 @@ def test_randomized_answers_are_the_same_set(gpu_hosts, config, engine):
 
 def test_every_candidate_can_be_claimed(numa_host, api):
     body = numa_host.get("resources=VCPU:1,DISK_GB:10&resources_G=PGPU:1")
+    # VCPU from either NUMA node, DISK_GB from CN, the PGPU: two candidates to claim.
+    assert len(body["allocation_requests"]) == 2
 
     for number, request in enumerate(body["allocation_requests"]):
         consumer = f"00000000-0000-0000-0000-{number:012d}"

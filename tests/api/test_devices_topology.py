@@ -58,6 +58,24 @@ def test_the_most_nvlinked_gpus_come_first(api):
                                    "sameNUMA": 0, "crossNUMA": 0}
 
 
+def test_gpus_of_one_board_come_before_gpus_of_one_switch(api):
+    """nvml's order puts PSB (GPU2/GPU3: one board, behind its on-board switch) above PIX
+    (GPU0/GPU1: one PCIe switch): the board pair is chosen, although the lowest minors
+    would be GPU0 and GPU1; the node shows the board, and claims take that pair too."""
+    text = "\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\n" + "".join(
+        "\t".join(row) + "\t0-7\n" for row in (
+            ("GPU0", "X", "PIX", "PHB", "PHB"),
+            ("GPU1", "PIX", "X", "PHB", "PHB"),
+            ("GPU2", "PHB", "PHB", "X", "PSB"),
+            ("GPU3", "PHB", "PHB", "PSB", "X"),
+        ))
+    body = import_node(api, "k80s", {"matrix": text, "gpu": {"memory": "12Gi"}}).json
+    assert [d.get("board", -1) for d in body["devices"]] == [-1, -1, 0, 0]
+    [two] = candidates(api, {"nvidia.com/gpu": 2})["candidates"]
+    assert minors(two, "gpu") == [2, 3]
+    assert minors(claim(api, {"nvidia.com/gpu": 2}), "gpu") == [2, 3]
+
+
 def test_after_a_claim_the_next_best_set_is_chosen(api):
     import_node(api, "dgx1", matrix("dgx1_v100.txt"))
     claim(api, {"nvidia.com/gpu": 4})

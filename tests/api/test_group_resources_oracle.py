@@ -955,3 +955,67 @@ def test_limit_finds_the_best_node_when_some_inventory_has_no_capacity(api):
     for options in ({}, {"limit": 1}):
         best = candidates(api, ONE_SMALL_GPU, **options)["candidates"][0]
         assert (best["node"], best["score"]) == ("b", 0.5), options
+
+
+# Ties between placements of equal score break one way, whatever a worker met before: a
+# claim no other races takes the first candidate, on any worker.
+
+
+def test_a_tie_breaks_alike_on_a_worker_that_met_other_groups_first(api):
+    """dev0 and dev1 tie for one card (memory is not asked): the tie goes to the group
+    earlier in content order (less memory: dev0) on every worker. Before, the order was
+    the one in which a worker had numbered the groups' contents: a worker that had built
+    a node with a GPU like dev1 first put dev1 first."""
+    sync(api, "m", {"gpu/devA/cards": 1, "gpu/devA/memory": "4GiB"})
+    sync(api, "n", {"gpu/dev0/cards": 1, "gpu/dev0/memory": "2GiB",
+                    "gpu/dev1/cards": 1, "gpu/dev1/memory": "4GiB"})
+    request = {"gpu/0/cards": 1}
+    [first] = candidates(api, request, nodes=["n"])["candidates"]
+    assert first["mappings"] == {"gpu/0/cards": "gpu/dev0/cards"}
+    with api.as_a_new_worker():
+        assert candidates(api, request, nodes=["m"])["candidates"]  # m's GPU numbered first
+        assert candidates(api, request, nodes=["n"])["candidates"] == [first]
+        response = claim(api, request, str(uuid.uuid4()), nodes=["n"])
+    assert response.status_code == 200, response.json
+    assert response.json["mappings"] == first["mappings"]
+
+
+TIE_WORLDS = 20
+
+
+@pytest.mark.parametrize("seed", range(TIE_WORLDS))
+def test_a_claim_takes_the_first_candidate_on_any_worker(api, seed):
+    """Random worlds and requests (every reading): the candidates answered by one worker,
+    then the claim by another that met the nodes one by one in reverse name order, and by
+    the first worker; both claims take the first candidate (node and mappings)."""
+    rng = random.Random(5000 + seed)
+    world = build_world(api, rng, [f"t{i}" for i in range(rng.randint(1, 3))],
+                        random_node_resources)
+    claimed = 0
+    for number in range(40):
+        if claimed == 5:
+            break
+        request = random_request(rng)
+        scorer = rng.choice(SCORERS)
+        options = rng.choice([{}, *READINGS.values()])
+        context = f"tie seed {seed}, request {number}: {request} ({scorer}, {options})"
+        answer = candidates(api, request, scorer=scorer, options=options)["candidates"]
+        if not answer:
+            continue
+        first = (answer[0]["node"], answer[0]["mappings"])
+        with api.as_a_new_worker():
+            for name in sorted(world.nodes, reverse=True):
+                candidates(api, request, scorer=scorer, options=options, nodes=[name])
+            other = _claim_and_give_back(api, request, scorer, options)
+        assert other == first, f"{context}: another worker's claim"
+        assert _claim_and_give_back(api, request, scorer, options) == first, context
+        claimed += 1
+    assert claimed, f"tie seed {seed}: no request placed"
+
+
+def _claim_and_give_back(api, request: dict, scorer: str, options: dict) -> tuple:
+    consumer = str(uuid.uuid4())
+    response = claim(api, request, consumer, scorer=scorer, options=options)
+    assert response.status_code == 200, response.json
+    assert api.delete(f"/allocations/{consumer}").status_code == 204
+    return response.json["node"], response.json["mappings"]

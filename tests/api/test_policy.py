@@ -97,3 +97,65 @@ def test_the_sample_policy_file_is_current():
     ).stdout
     sample = (REPO / "etc" / "policy.yaml.sample").read_text()
     assert written == sample, "etc/policy.yaml.sample is stale: run `make sample-config`"
+
+
+NON_ADMIN = {"X-Auth-Token": "someone"}  # no role: policy refuses it every route
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "version", "status"),
+    [
+        ("GET", "/traits", "1.5", 404),
+        ("PUT", "/traits/CUSTOM_X", "1.5", 404),
+        ("GET", "/resource_classes", "1.1", 404),
+        ("GET", "/usages?project_id=p", "1.8", 404),
+        ("GET", "/allocation_candidates?resources=VCPU:1", "1.9", 404),
+        ("POST", "/reshaper", "1.29", 404),
+        ("DELETE", "/resource_providers/{uuid}/inventories", "1.4", 405),
+        # At the route's version, the same requests are policy's to refuse.
+        ("GET", "/traits", "1.6", 403),
+        ("GET", "/usages?project_id=p", "1.9", 403),
+        ("DELETE", "/resource_providers/{uuid}/inventories", "1.5", 403),
+    ],
+)
+def test_a_route_below_its_version_is_404_before_policy(api, method, path, version, status):
+    """As upstream's: the version a route needs is checked before policy, so a client
+    policy refuses learns the route is not there at its version (405: a method that came
+    later), not that it may not use it."""
+    uuid = api.create_provider("cn1")["uuid"]
+    response = api.request(method, path.format(uuid=uuid), version=version, token=None,
+                           headers=NON_ADMIN)
+    assert response.status_code == status, response.json
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "version", "with_json"),
+    [
+        ("POST", "/resource_providers", "1.39", 403),
+        ("PUT", "/resource_providers/{uuid}", "1.39", 403),
+        ("PUT", "/resource_providers/{uuid}/inventories", "1.39", 403),
+        # Upstream checks this one's media type before its version.
+        ("PUT", "/resource_providers/{uuid}/aggregates", "1.0", 404),
+        ("PUT", "/resource_classes/CUSTOM_X", "1.6", 403),
+        ("POST", "/allocations", "1.39", 403),
+        ("POST", "/reshaper", "1.39", 403),
+    ],
+)
+def test_a_body_that_is_not_json_is_415_before_policy(api, method, path, version, with_json):
+    """As upstream's: the media type is checked before policy; sent as JSON, the same
+    request goes on to the route's other checks, then to policy."""
+    path = path.format(uuid=api.create_provider("cn1")["uuid"])
+    text = {**NON_ADMIN, "Content-Type": "text/plain"}
+    response = api.request(method, path, version=version, token=None, headers=text,
+                           data='{"name": "x"}')
+    assert response.status_code == 415, response.json
+    response = api.request(method, path, version=version, token=None, headers=NON_ADMIN,
+                           json={"name": "x"})
+    assert response.status_code == with_json, response.json
+
+
+def test_a_resource_class_put_without_a_body_is_policys_from_1_7(api):
+    text = {**NON_ADMIN, "Content-Type": "text/plain"}
+    response = api.request("PUT", "/resource_classes/CUSTOM_X", version="1.7", token=None,
+                           headers=text, data="x")
+    assert response.status_code == 403, response.json

@@ -80,6 +80,55 @@ def test_device_nodes_imported_before_0006_get_the_device_node_trait(target, emp
     engine.dispose()
 
 
+@pytest.mark.parametrize("target", ["sqlite", "postgresql", "mysql"])
+def test_a_database_without_device_nodes_holds_only_the_standard_traits(
+    target, empty_database_url
+):
+    """As upstream's: no custom trait until something asks for one. The device node
+    trait 0006 created goes again in 0010 where no provider carries it."""
+    from sqlalchemy import text
+
+    from placement.data.names import standard_traits
+
+    engine = make_engine(empty_database_url(target))
+    migrate.upgrade(engine)
+    _write(engine, lambda conn: None)  # the standard names, as the service's start writes
+    with engine.connect() as conn:
+        names = sorted(conn.execute(text("SELECT name FROM traits")).scalars())
+    assert [name for name in names if name.startswith("CUSTOM_")] == []
+    assert names == sorted(standard_traits())
+    engine.dispose()
+
+
+@pytest.mark.parametrize("target", ["sqlite", "postgresql", "mysql"])
+def test_device_nodes_keep_the_device_node_trait_through_0010(target, empty_database_url):
+    from datetime import datetime
+
+    from sqlalchemy import text
+
+    engine = make_engine(empty_database_url(target))
+    migrate.upgrade(engine, "0007")
+    with engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO resource_providers (uuid, name, generation, created_at)"
+            " VALUES (:uuid, 'device-node', 1, :now)"
+        ), {"uuid": str(uuid.uuid4()), "now": datetime.now()})
+        conn.execute(text(
+            "INSERT INTO resource_provider_traits (resource_provider_id, trait_id, created_at)"
+            " SELECT rp.id, t.id, :now FROM resource_providers rp, traits t"
+            " WHERE t.name = 'CUSTOM_GROUP_RESOURCES_DEVICE_NODE'"
+        ), {"now": datetime.now()})
+    migrate.upgrade(engine)
+    with engine.connect() as conn:
+        assert conn.execute(text(
+            "SELECT rp.name FROM resource_providers rp"
+            " JOIN resource_provider_traits rpt ON rpt.resource_provider_id = rp.id"
+            " JOIN traits t ON t.id = rpt.trait_id"
+            " WHERE t.name = 'CUSTOM_GROUP_RESOURCES_DEVICE_NODE'"
+        )).scalars().all() == ["device-node"]
+    engine.dispose()
+
+
 def _write(engine, work):
     from placement.data.names import sync_standard_names
     from placement.db.engine import WRITE_TRANSACTION_OPTION

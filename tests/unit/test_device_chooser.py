@@ -169,3 +169,26 @@ def test_switches_under_one_upstream_switch_beat_switches_apart_under_the_host_b
     assert chooser.pair_strength(node, 1, 2) > chooser.pair_strength(node, 0, 1)
     assert chooser.pair_strength(node, 0, 1) == chooser.pair_strength(node, 0, 2)
     assert chooser.best_set(node, [0, 1, 2], 2, pack=True) == [1, 2]
+
+
+def test_gpus_of_one_board_beat_gpus_of_one_switch_and_lose_to_nvlink():
+    """nvml's order: NV# > PSB > PIX. GPU0/GPU1 share a switch (PIX), GPU2/GPU3 a board
+    behind its own switch (PSB): the board pair wins, although the lowest minors would
+    be GPU0 and GPU1; an NVLink pair (GPU4/GPU5, apart on PCIe) beats both."""
+    place = {"type": "gpu", "numa": 0, "bridge": 0, "memory_kib": GIB}
+    devices = (
+        Device(minor=0, identity="G0", switch=0, **place),
+        Device(minor=1, identity="G1", switch=0, **place),
+        Device(minor=2, identity="G2", switch=1, board=0, **place),
+        Device(minor=3, identity="G3", switch=1, board=0, **place),
+    )
+    node = _node(Topology(devices=devices))
+    assert chooser.pair_strength(node, 2, 3) > chooser.pair_strength(node, 0, 1)
+    assert chooser.best_set(node, [0, 1, 2, 3], 2, pack=True) == [2, 3]
+    linked = _node(Topology(devices=(
+        *devices,
+        Device(minor=4, identity="G4", switch=2, **place),
+        Device(minor=5, identity="G5", switch=3, **place),
+    ), nvlinks={(4, 5): 1}))
+    assert chooser.pair_strength(linked, 4, 5) > chooser.pair_strength(linked, 2, 3)
+    assert chooser.best_set(linked, list(range(6)), 2, pack=True) == [4, 5]

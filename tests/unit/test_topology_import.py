@@ -645,6 +645,39 @@ def test_psb_reads_as_one_switch():
     assert topology.devices[0].switch == topology.devices[1].switch
 
 
+def test_psb_is_a_board_tighter_than_pix():
+    """A PSB pair (GPU2/GPU3) is a board behind its on-board switch, the PIX pair
+    (GPU0/GPU1) a switch of its own: both pairs on one switch, only GPU2/GPU3 on a
+    board. The board is stored and read back (the device list's board)."""
+    topology = parse_matrix(matrix([
+        "GPU0 X PIX PHB PHB 0-7",
+        "GPU1 PIX X PHB PHB 0-7",
+        "GPU2 PHB PHB X PSB 0-7",
+        "GPU3 PHB PHB PSB X 0-7",
+    ]), DETAILS)
+    gpu0, gpu1, gpu2, gpu3 = topology.devices
+    assert gpu0.switch == gpu1.switch != gpu2.switch == gpu3.switch
+    assert gpu0.board == gpu1.board == -1
+    assert gpu2.board == gpu3.board >= 0
+    assert topology.to_document()["devices"][2]["board"] == gpu2.board
+    assert Topology.from_document(topology.to_document()) == topology
+    assert parse_device_list(topology.to_document()) == topology
+
+
+def test_a_pix_cell_between_devices_of_one_board_is_refused():
+    problem = refused(matrix([
+        "GPU0 X PSB PIX 0-7",
+        "GPU1 PSB X PSB 0-7",
+        "GPU2 PIX PSB X 0-7",
+    ]))
+    assert "GPU0/GPU2 says PIX, but other cells put them under one board" in problem
+
+
+def test_a_board_on_two_switches_is_refused():
+    problem = list_refused({"devices": [gpu(0, pcie=0, board=0), gpu(1, pcie=1, board=0)]})
+    assert "Board 0 is placed under two PCIe switches" in problem
+
+
 def test_a_cell_that_contradicts_the_switch_groups_is_refused():
     problem = refused(matrix([
         "GPU0 X PXB PHB 0-7",

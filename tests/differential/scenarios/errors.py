@@ -701,6 +701,68 @@ def _bad_candidate_queries() -> list[Scenario]:
     ]
 
 
+NON_ADMIN = {"X-Auth-Token": "someone"}  # no role: policy refuses every route to it
+TEXT = {**NON_ADMIN, "Content-Type": "text/plain"}
+
+
+def _before_policy() -> list[Scenario]:
+    """A client that policy refuses still hears first what upstream's views check before
+    they ask policy: a route below its microversion (404, or 405 for a method that came
+    later) and a body that is not JSON (415). At the route's version and with JSON, the
+    same requests are 403."""
+    return [
+        scenario(
+            "non-admin-below-the-route-version",
+            provider(CN1),
+            get("/traits", "1.5", headers=NON_ADMIN, label="traits-1.5"),
+            put("/traits/CUSTOM_X", "1.5", headers=NON_ADMIN, label="put-trait-1.5"),
+            get(f"/resource_providers/{CN1}/traits", "1.5", headers=NON_ADMIN,
+                label="provider-traits-1.5"),
+            get(f"/resource_providers/{CN1}/aggregates", "1.0", headers=NON_ADMIN,
+                label="aggregates-1.0"),
+            get("/resource_classes", "1.1", headers=NON_ADMIN, label="classes-1.1"),
+            put("/resource_classes/CUSTOM_X", "1.1", headers=NON_ADMIN, label="put-class-1.1"),
+            get("/usages?project_id=p", "1.8", headers=NON_ADMIN, label="usages-1.8"),
+            get("/allocation_candidates?resources=VCPU:1", "1.9", headers=NON_ADMIN,
+                label="candidates-1.9"),
+            post("/allocations", "1.12", {}, headers=NON_ADMIN, label="post-allocations-1.12"),
+            post("/reshaper", "1.29", {}, headers=NON_ADMIN, label="reshaper-1.29"),
+            delete(INVENTORIES, "1.4", headers=NON_ADMIN, label="delete-inventories-1.4"),
+            get("/traits", "1.6", headers=NON_ADMIN, label="traits-1.6"),
+            delete(INVENTORIES, "1.5", headers=NON_ADMIN, label="delete-inventories-1.5"),
+        ),
+        scenario(
+            "non-admin-body-not-json",
+            provider(CN1),
+            post("/resource_providers", "1.39", raw='{"name": "x"}', headers=TEXT,
+                 label="post-provider"),
+            put(f"/resource_providers/{CN1}", "1.39", raw='{"name": "x"}', headers=TEXT,
+                label="put-provider"),
+            put(INVENTORIES, "1.39", raw="{}", headers=TEXT, label="put-inventories"),
+            post(INVENTORIES, "1.39", raw="{}", headers=TEXT, label="post-inventory"),
+            put(f"{INVENTORIES}/VCPU", "1.39", raw="{}", headers=TEXT, label="put-inventory"),
+            put(f"/resource_providers/{CN1}/traits", "1.39", raw="{}", headers=TEXT,
+                label="put-traits"),
+            put(f"/resource_providers/{CN1}/aggregates", "1.0", raw="{}", headers=TEXT,
+                label="put-aggregates-1.0"),
+            put(f"/resource_providers/{CN1}/aggregates", "1.39", raw="{}", headers=TEXT,
+                label="put-aggregates"),
+            post("/resource_classes", "1.39", raw="{}", headers=TEXT, label="post-class"),
+            put("/resource_classes/CUSTOM_X", "1.6", raw="{}", headers=TEXT,
+                label="put-class-1.6"),
+            put("/resource_classes/CUSTOM_X", "1.7", raw="{}", headers=TEXT,
+                label="put-class-1.7"),
+            put(f"/allocations/{INSTANCE1}", "1.39", raw="{}", headers=TEXT,
+                label="put-allocations"),
+            post("/allocations", "1.39", raw="{}", headers=TEXT, label="post-allocations"),
+            post("/reshaper", "1.39", raw="{}", headers=TEXT, label="reshaper"),
+            post("/resource_providers", "1.39", {"name": "x"}, headers=NON_ADMIN,
+                 label="post-provider-json"),
+            show(CN1, "1.39"),
+        ),
+    ]
+
+
 def _scenarios() -> list[Scenario]:
     found: list[Scenario] = []
     for version in ERROR_VERSIONS:
@@ -712,6 +774,7 @@ def _scenarios() -> list[Scenario]:
         + _bodiless()
         + _too_early()
         + _bad_candidate_queries()
+        + _before_policy()
         + [
             scenario(
                 "inventory-create-without-generation-1.39",
