@@ -647,3 +647,34 @@ def test_on_mysql_a_rolled_back_write_leaves_no_gap(mysql_engine, monkeypatch):
     refresh(world, engine)
     assert reads.full_reads == 0 and reads.details == [{provider}]
     assert vcpu_total(world, provider) == 8
+
+
+def test_a_log_that_starts_over_after_a_pruning_is_followed_again(empty_database_url,
+                                                                   monkeypatch):
+    """SQLite, where positions are entry ids: the log was pruned far past ids 1, 2, 3;
+    then its entries are deleted and their ids restarted. The copy reads everything
+    once, then only what changes: a new log has nothing pruned (migration 0011)."""
+    engine = make_engine(empty_database_url("sqlite"))
+    migrate.upgrade(engine)
+    with engine.begin() as conn:
+        provider_id = add_provider(conn, "cn", 4)
+        conn.execute(text("UPDATE provider_changes_state SET pruned_below = 60001"))
+        conn.execute(text("UPDATE sqlite_sequence SET seq = 60000"
+                          " WHERE name = 'provider_changes'"))
+    world = ProviderWorld()
+    refresh(world, engine)
+    reads = Reads(monkeypatch)
+    with engine.begin() as conn:
+        set_vcpu(conn, provider_id, 8)
+        _truncate_restarting_ids(conn, 0)
+    with engine.begin() as conn:
+        add_provider(conn, "cn2", 2)
+    refresh(world, engine)
+    assert reads.full_reads == 1
+    with engine.begin() as conn:
+        set_vcpu(conn, provider_id, 6)
+    refresh(world, engine)
+    refresh(world, engine)
+    assert reads.full_reads == 1
+    assert vcpu_total(world, provider_id) == 6
+    engine.dispose()
