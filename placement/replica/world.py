@@ -58,6 +58,7 @@ providers moves them out of the cyclic collector's sight (``Replica``).
 
 import sys
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection
@@ -116,6 +117,7 @@ class ProviderWorld:
     with_trait: dict[int, set[int]] = field(default_factory=dict)  # trait id -> providers
     in_aggregate: dict[int, set[int]] = field(default_factory=dict)  # aggregate -> providers
     id_of_uuid: dict[str, int] = field(default_factory=dict)
+    id_of_name: dict[str, int] = field(default_factory=dict)
     # Of the traits and aggregates some provider has (so they exist, under that name):
     trait_id_of_name: dict[str, int] = field(default_factory=dict)
     aggregate_id_of_uuid: dict[str, int] = field(default_factory=dict)
@@ -147,11 +149,15 @@ class ProviderWorld:
             return []
         without_id = self.trait_id_of_name.get(without) if without is not None else None
         excluded = self.with_trait.get(without_id, set()) if without_id is not None else set()
-        wanted = None if names is None else set(names)
+        carrying = self.with_trait.get(trait_id, set())
+        if names is None:
+            candidates: Iterable[int] = carrying
+        else:  # (by name: a few of many nodes, as a scheduler asks, need not walk them all)
+            found = (self.id_of_name.get(name) for name in set(names))
+            candidates = [provider_id for provider_id in found if provider_id in carrying]
         roots = [
-            provider_id for provider_id in self.with_trait.get(trait_id, ())
+            provider_id for provider_id in candidates
             if self.providers[provider_id].parent_id is None and provider_id not in excluded
-            and (wanted is None or self.providers[provider_id].name in wanted)
         ]
         roots.sort()
         return roots
@@ -309,6 +315,8 @@ class ProviderWorld:
         touched_trees.add(provider.root_id)
         if self.id_of_uuid.get(provider.uuid) == provider_id:
             del self.id_of_uuid[provider.uuid]
+        if self.id_of_name.get(provider.name) == provider_id:
+            del self.id_of_name[provider.name]
         for name, trait_id in provider.trait_ids_by_name:
             _leave(self.with_trait, self.trait_id_of_name, name, trait_id, provider_id)
         for uuid, aggregate_id in provider.aggregate_uuids:
@@ -340,6 +348,7 @@ class ProviderWorld:
         self.trees.setdefault(root_id, []).append(provider_id)
         touched_trees.add(root_id)
         self.id_of_uuid[details.uuid] = provider_id
+        self.id_of_name[self.providers[provider_id].name] = provider_id
         for trait_id, name in details.traits.items():
             self.with_trait.setdefault(trait_id, set()).add(provider_id)
             self.trait_id_of_name[name] = trait_id
