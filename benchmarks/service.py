@@ -23,6 +23,7 @@ handy for poking at a loaded service by hand.
 
 import argparse
 import contextlib
+import importlib
 import os
 import signal
 import socket
@@ -105,48 +106,42 @@ def describe_database(url: str) -> str:
 
 
 @contextlib.contextmanager
-def throwaway_postgres():
-    """Yield the URL of a fresh PostgreSQL (tests/pgserver.py); remove it afterwards."""
+def _throwaway_server(module_name: str, label: str):
+    """Yield a fresh server of ``tests.<module_name>`` (its ``start()``); stop it after."""
     try:
-        from tests import pgserver
+        module = importlib.import_module(f"tests.{module_name}")
     except ImportError as exc:  # pragma: no cover - depends on the working directory
         raise ServiceError(
-            "cannot import tests.pgserver: run from the repository root "
+            f"cannot import tests.{module_name}: run from the repository root "
             "(python -m benchmarks.<script>)"
         ) from exc
     try:
-        server = pgserver.start()
-    except pgserver.PostgresUnavailable as exc:
-        raise ServiceError(f"no throwaway PostgreSQL: {exc}") from exc
+        server = module.start()
+    except RuntimeError as exc:  # (PostgresUnavailable, MysqlUnavailable)
+        raise ServiceError(f"no throwaway {label}: {exc}") from exc
     try:
-        yield server.url
+        yield server
     finally:
         server.stop()
+
+
+@contextlib.contextmanager
+def throwaway_postgres():
+    """Yield the URL of a fresh PostgreSQL (tests/pgserver.py); remove it afterwards."""
+    with _throwaway_server("pgserver", "PostgreSQL") as server:
+        yield server.url
 
 
 @contextlib.contextmanager
 def throwaway_mysql():
     """Yield the URL of a database on a fresh MariaDB (tests/mysqlserver.py); remove the
     server afterwards."""
-    try:
-        from tests import mysqlserver
-    except ImportError as exc:  # pragma: no cover - depends on the working directory
-        raise ServiceError(
-            "cannot import tests.mysqlserver: run from the repository root "
-            "(python -m benchmarks.<script>)"
-        ) from exc
-    try:
-        server = mysqlserver.start()
-    except mysqlserver.MysqlUnavailable as exc:
-        raise ServiceError(f"no throwaway MariaDB: {exc}") from exc
-    try:
+    with _throwaway_server("mysqlserver", "MariaDB") as server:
         engine = make_engine(server.url)
         with engine.connect() as conn:
             conn.exec_driver_sql("CREATE DATABASE placement")
         engine.dispose()
         yield server.url.replace("/mysql?", "/placement?")
-    finally:
-        server.stop()
 
 
 THROWAWAY = {"postgresql": throwaway_postgres, "mysql": throwaway_mysql}

@@ -29,38 +29,35 @@ BACKENDS = ("sqlite", "postgresql", "mysql")
 LATEST = "1.39"
 
 
-@pytest.fixture(scope="session")
-def postgres_server_url():
-    """URL of a PostgreSQL server's maintenance database."""
-    given = os.environ.get("PLACEMENT_TEST_POSTGRES_URL")
+def _server_url(variable: str, start, unavailable: type[Exception], label: str):
+    """The URL ``variable`` names, else that of a throwaway server ``start()`` gives,
+    stopped afterwards; without one, the tests that need it skip (fail with CI=true)."""
+    given = os.environ.get(variable)
     if given:
         yield given
         return
     try:
-        server = pgserver.start()
-    except pgserver.PostgresUnavailable as exc:
+        server = start()
+    except unavailable as exc:
         if IN_CI:
-            pytest.fail(f"CI=true and PostgreSQL cannot be started: {exc}")
-        pytest.skip(f"PostgreSQL unavailable: {exc}")
+            pytest.fail(f"CI=true and {label} cannot be started: {exc}")
+        pytest.skip(f"{label} unavailable: {exc}")
     yield server.url
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url():
+    """URL of a PostgreSQL server's maintenance database."""
+    yield from _server_url("PLACEMENT_TEST_POSTGRES_URL", pgserver.start,
+                           pgserver.PostgresUnavailable, "PostgreSQL")
 
 
 @pytest.fixture(scope="session")
 def mysql_server_url():
     """URL of a MariaDB (or MySQL) server, as its root user."""
-    given = os.environ.get("PLACEMENT_TEST_MYSQL_URL")
-    if given:
-        yield given
-        return
-    try:
-        server = mysqlserver.start()
-    except mysqlserver.MysqlUnavailable as exc:
-        if IN_CI:
-            pytest.fail(f"CI=true and MariaDB cannot be started: {exc}")
-        pytest.skip(f"MariaDB unavailable: {exc}")
-    yield server.url
-    server.stop()
+    yield from _server_url("PLACEMENT_TEST_MYSQL_URL", mysqlserver.start,
+                           mysqlserver.MysqlUnavailable, "MariaDB")
 
 
 def _fresh_mysql_database(server_url: str) -> str:
