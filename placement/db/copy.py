@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, Engine, Table, delete, func, inspect, select, update
+from sqlalchemy import Connection, Engine, Table, bindparam, delete, inspect, select, update
 
 from placement.db import migrate
 from placement.db.tables import metadata
@@ -114,28 +114,24 @@ def _copy_table(reading: Connection, writing: Connection, table: Table, drop_fra
 
 
 def _put_back_provider_links(reading: Connection, writing: Connection) -> None:
-    """Parents, roots, and the revisions the source has (the triggers moved them)."""
+    """Parents, roots, and the revisions the source has (the triggers moved them), a batch
+    of providers per statement sent."""
     providers = metadata.tables["resource_providers"]
+    this_one = providers.c.id == bindparam("provider")
+    links = update(providers).where(this_one).values(
+        parent_provider_id=bindparam("parent"), root_provider_id=bindparam("root"))
+    revisions = update(providers).where(this_one).values(revision=bindparam("revision_of"))
     columns = (providers.c.id, providers.c.parent_provider_id, providers.c.root_provider_id,
                providers.c.revision)
-    for start in range(0, _max_id(reading, providers) + 1, BATCH):
-        rows = reading.execute(
-            select(*columns).where(providers.c.id >= start, providers.c.id < start + BATCH)
-        ).all()
-        for provider_id, parent, root, _revision in rows:
-            writing.execute(
-                update(providers).where(providers.c.id == provider_id)
-                .values(parent_provider_id=parent, root_provider_id=root)
-            )
-        for provider_id, _parent, _root, revision in rows:
-            # Last, alone: nothing after it bumps the revision again.
-            writing.execute(
-                update(providers).where(providers.c.id == provider_id).values(revision=revision)
-            )
-
-
-def _max_id(conn: Connection, table: Table) -> int:
-    return conn.execute(select(func.coalesce(func.max(table.c.id), 0))).scalar_one()
+    rows = reading.execute(select(*columns).order_by(providers.c.id)).all()
+    for start in range(0, len(rows), BATCH):
+        batch = rows[start:start + BATCH]
+        writing.execute(links, [{"provider": p, "parent": parent, "root": root}
+                                for p, parent, root, _revision in batch])
+    for start in range(0, len(rows), BATCH):
+        # Last, alone: nothing after it bumps the revisions again.
+        writing.execute(revisions, [{"provider": p, "revision_of": revision}
+                                    for p, _parent, _root, revision in rows[start:start + BATCH]])
 
 
 def _batches(conn: Connection, table: Table) -> Iterator[Sequence]:
