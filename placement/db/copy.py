@@ -24,7 +24,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, Engine, Table, bindparam, delete, inspect, select, update
 
-from placement.db import migrate
+from placement.db import migrate, rebuild
 from placement.db.tables import metadata
 
 # The change log and its state: the target's own, which its triggers write as it is
@@ -79,24 +79,12 @@ def copy_database(
             copied = _copy_table(reading, writing, table, drop_fraction)
             say(f"copied {table.name}: {copied} rows")
         _put_back_provider_links(reading, writing)
-        if writing.dialect.name == "postgresql":
-            _advance_sequences(writing)
+        rebuild.advance_sequences(writing, _copied_tables())
     return check(source, target)
 
 
 def _copied_tables() -> list[Table]:
     return [table for table in metadata.sorted_tables if table.name not in NOT_COPIED]
-
-
-def _advance_sequences(conn: Connection) -> None:
-    """PostgreSQL's id sequences do not move when ids are given: set each past the
-    largest id copied, or the next insert would collide with a copied row."""
-    for table in _copied_tables():
-        if "id" in table.c and table.c.id.autoincrement is not False:
-            conn.exec_driver_sql(
-                f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'),"
-                f" COALESCE((SELECT MAX(id) FROM {table.name}), 0) + 1, false)"
-            )
 
 
 def _copy_table(reading: Connection, writing: Connection, table: Table, drop_fraction) -> int:
