@@ -127,6 +127,30 @@ def test_a_cloud_moves_over_and_back(upstream_database, tmp_path, capsys):
     assert classes["CUSTOM_BACK_AGAIN"] == max(classes.values())
 
 
+OTHER_BACKEND = {"sqlite": "postgresql", "postgresql": "mysql", "mysql": "sqlite"}
+
+
+def test_a_copy_of_upstreams_database_is_adopted_and_the_source_kept(
+        upstream_database, backend, empty_database_url, tmp_path, capsys):
+    """``placement db copy`` from upstream's schema: to another backend, checked table by
+    table, then adopted; the source stays upstream's."""
+    url, config = upstream_database
+    with upstream_server(tmp_path, database_url=url) as base:
+        upstream = Api(HttpClient(base))
+        cloud = fill(upstream)
+        before = reads(upstream, cloud.consumers)
+    target = empty_database_url(OTHER_BACKEND[backend])
+    assert _placement(config, "db", "copy", "--from", url, "--to", target) == 0
+    said = capsys.readouterr().out
+    assert "the copy is the same as its source" in said and "adopted" in said
+    assert (_kind(url), _kind(target)) == ("upstream", "ours")
+    ours, engine = _ours(target)
+    try:
+        assert differences(before, reads(ours, cloud.consumers)) == []
+    finally:
+        engine.dispose()
+
+
 def _execute(url: str, *statements: str) -> None:
     engine = make_engine(url)
     try:
