@@ -82,16 +82,30 @@ def _external_id(conn: Connection, table: Table, column: str, value: str) -> int
     return conn.execute(query).scalar_one()
 
 
-def project_id(conn: Connection, external_id: str) -> int:
-    return _external_id(conn, projects, "external_id", external_id)
+# Each column of a consumer that names a row of another table, by that table's name column.
+_OWNERS = {
+    "project_id": (projects, "external_id"),
+    "user_id": (users, "external_id"),
+    "consumer_type_id": (consumer_types, "name"),
+}
 
 
-def user_id(conn: Connection, external_id: str) -> int:
-    return _external_id(conn, users, "external_id", external_id)
-
-
-def consumer_type_id(conn: Connection, name: str) -> int:
-    return _external_id(conn, consumer_types, "name", name)
+def _owner_ids(conn: Connection, project: str, user: str,
+               consumer_type: str | None) -> dict[str, int]:
+    """The ids of the consumer's project, user and type (when given), found in one round
+    trip when all exist (as they do but for a project's, user's or type's first
+    consumer); each missing one inserted."""
+    named = {"project_id": project, "user_id": user}
+    if consumer_type is not None:
+        named["consumer_type_id"] = consumer_type
+    lookups = [
+        select(_OWNERS[key][0].c.id)
+        .where(_OWNERS[key][0].c[_OWNERS[key][1]] == value).scalar_subquery()
+        for key, value in named.items()
+    ]
+    found = dict(zip(named, conn.execute(select(*lookups)).one(), strict=True))
+    return {key: found[key] if found[key] is not None
+            else _external_id(conn, *_OWNERS[key], named[key]) for key in named}
 
 
 def check_generation(consumer_uuid: str, existing: Consumer | None, expected: int | None):
@@ -123,9 +137,7 @@ def save_consumer(
         project = existing.project_id if existing else INCOMPLETE_CONSUMER_ID
     if user is None:
         user = existing.user_id if existing else INCOMPLETE_CONSUMER_ID
-    values = {"project_id": project_id(conn, project), "user_id": user_id(conn, user)}
-    if consumer_type is not None:
-        values["consumer_type_id"] = consumer_type_id(conn, consumer_type)
+    values = _owner_ids(conn, project, user, consumer_type)
     if existing is None:
         inserted = insert_ignoring_conflicts(
             conn,
