@@ -16,7 +16,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.side_process import IN_CI, free_port, python_of, require, stop
+from tests.ports import free_port
+from tests.side_process import IN_CI, python_of, require, stop
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = Path(__file__).with_name("serve_upstream.py")
