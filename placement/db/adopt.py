@@ -37,6 +37,7 @@ from sqlalchemy import (
     exists,
     func,
     literal,
+    literal_column,
     null,
     select,
 )
@@ -198,6 +199,8 @@ def _fill(conn: Connection) -> list[Table]:
             values["name"] = func.coalesce(theirs.c.name, theirs.c.uuid)
             values["generation"] = func.coalesce(theirs.c.generation, 0)
             values["root_provider_id"] = values["parent_provider_id"] = null()
+        if name == "inventories" and conn.dialect.name == "mysql":
+            values["allocation_ratio"] = _as_shown(theirs.c.allocation_ratio)
         if name == "allocations":
             consumers = ours.tables["consumers"]
             values["consumer_id"] = consumers.c.id
@@ -206,3 +209,10 @@ def _fill(conn: Connection) -> list[Table]:
     rebuild.link_providers(conn, ours.tables["resource_providers"],
                            MOVED.tables[ASIDE + "resource_providers"])
     return [ours.tables[name] for name in UPSTREAM_TABLES]
+
+
+def _as_shown(ratio: ColumnElement) -> ColumnElement:
+    """MySQL: an allocation ratio as upstream showed it. Upstream's column there is a
+    4-byte FLOAT, which MySQL sends as text of 6 digits (1.1 reads back as 1.1); widened
+    to a DOUBLE as it is stored, it would read 1.100000023841858."""
+    return literal_column(f"CAST(CAST({ratio.table.name}.{ratio.name} AS CHAR) AS DOUBLE)")

@@ -71,7 +71,8 @@ def fill(api: Api, seed: int = 29) -> Cloud:
     for name in ("CUSTOM_FPGA", "CUSTOM_MAGIC"):
         assert api.put(f"/resource_classes/{name}").status_code == 201
     disk = api.create_provider("shared-disk")["uuid"]
-    api.set_inventory(disk, DISK_GB={"total": 2000, "reserved": 100})
+    # Ratios a 4-byte float does not hold exactly (upstream's column on MySQL).
+    api.set_inventory(disk, DISK_GB={"total": 2000, "reserved": 100, "allocation_ratio": 0.9})
     api.set_traits(disk, "MISC_SHARES_VIA_AGGREGATE")
     api.set_aggregates(disk, SHARED_DISK_AGGREGATE)
     cloud.providers["shared-disk"] = disk
@@ -81,7 +82,8 @@ def fill(api: Api, seed: int = 29) -> Cloud:
         for numa in range(2):
             child = api.create_provider(f"cn{index}-numa{numa}", parent=root)["uuid"]
             api.set_inventory(child, VCPU={"total": 8, "allocation_ratio": 4.0},
-                              MEMORY_MB={"total": 4096, "min_unit": 256, "step_size": 256})
+                              MEMORY_MB={"total": 4096, "min_unit": 256, "step_size": 256,
+                                         "allocation_ratio": 1.1})
             cloud.providers[f"cn{index}-numa{numa}"] = child
         traits = ["HW_CPU_X86_AVX2"] if index % 2 == 0 else ["CUSTOM_RACK1"]
         api.set_traits(root, *traits, "COMPUTE_STATUS_DISABLED" if index == 3 else "HW_CPU_X86_SSE")
