@@ -82,6 +82,11 @@ def adopt(engine: Engine, say: Callable[[str], None] = lambda _: None,
                 f"the database is at upstream revision {found.revision}, older than "
                 f"{UPSTREAM_HEAD} (openstack-placement 16.0.0): run upstream's "
                 "'placement-manage db sync' first, then this command again")
+        elif found.kind == "upstream-unversioned":
+            raise AdoptionRefused(
+                "the database holds upstream's tables but no Alembic revision: stamp it "
+                "with upstream's 'placement-manage db stamp b4ed3a175331' and run its "
+                "'placement-manage db sync', then this command again")
         elif found.kind != "upstream":
             raise AdoptionRefused(f"the database is not upstream's: it is {found.described}")
         problems = refusals(conn)

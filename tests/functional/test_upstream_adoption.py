@@ -209,6 +209,44 @@ def test_an_older_upstream_revision_is_sent_to_upstreams_sync(upstream_database,
     assert "openstack-placement's" in capsys.readouterr().err
 
 
+def test_upstreams_tables_without_a_revision_are_sent_to_upstreams_stamp(upstream_database,
+                                                                        capsys):
+    url, config = upstream_database
+    _execute(url, "DELETE FROM alembic_version")
+    assert _placement(config, "db", "upgrade") == 2
+    assert "placement-manage db stamp" in capsys.readouterr().err
+    assert _kind(url) == "upstream-unversioned"
+
+
+def test_this_services_first_revision_stopped_halfway_is_finished(backend, empty_database_url,
+                                                                   tmp_path):
+    """MySQL commits each DDL statement: a first ``db upgrade`` killed during revision
+    0001 leaves some of its tables and no revision. It is this service's, not upstream's:
+    the next run finishes it."""
+    url = empty_database_url(backend)
+    engine = make_engine(url)
+    try:
+        migrate.upgrade(engine, "0001")
+        with engine.begin() as conn:
+            conn.execute(sa.text("DELETE FROM alembic_version"))
+            conn.execute(sa.text("DROP TABLE allocations"))
+    finally:
+        engine.dispose()
+    config = tmp_path / "placement.conf"
+    config.write_text(f"[placement_database]\nconnection = {url}\n")
+    assert _kind(url) == "ours"
+    assert _placement(config, "db", "upgrade") == 0
+    assert _kind(url) == "ours" and _revision(url) == migrate.head_revision()
+
+
+def _revision(url: str) -> str | None:
+    engine = make_engine(url)
+    try:
+        return migrate.current_revision(engine)
+    finally:
+        engine.dispose()
+
+
 def test_what_upstream_left_null_is_settled_and_said(upstream_database, capsys):
     url, config = upstream_database
     _execute(
