@@ -177,6 +177,13 @@ def reads(api: Api, consumers: list[str]) -> dict:
         read(f"/usages?project_id=project-{project}&consumer_type=MIGRATION")
     for query in CANDIDATE_QUERIES:
         read(f"/allocation_candidates?{query}")
+    # What older clients read of the same rows.
+    for version in ("1.10", "1.17", "1.29"):
+        read(f"/allocation_candidates?{CANDIDATE_QUERIES[0]}", version=version)
+    read("/usages?project_id=project-1", version="1.9")
+    for provider in sorted(providers, key=lambda each: each["uuid"])[:3]:
+        read(f"/resource_providers/{provider['uuid']}/allocations", version="1.0")
+        read(f"/resource_providers/{provider['uuid']}", version="1.14")
     return found
 
 
