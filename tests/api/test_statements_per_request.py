@@ -1,0 +1,74 @@
+"""How many statements a read sends its database once what it answers from is kept.
+
+Each round trip to the database is most of what a small read costs over HTTP, so the
+reads below are held to the statements they need, counted where the driver sends
+them (``tests.statements``): the pool's ping, BEGIN and COMMIT included. A change that
+adds one fails here; one that removes one updates the number and its reason.
+"""
+
+import pytest
+
+from tests.conftest import Api
+from tests.statements import StatementLog
+
+CANDIDATES = "/allocation_candidates?resources=VCPU:1&limit=10"
+PROVIDERS = 12
+
+
+@pytest.fixture
+def counted(api: Api, engine):
+    for index in range(PROVIDERS):
+        uuid = api.create_provider(f"cn{index}")["uuid"]
+        api.set_inventory(uuid, VCPU=64, MEMORY_MB=65536)
+    log = StatementLog(engine)
+    yield log
+    log.close()
+
+
+# A cached candidates answer: the copy of the providers asks what changed since its last
+# request, in one snapshot of the database (placement.data.provider_world.changes_since):
+# the resource class names (a rename changes no provider), the copy's place in the
+# change log, the providers logged since. Nothing changed: the kept body is the answer.
+CACHED_CANDIDATES = {
+    # BEGIN; the three reads; COMMIT.
+    "sqlite": 5,
+    # the pool's ping (;); BEGIN ISOLATION LEVEL REPEATABLE READ (psycopg waits for it
+    # before it sends what follows); the three reads, sent together; COMMIT.
+    "postgresql": 6,
+    # the ping; SET TRANSACTION ISOLATION LEVEL REPEATABLE READ (the session reads at
+    # READ COMMITTED, as writes need); the three reads; COMMIT; the pool's ROLLBACK as
+    # the connection goes back.
+    "mysql": 7,
+}
+CACHED_CANDIDATES_ROUND_TRIPS = {"sqlite": 5, "postgresql": 4, "mysql": 7}
+
+# GET /resource_providers/{uuid}: one SELECT of the provider with its root and parent.
+SHOW_PROVIDER = {
+    # BEGIN; the SELECT; COMMIT.
+    "sqlite": 3,
+    # the ping; BEGIN; the SELECT; COMMIT.
+    "postgresql": 4,
+    # the ping; the SELECT; COMMIT; the pool's ROLLBACK.
+    "mysql": 4,
+}
+SHOW_PROVIDER_ROUND_TRIPS = {"sqlite": 3, "postgresql": 4, "mysql": 4}
+
+
+def test_a_cached_candidates_answer(api, counted, backend):
+    first = api.get(CANDIDATES)  # fills the copy and keeps the answer
+    assert first.status_code == 200 and len(first.json["allocation_requests"]) == 10
+    with counted.counting() as seen:
+        again = api.get(CANDIDATES)
+    assert again.status_code == 200 and again.json == first.json
+    assert len(seen) == CACHED_CANDIDATES[backend], seen
+    assert counted.round_trips == CACHED_CANDIDATES_ROUND_TRIPS[backend], seen
+
+
+def test_a_provider_read(api, counted, backend):
+    uuid = api.get("/resource_providers").json["resource_providers"][0]["uuid"]
+    api.get(f"/resource_providers/{uuid}")
+    with counted.counting() as seen:
+        shown = api.get(f"/resource_providers/{uuid}")
+    assert shown.status_code == 200 and shown.json["uuid"] == uuid
+    assert len(seen) == SHOW_PROVIDER[backend], seen
+    assert counted.round_trips == SHOW_PROVIDER_ROUND_TRIPS[backend], seen
