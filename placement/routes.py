@@ -2,8 +2,9 @@
 
 Each view takes a RequestContext first. ``register_routes`` wraps each view in
 one database transaction (committed when the view returns, rolled back when it
-raises), run in its process's turn (``services.Services.serving_lock``). Methods
-missing from a URL's entry get an automatic 405.
+raises), run in its process's turn (``services.Services.serving_lock``), but for the
+few that read nothing from the database (``WITHOUT_DATABASE``). Methods missing from a
+URL's entry get an automatic 405.
 """
 
 import logging
@@ -12,6 +13,7 @@ import time
 from collections.abc import Callable
 
 import flask
+from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
 from placement.context import RequestContext
@@ -166,6 +168,9 @@ READ_ONLY_POSTS = frozenset(
         k8s_scheduler.preempt,
     }
 )
+# The views that read nothing from the database (the version document): they run without
+# a connection, whose checkout alone would ping the database, and without a transaction.
+WITHOUT_DATABASE = frozenset({root.home})
 # Views whose several reads must see one snapshot of the database. SQLite's transactions
 # always do; PostgreSQL's at READ COMMITTED see each statement's own. The reads of the
 # copy of the providers: what they answer is what the database held at their start.
@@ -242,7 +247,10 @@ def register_routes(app: flask.Flask, scheduler_prefix: str = DEFAULT_SCHEDULER_
         kind = SCHEDULER_EXTENDER_ENDPOINT if path in extender else ""
         for method, view in methods.items():
             writes = method not in READ_METHODS and view not in READ_ONLY_POSTS
-            endpoint = _transactional(view, write=writes, snapshot=view in SNAPSHOT_VIEWS)
+            if view in WITHOUT_DATABASE:
+                endpoint = _without_database(view)
+            else:
+                endpoint = _transactional(view, write=writes, snapshot=view in SNAPSHOT_VIEWS)
             endpoint.checks_accept = view in ACCEPT_CHECKED_VIEWS  # type: ignore[attr-defined]
             endpoint.checks_first = checks_first(view)  # type: ignore[attr-defined]
             app.add_url_rule(
@@ -252,6 +260,14 @@ def register_routes(app: flask.Flask, scheduler_prefix: str = DEFAULT_SCHEDULER_
                 methods=[method],
                 provide_automatic_options=False,
             )
+
+
+def _without_database(view):
+    def endpoint(**kwargs):
+        return view(_context(None, flask.current_app.extensions["placement"]), **kwargs)
+
+    endpoint.__name__ = view.__name__
+    return endpoint
 
 
 def _transactional(view, write: bool, snapshot: bool = False):
@@ -297,11 +313,14 @@ def _run_once(services, view, write: bool, snapshot: bool, kwargs):
         if snapshot:
             conn = reading_one_snapshot(conn)
         with conn.begin():
-            ctx = RequestContext(
-                conn=conn,
-                version=flask.g.version,
-                request=flask.request,
-                request_id=flask.g.request_id,
-                services=services,
-            )
-            return view(ctx, **kwargs)
+            return view(_context(conn, services), **kwargs)
+
+
+def _context(conn: Connection | None, services) -> RequestContext:
+    return RequestContext(
+        connection=conn,
+        version=flask.g.version,
+        request=flask.request,
+        request_id=flask.g.request_id,
+        services=services,
+    )

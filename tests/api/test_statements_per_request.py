@@ -72,3 +72,11 @@ def test_a_provider_read(api, counted, backend):
     assert shown.status_code == 200 and shown.json["uuid"] == uuid
     assert len(seen) == SHOW_PROVIDER[backend], seen
     assert counted.round_trips == SHOW_PROVIDER_ROUND_TRIPS[backend], seen
+
+
+def test_the_version_document_sends_nothing(api, counted):
+    """GET / reads nothing: not even a connection is taken (its checkout pings)."""
+    with counted.counting() as seen:
+        assert api.get("/").status_code == 200
+        assert api.request("HEAD", "/").status_code == 200
+    assert seen == []
