@@ -1,10 +1,11 @@
 """Every URL and method the service answers, in one table.
 
 Each view takes a RequestContext first. ``register_routes`` wraps each view in
-one database transaction (committed when the view returns, rolled back when it
-raises), run in its process's turn (``services.Services.serving_lock``), but for the
-few that read nothing from the database (``WITHOUT_DATABASE``). Methods missing from a
-URL's entry get an automatic 405.
+one database transaction (a write's committed when the view returns, rolled back
+when it raises; a read's rolled back, having nothing to commit), run in its
+process's turn (``services.Services.serving_lock``), but for the few that read
+nothing from the database (``WITHOUT_DATABASE``). Methods missing from a URL's
+entry get an automatic 405.
 """
 
 import logging
@@ -18,7 +19,11 @@ from sqlalchemy.exc import DBAPIError
 
 from placement.context import RequestContext
 from placement.db import mysql
-from placement.db.engine import WRITE_TRANSACTION_OPTION, reading_one_snapshot
+from placement.db.engine import (
+    WRITE_TRANSACTION_OPTION,
+    reading_one_snapshot,
+    reading_statement_by_statement,
+)
 from placement.handlers import (
     aggregate,
     allocation,
@@ -310,10 +315,17 @@ def _run_once(services, view, write: bool, snapshot: bool, kwargs):
     with services.engine.connect() as conn:
         if write:
             conn = conn.execution_options(**{WRITE_TRANSACTION_OPTION: True})
+            with conn.begin():
+                return view(_context(conn, services), **kwargs)
         if snapshot:
             conn = reading_one_snapshot(conn)
-        with conn.begin():
-            return view(_context(conn, services), **kwargs)
+        else:
+            conn = reading_statement_by_statement(conn)
+        # A read has nothing to commit: its transaction is rolled back as the connection
+        # goes back to the pool, which then has nothing left to reset (a COMMIT, then the
+        # pool's ROLLBACK, were two round trips on MySQL).
+        conn.begin()
+        return view(_context(conn, services), **kwargs)
 
 
 def _context(conn: Connection | None, services) -> RequestContext:
