@@ -18,11 +18,12 @@ followed, as oslo.policy follows them):
 A rule with any other kind of check (``http:`` asks a server, an extension may read
 anything) is never kept: oslo.policy judges it on every request. The values kept
 are those of the rules oslo.policy holds now: before each judgement the enforcer
-loads its rules (``policy_file`` read again when it changed, as ``enforce`` does
-first), and when it holds other rules than those the kept judgements came from,
-they are all dropped.
+loads its rules whenever the policy file's modification time moved (``policy_file``
+read again when it changed, as ``enforce`` does first), and when it holds other rules
+than those the kept judgements came from, they are all dropped.
 """
 
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -115,6 +116,19 @@ class Decisions:
     def __init__(self, enforcer: oslo_policy.Enforcer) -> None:
         self._enforcer = enforcer
         self._kept = _Kept(None)
+        self._file_time: float | None = None  # of the policy file when its rules were loaded
+
+    def _load_rules(self) -> None:
+        """What ``enforce`` does first, when it may change something: oslo.policy reads
+        its file again only once the file's modification time has moved on."""
+        path = self._enforcer.policy_path
+        try:
+            file_time = os.stat(path).st_mtime if path else None
+        except OSError:
+            file_time = None  # (oslo.policy says what is wrong with the file)
+        if file_time is None or file_time != self._file_time:
+            self._enforcer.load_rules()
+            self._file_time = file_time
 
     def allows(
         self, rule: str, credentials: Mapping[str, Any], target: Mapping,
@@ -122,7 +136,7 @@ class Decisions:
     ) -> bool:
         """Whether ``rule`` allows ``credentials`` on ``target``: ``judge()`` (oslo.policy)
         the first time for their values, the judgement kept afterwards."""
-        self._enforcer.load_rules()
+        self._load_rules()
         kept = self._kept
         if self._enforcer.rules is not kept.rules:
             kept = self._kept = _Kept(self._enforcer.rules)
