@@ -9,8 +9,14 @@ and the statements one more request sends its database (``tests.statements``, th
 pool's ping and BEGIN/COMMIT included). ``--profile NAME`` then runs that request
 ``--requests`` times under cProfile and prints the functions that took the most.
 
+With ``--http`` the same requests go over HTTP instead, to gunicorn with ``--workers``
+(2) on a throwaway PostgreSQL (``service.running_service``, or ``--database-url``), the
+nodes loaded through the API (``load_trees.load_trees``): p50 of ``--requests``
+sequential requests and requests/s of as many from ``--concurrency`` (10) threads.
+
     python -m benchmarks.run_floor --nodes 1000
     python -m benchmarks.run_floor --nodes 1000 --profile candidates
+    python -m benchmarks.run_floor --nodes 1000 --http --requests 1000
 """
 
 import argparse
@@ -23,9 +29,11 @@ import time
 import uuid
 from pathlib import Path
 
+from benchmarks import client as http_client
 from benchmarks import load_trees
-from benchmarks.client import HEADERS
+from benchmarks.client import HEADERS, REQUEST_TIMEOUT_S
 from benchmarks.report import load_average
+from benchmarks.service import running_service
 from placement.app import create_app
 from placement.config import Config
 from placement.db import migrate
@@ -82,6 +90,25 @@ def timed(client, path: str, warm_up: int, count: int) -> list[float]:
     return seconds
 
 
+def over_http(args) -> None:
+    with running_service(args.workers, args.database_url) as service:
+        loaded = load_trees.load_trees(service.base_url, load_trees.FLAT, args.nodes)
+        print(f"{args.nodes} flat nodes, {service.database}, gunicorn {args.workers} workers; "
+              f"load average {load_average()}\n")
+        print(f"| request | p50 ms | p95 ms | req/s @{args.concurrency} | answers |")
+        print("|---|--:|--:|--:|---|")
+        for name, path in requests_of(loaded.roots, loaded.aggregate).items():
+            def request(session, _index, url=service.base_url + path):
+                return session.get(url, timeout=REQUEST_TIMEOUT_S)
+
+            http_client.sequential(request, args.warm_up)
+            alone = http_client.sequential(request, args.requests)
+            together = http_client.concurrent(request, args.requests, args.concurrency)
+            print(f"| {name} | {alone.p50_ms:.2f} | {alone.p95_ms:.2f} | "
+                  f"{together.per_second:.0f} | {alone.status_text()}; "
+                  f"{together.status_text()} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1000)
@@ -90,7 +117,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database-url", help="an empty, migrated database (default: SQLite)")
     parser.add_argument("--profile", help="the request to profile: root, provider, candidates")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--http", action="store_true", help="over HTTP, gunicorn and PostgreSQL")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=10)
     args = parser.parse_args(argv)
+    if args.http:
+        over_http(args)
+        return 0
     with tempfile.TemporaryDirectory() as directory:
         url = args.database_url or f"sqlite:///{Path(directory) / 'floor.sqlite'}"
         engine = make_engine(url)
