@@ -27,20 +27,20 @@ def counted(api: Api, engine):
 
 # A cached candidates answer: the copy of the providers asks what changed since its last
 # request, in one snapshot of the database (placement.data.provider_world.changes_since):
-# the resource class names (a rename changes no provider), the copy's place in the
-# change log, the providers logged since. Nothing changed: the kept body is the answer.
+# the resource class names (a rename changes no provider), then the copy's place in the
+# change log with the providers logged since. Nothing changed: the kept body is the answer.
 CACHED_CANDIDATES = {
-    # BEGIN; the three reads; ROLLBACK (a read has nothing to commit).
-    "sqlite": 5,
+    # BEGIN; the two reads; ROLLBACK (a read has nothing to commit).
+    "sqlite": 4,
     # the pool's ping (;); BEGIN ISOLATION LEVEL REPEATABLE READ (psycopg waits for it
-    # before it sends what follows); the three reads, sent together; ROLLBACK.
-    "postgresql": 6,
+    # before it sends what follows); the two reads, sent together; ROLLBACK.
+    "postgresql": 5,
     # the ping; SET TRANSACTION ISOLATION LEVEL REPEATABLE READ (the session reads at
-    # READ COMMITTED, as writes need); the three reads; ROLLBACK, after which the pool
+    # READ COMMITTED, as writes need); the two reads; ROLLBACK, after which the pool
     # has nothing to reset.
-    "mysql": 6,
+    "mysql": 5,
 }
-CACHED_CANDIDATES_ROUND_TRIPS = {"sqlite": 5, "postgresql": 4, "mysql": 6}
+CACHED_CANDIDATES_ROUND_TRIPS = {"sqlite": 4, "postgresql": 4, "mysql": 5}
 
 # GET /resource_providers/{uuid}: one SELECT of the provider with its root and parent.
 SHOW_PROVIDER = {
