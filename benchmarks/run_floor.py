@@ -10,7 +10,8 @@ pool's ping and BEGIN/COMMIT included). ``--profile NAME`` then runs that reques
 ``--requests`` times under cProfile and prints the functions that took the most.
 
 With ``--http`` the same requests go over HTTP instead, to gunicorn with ``--workers``
-(2) on a throwaway PostgreSQL (``service.running_service``, or ``--database-url``), the
+(2) on a throwaway PostgreSQL (``service.running_service``; ``--backend mysql``: MariaDB;
+or ``--database-url``), the
 nodes loaded through the API (``load_trees.load_trees``): p50 of ``--requests``
 sequential requests and requests/s of as many from ``--concurrency`` (10) threads.
 
@@ -33,7 +34,7 @@ from benchmarks import client as http_client
 from benchmarks import load_trees
 from benchmarks.client import HEADERS, REQUEST_TIMEOUT_S
 from benchmarks.report import load_average
-from benchmarks.service import running_service
+from benchmarks.service import BACKENDS, running_service
 from placement.app import create_app
 from placement.config import Config
 from placement.db import migrate
@@ -91,7 +92,7 @@ def timed(client, path: str, warm_up: int, count: int) -> list[float]:
 
 
 def over_http(args) -> None:
-    with running_service(args.workers, args.database_url) as service:
+    with running_service(args.workers, args.database_url, backend=args.backend) as service:
         loaded = load_trees.load_trees(service.base_url, load_trees.FLAT, args.nodes)
         print(f"{args.nodes} flat nodes, {service.database}, gunicorn {args.workers} workers; "
               f"load average {load_average()}\n")
@@ -119,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--http", action="store_true", help="over HTTP, gunicorn and PostgreSQL")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--backend", choices=BACKENDS, default="postgresql",
+                        help="--http: the throwaway database server (without --database-url)")
     parser.add_argument("--concurrency", type=int, default=10)
     args = parser.parse_args(argv)
     if args.http:
