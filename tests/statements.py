@@ -85,7 +85,7 @@ class StatementLog:
     def _sqlite_statement(self, statement: str) -> None:
         if self._recording:
             self._seen.append(" ".join(statement.split())[:100])
-            self.round_trips += 1  # (none: SQLite runs in the process; one per statement)
+            self.round_trips += 1  # (in the process: each statement counts as one)
 
     def _mysql_command(self, command: int, sql) -> None:
         if self._recording:

@@ -2,7 +2,7 @@
 
 Each round trip to the database is most of what a small read costs over HTTP, so the
 reads below are held to the statements they need, counted where the driver sends
-them (``tests.statements``): the pool's ping, BEGIN and COMMIT included. A change that
+them (``tests.statements``): the pool's ping, BEGIN and ROLLBACK included. A change that
 adds one fails here; one that removes one updates the number and its reason.
 """
 
