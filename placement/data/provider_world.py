@@ -82,11 +82,9 @@ def changes_since(conn: Connection, since: int | None) -> Changes:
     PostgreSQL both sent together (a pipeline): one round trip after the BEGIN."""
     dialect = conn.dialect.name
     position = _POSITION[dialect]
-    # (how many state rows there are: any number but one means the log cannot be trusted)
-    state = (f"SELECT (SELECT COUNT(*) FROM provider_changes_state), {position},"
-             f" {_pruned_below(dialect, since)}, incarnation")
+    state = f"SELECT {position}, {_pruned_below(dialect, since)}, incarnation"
     if since is None:
-        logged = f"{state} FROM provider_changes_state"
+        logged = f"{state} FROM provider_changes_state WHERE id = 1"
     else:
         columns = ", ".join(f"rp.{column}" for column in _version_columns(conn))
         logged = (
@@ -97,15 +95,16 @@ def changes_since(conn: Connection, since: int | None) -> Changes:
             f" AND {int(since)} >= (SELECT pruned_below FROM provider_changes_state)) AS c"
             " ON 1 = 1"
             " LEFT JOIN resource_providers rp ON rp.id = c.provider_id"
+            " WHERE provider_changes_state.id = 1"
         )
     names, rows = _fetch_all(conn, [_CLASS_NAMES, logged])
-    if rows and rows[0][0] == 1:
-        log = LogPosition(*rows[0][1:4])
+    if rows:
+        log = LogPosition(*rows[0][:3])
     else:  # the state row is missing: the log cannot be trusted
         log = LogPosition(_fetch(conn, f"SELECT COALESCE({position}, 0)")[0][0], None, None)
     changed = None
     if since is not None:
-        versions = (row[4:] for row in rows if row[4] is not None)
+        versions = (row[3:] for row in rows if row[3] is not None)
         changed = {version[0]: (version if version[1] is not None else None)
                    for version in versions}
     return Changes(dict(names), log, changed)
