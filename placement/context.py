@@ -13,11 +13,18 @@ from placement.services import Services
 
 @dataclass
 class RequestContext:
-    conn: Connection
+    # None for the views that read nothing from the database (``routes.WITHOUT_DATABASE``).
+    connection: Connection | None
     version: Version
     request: flask.Request
     request_id: str
     services: Services
+
+    @property
+    def conn(self) -> Connection:
+        """The request's connection, inside its transaction."""
+        assert self.connection is not None, "this view was routed without a connection"
+        return self.connection
 
     @property
     def config(self) -> Config:

@@ -12,7 +12,8 @@ false (this service's default, and that of upstream's own functional suite)
 also lets an admin do what the new defaults keep for the service role
 (``POST /reshaper``) and for project readers (``GET /usages`` of their
 project); true applies the new defaults only. A ``policy_file`` overrides any
-rule; it is read again when it changes.
+rule; it is read again when it changes. Each judgement is oslo.policy's, kept for the
+next request that presents the same values to the same rule (``policy_decisions``).
 
 One rule exists only for this service's ``token`` strategy: its reader tokens
 read everything (``reader_token_api``, true only for the credentials such a
@@ -31,6 +32,7 @@ from oslo_policy import policy as oslo_policy
 
 from placement import errors
 from placement.k8s import DEFAULT_SCHEDULER_PREFIX
+from placement.policy_decisions import Decisions
 
 ADMIN_OR_SERVICE = "rule:admin_or_service_api"
 SERVICE = "rule:service_api"
@@ -240,6 +242,7 @@ class Policy:
 
     def __init__(self, policy_file: str | None, enforce_new_defaults: bool) -> None:
         self._enforcer = _enforcer(policy_file, enforce_new_defaults)
+        self._decisions = Decisions(self._enforcer)
         self._rule_of_operation = {
             (operation["method"], operation["path"]): rule.name
             for rule in API_RULES for operation in rule.operations
@@ -255,13 +258,18 @@ class Policy:
         return self._rule_of_operation.get(("POST", SCHEDULER + verb))
 
     def authorize(self, rule: str, credentials: Mapping[str, Any], target: Mapping) -> None:
-        """Raise Forbidden, in upstream's words, unless ``rule`` allows ``credentials``."""
-        try:
-            allowed = self._enforcer.authorize(rule, dict(target), dict(credentials))
-        except oslo_policy.InvalidScope:
-            allowed = False
-        if not allowed:
+        """Raise Forbidden, in upstream's words, unless ``rule`` allows ``credentials``
+        (oslo.policy's judgement, kept for the same values: ``policy_decisions``)."""
+        if not self._decisions.allows(
+            rule, credentials, target, lambda: self._judge(rule, credentials, target)
+        ):
             raise errors.Forbidden(f"Policy does not allow {rule} to be performed.")
+
+    def _judge(self, rule: str, credentials: Mapping[str, Any], target: Mapping) -> bool:
+        try:
+            return bool(self._enforcer.authorize(rule, dict(target), dict(credentials)))
+        except oslo_policy.InvalidScope:
+            return False
 
 
 def sample_enforcer() -> oslo_policy.Enforcer:

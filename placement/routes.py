@@ -1,9 +1,11 @@
 """Every URL and method the service answers, in one table (``API``), each with how it runs.
 
 Each view takes a RequestContext first. ``register_routes`` wraps each view in
-one database transaction (committed when the view returns, rolled back when it
-raises), run in its process's turn (``services.Services.serving_lock``). Methods
-missing from a URL's entry get an automatic 405.
+one database transaction (a write's committed when the view returns, rolled back
+when it raises; a read's rolled back, having nothing to commit), run in its
+process's turn (``services.Services.serving_lock``), but for the few that read
+nothing from the database (``WITHOUT_DATABASE``). Methods missing from a URL's
+entry get an automatic 405.
 """
 
 import enum
@@ -14,11 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import flask
+from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
 from placement.context import RequestContext
 from placement.db import mysql
-from placement.db.engine import WRITE_TRANSACTION_OPTION, reading_one_snapshot
+from placement.db.engine import (
+    WRITE_TRANSACTION_OPTION,
+    reading_one_snapshot,
+    reading_statement_by_statement,
+)
 from placement.handlers import (
     aggregate,
     allocation,
@@ -59,6 +66,9 @@ class Runs(enum.Flag):
     # A GET answered 406 for an ``Accept`` without JSON, before policy, as upstream's
     # (its root, GET /traits/{name} and every write ignore ``Accept``).
     CHECKS_ACCEPT = enum.auto()
+    # Reads nothing from the database (the version document): runs without a connection,
+    # whose checkout alone would ping the database, and without a transaction.
+    WITHOUT_DATABASE = enum.auto()
 
 
 @dataclass(frozen=True)
@@ -74,7 +84,7 @@ SNAPSHOT_READ = Runs.CHECKS_ACCEPT | Runs.ONE_SNAPSHOT
 SEARCH = Runs.READS_ONLY | Runs.ONE_SNAPSHOT  # a POST that searches
 
 API: dict[str, dict[str, Route]] = {
-    "/": {"GET": Route(root.home)},
+    "/": {"GET": Route(root.home, Runs.WITHOUT_DATABASE)},
     "/resource_providers": {
         "GET": Route(resource_provider.list_providers, READ),
         "POST": Route(resource_provider.create_provider),
@@ -208,6 +218,7 @@ def _views_that(runs: Runs) -> frozenset[Callable]:
 # Derived from ``API``: each URL's views by method, and the views that run a way.
 ROUTES = _views(API)
 READ_ONLY_POSTS = _views_that(Runs.READS_ONLY)
+WITHOUT_DATABASE = _views_that(Runs.WITHOUT_DATABASE)
 SNAPSHOT_VIEWS = _views_that(Runs.ONE_SNAPSHOT)
 ACCEPT_CHECKED_VIEWS = _views_that(Runs.CHECKS_ACCEPT)
 
@@ -245,8 +256,11 @@ def register_routes(app: flask.Flask, scheduler_prefix: str = DEFAULT_SCHEDULER_
         kind = SCHEDULER_EXTENDER_ENDPOINT if path in extender else ""
         for method, route in methods.items():
             writes = method not in READ_METHODS and Runs.READS_ONLY not in route.runs
-            endpoint = _transactional(route.view, write=writes,
-                                      snapshot=Runs.ONE_SNAPSHOT in route.runs)
+            if Runs.WITHOUT_DATABASE in route.runs:
+                endpoint = _without_database(route.view)
+            else:
+                endpoint = _transactional(route.view, write=writes,
+                                          snapshot=Runs.ONE_SNAPSHOT in route.runs)
             endpoint.checks_accept = (  # type: ignore[attr-defined]
                 Runs.CHECKS_ACCEPT in route.runs)
             endpoint.checks_first = checks_first(route.view)  # type: ignore[attr-defined]
@@ -257,6 +271,14 @@ def register_routes(app: flask.Flask, scheduler_prefix: str = DEFAULT_SCHEDULER_
                 methods=[method],
                 provide_automatic_options=False,
             )
+
+
+def _without_database(view):
+    def endpoint(**kwargs):
+        return view(_context(None, flask.current_app.extensions["placement"]), **kwargs)
+
+    endpoint.__name__ = view.__name__
+    return endpoint
 
 
 def _transactional(view, write: bool, snapshot: bool = False):
@@ -299,14 +321,24 @@ def _run_once(services, view, write: bool, snapshot: bool, kwargs):
     with services.engine.connect() as conn:
         if write:
             conn = conn.execution_options(**{WRITE_TRANSACTION_OPTION: True})
+            with conn.begin():
+                return view(_context(conn, services), **kwargs)
         if snapshot:
             conn = reading_one_snapshot(conn)
-        with conn.begin():
-            ctx = RequestContext(
-                conn=conn,
-                version=flask.g.version,
-                request=flask.request,
-                request_id=flask.g.request_id,
-                services=services,
-            )
-            return view(ctx, **kwargs)
+        else:
+            conn = reading_statement_by_statement(conn)
+        # A read has nothing to commit: its transaction is rolled back as the connection
+        # goes back to the pool, which then has nothing left to reset (a COMMIT, then the
+        # pool's ROLLBACK, were two round trips on MySQL).
+        conn.begin()
+        return view(_context(conn, services), **kwargs)
+
+
+def _context(conn: Connection | None, services) -> RequestContext:
+    return RequestContext(
+        connection=conn,
+        version=flask.g.version,
+        request=flask.request,
+        request_id=flask.g.request_id,
+        services=services,
+    )

@@ -11,7 +11,7 @@ are read through the driver's own cursor (binary rows on PostgreSQL):
 building ORM rows would cost three times the query on tens of thousands of
 providers. ``changes_since`` also reads the names of the resource classes,
 which a rename (1.2 to 1.6) changes without touching a provider, and on
-PostgreSQL sends its statements together. ``provider_details`` reads
+PostgreSQL sends its two statements together. ``provider_details`` reads
 everything else of the providers whose version changed.
 """
 
@@ -77,35 +77,37 @@ class Changes:
 def changes_since(conn: Connection, since: int | None) -> Changes:
     """The class names, the log position, and the versions (as ``provider_versions`` gives
     them) of the providers logged as changed from position ``since`` on, by id, None for
-    those that no longer exist. On PostgreSQL the three are sent together (a pipeline):
-    one round trip after the transaction's BEGIN."""
+    those that no longer exist. Two statements: the names, then the log's state row with
+    each provider logged since beside it (one row with none when none was); on
+    PostgreSQL both sent together (a pipeline): one round trip after the BEGIN."""
     dialect = conn.dialect.name
     position = _POSITION[dialect]
-    columns = ", ".join(f"rp.{column}" for column in _version_columns(conn))
-    statements = [
-        _CLASS_NAMES,
-        f"SELECT {position}, {_pruned_below(dialect, since)}, incarnation"
-        " FROM provider_changes_state",
-    ]
-    if since is not None:
-        statements.append(
-            f"SELECT c.provider_id, {columns}"
-            " FROM (SELECT DISTINCT provider_id FROM provider_changes"
+    state = f"SELECT {position}, {_pruned_below(dialect, since)}, incarnation"
+    if since is None:
+        logged = f"{state} FROM provider_changes_state WHERE id = 1"
+    else:
+        columns = ", ".join(f"rp.{column}" for column in _version_columns(conn))
+        logged = (
+            f"{state}, c.provider_id, {columns} FROM provider_changes_state"
+            " LEFT JOIN (SELECT DISTINCT provider_id FROM provider_changes"
             f" WHERE {_POSITION_COLUMN[dialect]} >= {int(since)}"
             # (none when the log was pruned past ``since``: every version is read then)
             f" AND {int(since)} >= (SELECT pruned_below FROM provider_changes_state)) AS c"
+            " ON 1 = 1"
             " LEFT JOIN resource_providers rp ON rp.id = c.provider_id"
+            " WHERE provider_changes_state.id = 1"
         )
-    results = _fetch_all(conn, statements)
-    states = results[1]
-    if len(states) == 1:
-        log = LogPosition(*states[0])
+    names, rows = _fetch_all(conn, [_CLASS_NAMES, logged])
+    if rows:
+        log = LogPosition(*rows[0][:3])
     else:  # the state row is missing: the log cannot be trusted
         log = LogPosition(_fetch(conn, f"SELECT COALESCE({position}, 0)")[0][0], None, None)
     changed = None
     if since is not None:
-        changed = {row[0]: (row if row[1] is not None else None) for row in results[2]}
-    return Changes(dict(results[0]), log, changed)
+        versions = (row[3:] for row in rows if row[3] is not None)
+        changed = {version[0]: (version if version[1] is not None else None)
+                   for version in versions}
+    return Changes(dict(names), log, changed)
 
 
 def _pruned_below(dialect: str, since: int | None) -> str:

@@ -40,6 +40,17 @@ def reading_one_snapshot(conn: Connection) -> Connection:
     return conn
 
 
+def reading_statement_by_statement(conn: Connection) -> Connection:
+    """``conn`` set for a request that only reads and needs no one snapshot of its reads
+    (each statement sees what committed before it, as at READ COMMITTED). On PostgreSQL
+    its statements run without a transaction around them: no BEGIN to wait for and no
+    COMMIT. MySQL would spend a statement to leave autocommit and another to come back,
+    and SQLite's transaction is what gives its reads one picture: both are left alone."""
+    if conn.dialect.name == "postgresql":
+        return conn.execution_options(isolation_level="AUTOCOMMIT")
+    return conn
+
+
 def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 

@@ -1,6 +1,8 @@
 """GET /allocation_candidates (from 1.10): parse, find (``candidates.service``), answer;
 and GET /allocation_candidates/explain (this service's): the same query, explained."""
 
+import functools
+
 import flask
 
 from placement import query
@@ -40,5 +42,12 @@ def explain_allocation_candidates(ctx: RequestContext) -> flask.Response:
 
 
 def _parsed(ctx: RequestContext) -> CandidateRequest:
-    query.require_utf8(ctx.request.query_string)
-    return parse_candidate_request(query.pairs_in_order(ctx.request.query_string), ctx.version)
+    return _parse(ctx.request.query_string, ctx.version)
+
+
+# A scheduler asks the same few queries again and again: each query string's request is
+# parsed once (a CandidateRequest is immutable; a query refused is parsed every time).
+@functools.lru_cache(maxsize=512)
+def _parse(query_string: bytes, version) -> CandidateRequest:
+    query.require_utf8(query_string)
+    return parse_candidate_request(query.pairs_in_order(query_string), version)
