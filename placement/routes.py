@@ -22,6 +22,7 @@ from placement.handlers import (
     allocation,
     allocation_candidate,
     devices,
+    gangs,
     group_resources,
     health,
     inventory,
@@ -126,6 +127,20 @@ ROUTES: dict[str, dict[str, Callable]] = {
     "/group_resources/device_candidates": {"POST": devices.find_candidates},
     "/group_resources/device_candidates/explain": {"POST": devices.explain_candidates},
     "/group_resources/device_claims": {"POST": devices.claim},
+    # The network as levels, and gangs of device requests in one network domain.
+    "/group_resources/network": {"GET": gangs.show_network, "PUT": gangs.set_network},
+    "/group_resources/network/nodes/<name>": {
+        "GET": gangs.show_network_node,
+        "PUT": gangs.set_network_node,
+        "DELETE": gangs.delete_network_node,
+    },
+    "/group_resources/gang_candidates": {"POST": gangs.find_candidates},
+    "/group_resources/gang_candidates/explain": {"POST": gangs.explain_candidates},
+    "/group_resources/gang_claims": {"POST": gangs.claim},
+    "/group_resources/gangs/<gang_uuid>": {
+        "GET": gangs.show_gang,
+        "DELETE": gangs.release_gang,
+    },
     "/traits/<name>": {
         "GET": trait.show_trait,
         "PUT": trait.put_trait,
@@ -162,6 +177,8 @@ READ_ONLY_POSTS = frozenset(
         group_resources.explain_candidates,
         devices.find_candidates,
         devices.explain_candidates,
+        gangs.find_candidates,
+        gangs.explain_candidates,
         k8s_scheduler.prioritize_nodes,
         k8s_scheduler.preempt,
     }
@@ -182,6 +199,9 @@ SNAPSHOT_VIEWS = frozenset(
         devices.show_node,
         devices.find_candidates,
         devices.explain_candidates,
+        gangs.show_network,
+        gangs.find_candidates,
+        gangs.explain_candidates,
         k8s_scheduler.prioritize_nodes,
         k8s_scheduler.preempt,
     }
@@ -212,6 +232,9 @@ ACCEPT_CHECKED_VIEWS = frozenset(
         group_resources.show_node,
         devices.list_nodes,
         devices.show_node,
+        gangs.show_network,
+        gangs.show_network_node,
+        gangs.show_gang,
     }
 )
 

@@ -8,9 +8,10 @@ from the map ``node_map`` makes, and its topology document is stored beside.
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TypeVar
 
 from sqlalchemy import Connection
 
@@ -45,6 +46,7 @@ from placement.nodes.search_budget import Cut, SearchBudget
 from placement.replica.replica import Replica
 
 MIB = 2**20
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -251,6 +253,14 @@ class DeviceSearch:
             self._recorder.search_cut("devices")
         return answer
 
+    def over_nodes(
+        self, conn: Connection, naming: Naming, search: Callable[[DeviceNodes], T]
+    ) -> T:
+        """``search`` over every device node as it is now, while the copy of the providers
+        is held (the gangs' searches: ``placement.gangs``)."""
+        with collector_paused(), self._replica.current(conn) as world:
+            return search(self._nodes.read(conn, world, device_naming(naming), None))
+
     def explain(
         self,
         conn: Connection,
@@ -297,7 +307,7 @@ class DeviceSearch:
             choose=choose,
             standing=_standing,
             allocations=lambda candidate: candidate.allocations(request),
-            confirm=lambda candidate: self._still_healthy(conn, candidate),
+            confirm=lambda candidate: self.still_healthy(conn, candidate),
         )
         return claim_best(
             conn, claimant, NewConsumer(consumer_uuid, project_id, user_id, consumer_type),
@@ -305,7 +315,7 @@ class DeviceSearch:
         )
 
 
-    def _still_healthy(self, conn: Connection, candidate: DeviceCandidate) -> None:
+    def still_healthy(self, conn: Connection, candidate: DeviceCandidate) -> None:
         """Conflict (choose again) when an import committed since the choice marked a
         chosen device unhealthy. Read once the claim holds its devices' rows, which such
         an import locks too: whichever commits first, the other sees it."""
