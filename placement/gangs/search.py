@@ -159,17 +159,15 @@ def _counted(best: list[int], unit: int) -> list[int]:
 
 
 def _of_singles(children: list[Part], members: int) -> Part:
-    ordered = sorted(range(len(children)), key=lambda i: children[i].best[1])
-    chosen = set()
+    ordered = sorted(children, key=lambda child: child.best[1])
     best = [0]
-    for index in ordered[:members]:
-        best.append(best[-1] + children[index].best[1])
-        chosen.add(index)
-    # The m best are the first m of ``ordered``: a child's share for m is 1 when it is
-    # among them.
-    place = {index: rank for rank, index in enumerate(ordered)}
-    splits = [[1 if place[i] < m else 0 for m in range(len(best))] for i in range(len(children))]
-    return Part(best, children, splits)
+    for child in ordered[:members]:
+        best.append(best[-1] + child.best[1])
+    # The best m are the first m in rank order: the i-th child holds a member when the
+    # children up to it hold more than i.
+    splits = [[1 if m > index else 0 for m in range(len(best))]
+              for index in range(len(ordered))]
+    return Part(best, ordered, splits)
 
 
 def _combined(children: list[Part], members: int) -> Part:
