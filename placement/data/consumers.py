@@ -94,6 +94,13 @@ def consumer_type_id(conn: Connection, name: str) -> int:
     return _external_id(conn, consumer_types, "name", name)
 
 
+def _known(known: dict[tuple[str, str], int], kind: str, value: str, look_up,
+           conn: Connection) -> int:
+    if (kind, value) not in known:
+        known[(kind, value)] = look_up(conn, value)
+    return known[(kind, value)]
+
+
 def check_generation(consumer_uuid: str, existing: Consumer | None, expected: int | None):
     """409 unless ``expected`` is the consumer's generation (None: a new consumer)."""
     actual = existing.generation if existing else None
@@ -112,9 +119,12 @@ def save_consumer(
     project: str | None,
     user: str | None,
     consumer_type: str | None,
+    known: dict[tuple[str, str], int] | None = None,
 ) -> int:
     """Create the consumer (at generation 1: created by its first write), or update
-    it and bump its generation; returns its id.
+    it and bump its generation; returns its id. ``known``: the ids of projects, users
+    and types found so far by the caller's write (a write of many consumers of one
+    project looks it up once).
 
     A concurrent writer that created or changed the same consumer first makes
     this a 409 concurrent_update.
@@ -123,9 +133,12 @@ def save_consumer(
         project = existing.project_id if existing else INCOMPLETE_CONSUMER_ID
     if user is None:
         user = existing.user_id if existing else INCOMPLETE_CONSUMER_ID
-    values = {"project_id": project_id(conn, project), "user_id": user_id(conn, user)}
+    known = {} if known is None else known
+    values = {"project_id": _known(known, "project", project, project_id, conn),
+              "user_id": _known(known, "user", user, user_id, conn)}
     if consumer_type is not None:
-        values["consumer_type_id"] = consumer_type_id(conn, consumer_type)
+        values["consumer_type_id"] = _known(known, "type", consumer_type, consumer_type_id,
+                                            conn)
     if existing is None:
         inserted = insert_ignoring_conflicts(
             conn,
