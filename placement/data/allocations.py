@@ -161,8 +161,8 @@ def write_allocations(
 
     touched_consumer_ids = []  # consumers whose old allocations are replaced
     known_owners: dict[tuple[str, str], int] = {}  # projects, users, types looked up
-    new_rows = []
-    now = utcnow()
+    consumer_ids: dict[str, int] = {}
+    created: list[ConsumerWrite] = []  # new consumers, created together
     for write in writes:
         current = existing.get(write.consumer_uuid)
         if write.generation is not UNCHECKED:
@@ -171,23 +171,30 @@ def write_allocations(
             consumer_data.check_generation(write.consumer_uuid, current, expected)
         if current is None and not write.allocations:
             continue  # nothing to remove, nothing to create
-        consumer_id = consumer_data.save_consumer(
+        if current is None:
+            created.append(write)
+            continue
+        consumer_ids[write.consumer_uuid] = consumer_data.save_consumer(
             conn, write.consumer_uuid, current, write.project_id, write.user_id,
             write.consumer_type, known_owners,
         )
-        if current is not None:
-            touched_consumer_ids.append(consumer_id)
-        for provider_uuid, resources in write.allocations.items():
-            for class_name, used in resources.items():
-                new_rows.append(
-                    {
-                        "consumer_id": consumer_id,
-                        "resource_provider_id": provider_ids[provider_uuid],
-                        "resource_class_id": class_ids[class_name],
-                        "used": used,
-                        "created_at": now,
-                    }
-                )
+        touched_consumer_ids.append(current.id)
+    consumer_ids.update(consumer_data.create_consumers(conn, [
+        (w.consumer_uuid, w.project_id, w.user_id, w.consumer_type) for w in created
+    ], known_owners))
+    now = utcnow()
+    new_rows = [
+        {
+            "consumer_id": consumer_ids[write.consumer_uuid],
+            "resource_provider_id": provider_ids[provider_uuid],
+            "resource_class_id": class_ids[class_name],
+            "used": used,
+            "created_at": now,
+        }
+        for write in writes if write.consumer_uuid in consumer_ids
+        for provider_uuid, resources in write.allocations.items()
+        for class_name, used in resources.items()
+    ]
     if touched_consumer_ids:
         conn.execute(delete(allocations).where(allocations.c.consumer_id.in_(touched_consumer_ids)))
     if new_rows:

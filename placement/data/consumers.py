@@ -94,6 +94,52 @@ def consumer_type_id(conn: Connection, name: str) -> int:
     return _external_id(conn, consumer_types, "name", name)
 
 
+def _owner_values(conn: Connection, existing: Consumer | None, project: str | None,
+                  user: str | None, consumer_type: str | None,
+                  known: dict[tuple[str, str], int]) -> dict[str, int]:
+    if project is None:  # before 1.8: keep what is stored, else the placeholder
+        project = existing.project_id if existing else INCOMPLETE_CONSUMER_ID
+    if user is None:
+        user = existing.user_id if existing else INCOMPLETE_CONSUMER_ID
+    values = {"project_id": _known(known, "project", project, project_id, conn),
+              "user_id": _known(known, "user", user, user_id, conn)}
+    if consumer_type is not None:
+        values["consumer_type_id"] = _known(known, "type", consumer_type, consumer_type_id,
+                                            conn)
+    return values
+
+
+def create_consumers(
+    conn: Connection, new: list[tuple[str, str | None, str | None, str | None]],
+    known: dict[tuple[str, str], int],
+) -> dict[str, int]:
+    """Create consumers (uuid, project, user, type) that did not exist, at generation 1,
+    in one statement (``save_consumer`` does one); their ids by uuid. A concurrent
+    writer that created one of them first makes this a 409 concurrent_update."""
+    if not new:
+        return {}
+    now = utcnow()
+    rows = [
+        {"uuid": uuid, "generation": 1, "created_at": now, "consumer_type_id": None,
+         **_owner_values(conn, None, project, user, consumer_type, known)}
+        for uuid, project, user, consumer_type in new
+    ]
+    inserted = set(insert_ignoring_conflicts(conn, consumers, rows, returning=consumers.c.id))
+    # SELECT uuid, id FROM consumers WHERE uuid IN (...)
+    found = conn.execute(
+        select(consumers.c.uuid, consumers.c.id)
+        .where(consumers.c.uuid.in_([uuid for uuid, *_ in new]))
+    )
+    ids: dict[str, int] = {uuid: consumer_id for uuid, consumer_id in found}
+    for uuid, *_ in new:
+        if ids.get(uuid) not in inserted:
+            raise errors.ConcurrentUpdate(
+                f"consumer {uuid} was created by another request; retry with its current "
+                "generation."
+            )
+    return ids
+
+
 def _known(known: dict[tuple[str, str], int], kind: str, value: str, look_up,
            conn: Connection) -> int:
     if (kind, value) not in known:
@@ -129,16 +175,8 @@ def save_consumer(
     A concurrent writer that created or changed the same consumer first makes
     this a 409 concurrent_update.
     """
-    if project is None:  # before 1.8: keep what is stored, else the placeholder
-        project = existing.project_id if existing else INCOMPLETE_CONSUMER_ID
-    if user is None:
-        user = existing.user_id if existing else INCOMPLETE_CONSUMER_ID
-    known = {} if known is None else known
-    values = {"project_id": _known(known, "project", project, project_id, conn),
-              "user_id": _known(known, "user", user, user_id, conn)}
-    if consumer_type is not None:
-        values["consumer_type_id"] = _known(known, "type", consumer_type, consumer_type_id,
-                                            conn)
+    values = _owner_values(conn, existing, project, user, consumer_type,
+                           {} if known is None else known)
     if existing is None:
         inserted = insert_ignoring_conflicts(
             conn,

@@ -315,22 +315,26 @@ class DeviceSearch:
         )
 
 
-    def still_healthy(self, conn: Connection, candidate: DeviceCandidate) -> None:
+    def still_healthy(self, conn: Connection, *candidates: DeviceCandidate) -> None:
         """Conflict (choose again) when an import committed since the choice marked a
         chosen device unhealthy. Read once the claim holds its devices' rows, which such
-        an import locks too: whichever commits first, the other sees it."""
-        node = candidate.node
-        document = device_topologies.read_documents(conn, [node.name]).get(node.name)
-        topology = self._stored.read(document).topology if document is not None else None
-        for index, _amounts in candidate.pick.takes:
-            device = node.devices[index].device
-            now = topology.device(device.type, device.minor) if topology else None
-            if now is None or not now.healthy:
-                raise errors.Conflict(
-                    f"Device {device.name} of node {node.name} was found unhealthy (or "
-                    "removed) since it was chosen.",
-                    code=errors.CONCURRENT_UPDATE,
-                )
+        an import locks too: whichever commits first, the other sees it. (Several
+        candidates: a gang's members, their nodes' documents read at once.)"""
+        names = sorted({candidate.node.name for candidate in candidates})
+        documents = device_topologies.read_documents(conn, names)
+        for candidate in candidates:
+            node = candidate.node
+            document = documents.get(node.name)
+            topology = self._stored.read(document).topology if document is not None else None
+            for index, _amounts in candidate.pick.takes:
+                device = node.devices[index].device
+                now = topology.device(device.type, device.minor) if topology else None
+                if now is None or not now.healthy:
+                    raise errors.Conflict(
+                        f"Device {device.name} of node {node.name} was found unhealthy (or "
+                        "removed) since it was chosen.",
+                        code=errors.CONCURRENT_UPDATE,
+                    )
 
 
 def _standing(candidate: DeviceCandidate) -> tuple:

@@ -123,8 +123,7 @@ class GangSearch:
             return answer.gangs[:limit] or unplaceable(answer)
 
         def confirm(gang: Gang) -> None:
-            for node, choice in gang.members:
-                self._devices.still_healthy(conn, choice.on(node))
+            self._devices.still_healthy(conn, *(choice.on(node) for node, choice in gang.members))
 
         claimant = Claimant(
             kind="gangs",
