@@ -21,8 +21,9 @@ every m from 0 to M (``Part.best``), made from its children's by a min-plus
 combination: at most (M + 1) x (its share + 1) sums per child, O(N x M^2) for N nodes
 in all, against the C(N, M) gangs of N nodes. Children of one member each (a node
 without sharing) combine by sorting: the best m of them are the m best ranked.
-Nodes alike choose once (``slots``). Only one gang per required domain is answered:
-the next best gang of a domain differs from its best by one member at most.
+Nodes alike choose once (``slots``). One gang per required domain is answered, its
+best: other gangs of one domain would share most of its nodes, and the answers are
+there to offer different places.
 """
 
 from collections.abc import Iterator
