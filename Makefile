@@ -38,7 +38,7 @@ lock:  ## refresh requirements.lock: the newest versions pyproject.toml allows (
 $(UPSTREAM_STAMP): tests/upstream/constraints.txt
 	$(PYTHON) -m venv $(UPSTREAM_VENV)
 	$(UPSTREAM_VENV)/bin/pip install --quiet --upgrade pip
-	$(UPSTREAM_VENV)/bin/pip install --quiet -c tests/upstream/constraints.txt openstack-placement
+	$(UPSTREAM_VENV)/bin/pip install --quiet -c tests/upstream/constraints.txt openstack-placement psycopg2-binary PyMySQL
 	touch $(UPSTREAM_STAMP)
 
 $(KEYSTONE_STAMP): tests/keystone/constraints.txt

@@ -1,8 +1,8 @@
 """Load a placement service with group-resource nodes, through its HTTP API only.
 
 Each node is one request, ``PUT /group_resources/nodes/{name}`` with the key
-map of seed 000, section IV (an 8-GPU server: GPUs in pairs on a fast link,
-``Gpugrp0``, pairs of pairs on a slower one, ``Gpugrp1``)::
+map of an 8-GPU server (GPUs in pairs on a fast link, ``Gpugrp0``, pairs of pairs
+on a slower one, ``Gpugrp1``)::
 
     cpu: 64, memory: 256GiB, and for each device d in 0..7:
     Gpugrp1/{d//4}/Gpugrp0/{d//2}/gpu/dev{d}/cards: 1
@@ -45,7 +45,7 @@ def gpu_group(device: int) -> str:
 
 
 def eight_gpu_node() -> dict:
-    """Seed 000, section IV: the key map of one 8-GPU node."""
+    """The key map of one 8-GPU node: pairs on a fast link, pairs of pairs on a slower one."""
     resources: dict = {"cpu": 64, "memory": "256GiB"}
     for device in range(DEVICES):
         resources[f"{gpu_group(device)}/cards"] = 1

@@ -3,7 +3,8 @@
 Starts a service (``benchmarks.service``: throwaway PostgreSQL + gunicorn, or
 ``--database-url``, or ``--url`` of a running one), syncs ``--nodes`` 8-GPU
 nodes through ``PUT /group_resources/nodes/{name}`` (``load_group_nodes``:
-seed 000 section IV, 15 providers each), then times:
+GPUs in pairs on a fast link, pairs of pairs on a slower one, 15 providers each),
+then times:
 
 * ``POST /group_resources/candidates`` with ``limit: 1`` for the 4-GPU affinity
   request (cpu 4, memory 16GiB and four GPUs under one ``Gpugrp1``, in two

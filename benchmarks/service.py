@@ -26,7 +26,6 @@ import contextlib
 import importlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from placement import server
 from placement.config import Config
 from placement.db import migrate
 from placement.db.engine import is_sqlite, make_engine
+from tests.ports import free_port
 
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 30
@@ -91,12 +91,6 @@ def add_service_options(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--database-url", help="migrate and serve this database")
     where.add_argument("--url", help="benchmark this running service (loopback only)")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def describe_database(url: str) -> str:

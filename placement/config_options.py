@@ -297,7 +297,7 @@ OPTIONS: tuple[Option, ...] = (
         str,
         "Group-resource translator, for requests that do not say (options.node_ranking): "
         "mean: nodes rank by the mean over their inventories of the per-inventory score. "
-        "sum: by the sum (the group allocator's eq. 17), so that a node with more "
+        "sum: by the sum (as KubeGPU's group allocator ranks them), so that a node with more "
         "inventories scores more.",
     ),
     Option(

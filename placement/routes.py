@@ -1,4 +1,4 @@
-"""Every URL and method the service answers, in one table.
+"""Every URL and method the service answers, in one table (``API``), each with how it runs.
 
 Each view takes a RequestContext first. ``register_routes`` wraps each view in
 one database transaction (committed when the view returns, rolled back when it
@@ -6,10 +6,12 @@ raises), run in its process's turn (``services.Services.serving_lock``). Methods
 missing from a URL's entry get an automatic 405.
 """
 
+import enum
 import logging
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import flask
 from sqlalchemy.exc import DBAPIError
@@ -44,199 +46,197 @@ READ_METHODS = frozenset({"GET", "HEAD"})
 # The API's requests answered without a token: the version document.
 ANONYMOUS = frozenset({("GET", "/"), ("HEAD", "/")})
 
-ROUTES: dict[str, dict[str, Callable]] = {
-    "/": {"GET": root.home},
+class Runs(enum.Flag):
+    """How a route's view runs, besides in one transaction of its own."""
+
+    WRITES = 0  # a write transaction (every method but GET and HEAD, unless READS_ONLY)
+    # A POST that only reads (a body too rich for a query string): a read transaction,
+    # which on SQLite does not take the database's one write lock.
+    READS_ONLY = enum.auto()
+    # Several reads that must see one snapshot of the database. SQLite's transactions
+    # always do; PostgreSQL's at READ COMMITTED see each statement's own. The reads of
+    # the copy of the providers: what they answer is what the database held at their start.
+    ONE_SNAPSHOT = enum.auto()
+    # A GET answered 406 for an ``Accept`` without JSON, before policy, as upstream's
+    # (its root, GET /traits/{name} and every write ignore ``Accept``).
+    CHECKS_ACCEPT = enum.auto()
+
+
+@dataclass(frozen=True)
+class Route:
+    """One method of one URL: its view, and how it runs."""
+
+    view: Callable
+    runs: Runs = Runs.WRITES
+
+
+READ = Runs.CHECKS_ACCEPT
+SNAPSHOT_READ = Runs.CHECKS_ACCEPT | Runs.ONE_SNAPSHOT
+SEARCH = Runs.READS_ONLY | Runs.ONE_SNAPSHOT  # a POST that searches
+
+API: dict[str, dict[str, Route]] = {
+    "/": {"GET": Route(root.home)},
     "/resource_providers": {
-        "GET": resource_provider.list_providers,
-        "POST": resource_provider.create_provider,
+        "GET": Route(resource_provider.list_providers, READ),
+        "POST": Route(resource_provider.create_provider),
     },
     "/resource_providers/<uuid>": {
-        "GET": resource_provider.show_provider,
-        "PUT": resource_provider.update_provider,
-        "DELETE": resource_provider.delete_provider,
+        "GET": Route(resource_provider.show_provider, READ),
+        "PUT": Route(resource_provider.update_provider),
+        "DELETE": Route(resource_provider.delete_provider),
     },
     "/resource_providers/<uuid>/inventories": {
-        "GET": inventory.list_inventories,
-        "POST": inventory.create_inventory,
-        "PUT": inventory.replace_inventories,
-        "DELETE": inventory.delete_inventories,
+        "GET": Route(inventory.list_inventories, READ),
+        "POST": Route(inventory.create_inventory),
+        "PUT": Route(inventory.replace_inventories),
+        "DELETE": Route(inventory.delete_inventories),
     },
     "/resource_providers/<uuid>/inventories/<resource_class>": {
-        "GET": inventory.show_inventory,
-        "PUT": inventory.update_inventory,
-        "DELETE": inventory.delete_inventory,
+        "GET": Route(inventory.show_inventory, READ),
+        "PUT": Route(inventory.update_inventory),
+        "DELETE": Route(inventory.delete_inventory),
     },
-    "/resource_providers/<uuid>/usages": {"GET": usage.provider_usages},
-    "/resource_providers/<uuid>/allocations": {"GET": allocation.provider_allocations},
+    "/resource_providers/<uuid>/usages": {"GET": Route(usage.provider_usages, READ)},
+    "/resource_providers/<uuid>/allocations": {
+        "GET": Route(allocation.provider_allocations, READ)
+    },
     "/resource_providers/<uuid>/aggregates": {
-        "GET": aggregate.show_aggregates,
-        "PUT": aggregate.set_aggregates,
+        "GET": Route(aggregate.show_aggregates, READ),
+        "PUT": Route(aggregate.set_aggregates),
     },
     "/resource_providers/<uuid>/traits": {
-        "GET": trait.list_provider_traits,
-        "PUT": trait.set_provider_traits,
-        "DELETE": trait.delete_provider_traits,
+        "GET": Route(trait.list_provider_traits, READ),
+        "PUT": Route(trait.set_provider_traits),
+        "DELETE": Route(trait.delete_provider_traits),
     },
     "/resource_classes": {
-        "GET": resource_class.list_resource_classes,
-        "POST": resource_class.create_resource_class,
+        "GET": Route(resource_class.list_resource_classes, READ),
+        "POST": Route(resource_class.create_resource_class),
     },
     "/resource_classes/<name>": {
-        "GET": resource_class.show_resource_class,
-        "PUT": resource_class.put_resource_class,
-        "DELETE": resource_class.delete_resource_class,
+        "GET": Route(resource_class.show_resource_class, READ),
+        "PUT": Route(resource_class.put_resource_class),
+        "DELETE": Route(resource_class.delete_resource_class),
     },
-    "/allocations": {"POST": allocation.post_allocations},
+    "/allocations": {"POST": Route(allocation.post_allocations)},
     "/allocations/<consumer_uuid>": {
-        "GET": allocation.show_allocations,
-        "PUT": allocation.put_allocations,
-        "DELETE": allocation.delete_allocations,
+        "GET": Route(allocation.show_allocations, READ),
+        "PUT": Route(allocation.put_allocations),
+        "DELETE": Route(allocation.delete_allocations),
     },
-    "/usages": {"GET": usage.project_usages},
-    "/allocation_candidates": {"GET": allocation_candidate.list_allocation_candidates},
+    "/usages": {"GET": Route(usage.project_usages, READ)},
+    "/allocation_candidates": {
+        "GET": Route(allocation_candidate.list_allocation_candidates, SNAPSHOT_READ)
+    },
     # Why a request finds what it finds (not part of the Placement API).
     "/allocation_candidates/explain": {
-        "GET": allocation_candidate.explain_allocation_candidates
+        "GET": Route(allocation_candidate.explain_allocation_candidates, SNAPSHOT_READ)
     },
-    "/reshaper": {"POST": reshaper.reshape},
-    "/traits": {"GET": trait.list_traits},
+    "/reshaper": {"POST": Route(reshaper.reshape)},
+    "/traits": {"GET": Route(trait.list_traits, READ)},
     # The group-resource key translator (not part of the Placement API).
-    "/group_resources/nodes": {"GET": group_resources.list_nodes},
+    "/group_resources/nodes": {"GET": Route(group_resources.list_nodes, SNAPSHOT_READ)},
     "/group_resources/nodes/<name>": {
-        "GET": group_resources.show_node,
-        "PUT": group_resources.sync_node,
-        "DELETE": group_resources.delete_node,
+        "GET": Route(group_resources.show_node, SNAPSHOT_READ),
+        "PUT": Route(group_resources.sync_node),
+        "DELETE": Route(group_resources.delete_node),
     },
-    "/group_resources/queries": {"POST": group_resources.translate},
-    "/group_resources/candidates": {"POST": group_resources.find_candidates},
+    "/group_resources/queries": {"POST": Route(group_resources.translate, SEARCH)},
+    "/group_resources/candidates": {"POST": Route(group_resources.find_candidates, SEARCH)},
     # Why a request finds what it finds.
-    "/group_resources/candidates/explain": {"POST": group_resources.explain_candidates},
-    "/group_resources/claims": {"POST": group_resources.claim},
-    # Device topologies, device candidates and claims (on the translator's trees).
-    "/group_resources/device_nodes": {"GET": devices.list_nodes},
-    "/group_resources/device_nodes/<name>": {
-        "GET": devices.show_node,
-        "PUT": devices.import_node,
-        "DELETE": devices.delete_node,
+    "/group_resources/candidates/explain": {
+        "POST": Route(group_resources.explain_candidates, SEARCH)
     },
-    "/group_resources/device_nodes/<name>/checkpoints": {"PUT": devices.hold_checkpoints},
+    "/group_resources/claims": {"POST": Route(group_resources.claim)},
+    # Device topologies, device candidates and claims (on the translator's trees).
+    "/group_resources/device_nodes": {"GET": Route(devices.list_nodes, SNAPSHOT_READ)},
+    "/group_resources/device_nodes/<name>": {
+        "GET": Route(devices.show_node, SNAPSHOT_READ),
+        "PUT": Route(devices.import_node),
+        "DELETE": Route(devices.delete_node),
+    },
+    "/group_resources/device_nodes/<name>/checkpoints": {
+        "PUT": Route(devices.hold_checkpoints)
+    },
     # Koordinator's Device object of the node (and its checkpoint annotation).
     "/group_resources/device_nodes/<name>/koordinator_device": {
-        "PUT": devices.import_koordinator_device
+        "PUT": Route(devices.import_koordinator_device)
     },
-    "/group_resources/device_candidates": {"POST": devices.find_candidates},
-    "/group_resources/device_candidates/explain": {"POST": devices.explain_candidates},
-    "/group_resources/device_claims": {"POST": devices.claim},
+    "/group_resources/device_candidates": {"POST": Route(devices.find_candidates, SEARCH)},
+    "/group_resources/device_candidates/explain": {
+        "POST": Route(devices.explain_candidates, SEARCH)
+    },
+    "/group_resources/device_claims": {"POST": Route(devices.claim)},
     # The network as levels, and gangs of device requests in one network domain.
-    "/group_resources/network": {"GET": gangs.show_network, "PUT": gangs.set_network},
-    "/group_resources/network/nodes/<name>": {
-        "GET": gangs.show_network_node,
-        "PUT": gangs.set_network_node,
-        "DELETE": gangs.delete_network_node,
+    "/group_resources/network": {
+        "GET": Route(gangs.show_network, SNAPSHOT_READ),
+        "PUT": Route(gangs.set_network),
     },
-    "/group_resources/gang_candidates": {"POST": gangs.find_candidates},
-    "/group_resources/gang_candidates/explain": {"POST": gangs.explain_candidates},
-    "/group_resources/gang_claims": {"POST": gangs.claim},
+    "/group_resources/network/nodes/<name>": {
+        "GET": Route(gangs.show_network_node, READ),
+        "PUT": Route(gangs.set_network_node),
+        "DELETE": Route(gangs.delete_network_node),
+    },
+    "/group_resources/gang_candidates": {"POST": Route(gangs.find_candidates, SEARCH)},
+    "/group_resources/gang_candidates/explain": {
+        "POST": Route(gangs.explain_candidates, SEARCH)
+    },
+    "/group_resources/gang_claims": {"POST": Route(gangs.claim)},
     "/group_resources/gangs/<gang_uuid>": {
-        "GET": gangs.show_gang,
-        "DELETE": gangs.release_gang,
+        "GET": Route(gangs.show_gang, READ),
+        "DELETE": Route(gangs.release_gang),
     },
     "/traits/<name>": {
-        "GET": trait.show_trait,
-        "PUT": trait.put_trait,
-        "DELETE": trait.delete_trait,
+        "GET": Route(trait.show_trait),
+        "PUT": Route(trait.put_trait),
+        "DELETE": Route(trait.delete_trait),
     },
 }
 
 # kube-scheduler's extender verbs, under ``[k8s] scheduler_prefix`` (not part of the
 # Placement API; ``sort`` is ``prioritize`` under the name GPU topology extenders give it).
 # Admitted without a token from ``[k8s] scheduler_clients`` only (``app``).
-SCHEDULER_EXTENDER: dict[str, Callable] = {
-    "/filter": k8s_scheduler.filter_nodes,
-    "/prioritize": k8s_scheduler.prioritize_nodes,
-    "/sort": k8s_scheduler.prioritize_nodes,
-    "/bind": k8s_scheduler.bind_pod,
-    "/preempt": k8s_scheduler.preempt,
+SCHEDULER_EXTENDER: dict[str, Route] = {
+    "/filter": Route(k8s_scheduler.filter_nodes),  # imports the nodes' annotated topologies
+    "/prioritize": Route(k8s_scheduler.prioritize_nodes, SEARCH),
+    "/sort": Route(k8s_scheduler.prioritize_nodes, SEARCH),
+    "/bind": Route(k8s_scheduler.bind_pod),
+    "/preempt": Route(k8s_scheduler.preempt, SEARCH),
 }
 SCHEDULER_EXTENDER_ENDPOINT = "k8s-scheduler "
+
+
+def scheduler_extender_api(prefix: str = DEFAULT_SCHEDULER_PREFIX) -> dict[str, dict[str, Route]]:
+    """The extender's routes under ``prefix``, as ``API`` declares routes."""
+    return {prefix + verb: {"POST": route} for verb, route in SCHEDULER_EXTENDER.items()}
+
+
+def _views(table: dict[str, dict[str, Route]]) -> dict[str, dict[str, Callable]]:
+    return {path: {method: route.view for method, route in methods.items()}
+            for path, methods in table.items()}
+
+
+def _views_that(runs: Runs) -> frozenset[Callable]:
+    return frozenset(
+        route.view
+        for methods in [*API.values(), *scheduler_extender_api().values()]
+        for route in methods.values()
+        if runs in route.runs
+    )
+
+
+# Derived from ``API``: each URL's views by method, and the views that run a way.
+ROUTES = _views(API)
+READ_ONLY_POSTS = _views_that(Runs.READS_ONLY)
+SNAPSHOT_VIEWS = _views_that(Runs.ONE_SNAPSHOT)
+ACCEPT_CHECKED_VIEWS = _views_that(Runs.CHECKS_ACCEPT)
 
 
 def scheduler_extender_routes(
     prefix: str = DEFAULT_SCHEDULER_PREFIX,
 ) -> dict[str, dict[str, Callable]]:
-    """The extender's routes under ``prefix``, as ``ROUTES`` writes routes."""
-    return {prefix + verb: {"POST": view} for verb, view in SCHEDULER_EXTENDER.items()}
-
-
-# POSTs that only read (a body too rich for a query string): they run as read
-# transactions, which on SQLite do not take the database's one write lock.
-READ_ONLY_POSTS = frozenset(
-    {
-        group_resources.translate,
-        group_resources.find_candidates,
-        group_resources.explain_candidates,
-        devices.find_candidates,
-        devices.explain_candidates,
-        gangs.find_candidates,
-        gangs.explain_candidates,
-        k8s_scheduler.prioritize_nodes,
-        k8s_scheduler.preempt,
-    }
-)
-# Views whose several reads must see one snapshot of the database. SQLite's transactions
-# always do; PostgreSQL's at READ COMMITTED see each statement's own. The reads of the
-# copy of the providers: what they answer is what the database held at their start.
-SNAPSHOT_VIEWS = frozenset(
-    {
-        allocation_candidate.list_allocation_candidates,
-        allocation_candidate.explain_allocation_candidates,
-        group_resources.list_nodes,
-        group_resources.show_node,
-        group_resources.translate,
-        group_resources.find_candidates,
-        group_resources.explain_candidates,
-        devices.list_nodes,
-        devices.show_node,
-        devices.find_candidates,
-        devices.explain_candidates,
-        gangs.show_network,
-        gangs.find_candidates,
-        gangs.explain_candidates,
-        k8s_scheduler.prioritize_nodes,
-        k8s_scheduler.preempt,
-    }
-)
-
-
-# GET views that answer 406 to an ``Accept`` without JSON, before policy, as upstream's
-# (its root, GET /traits/{name} and every write ignore ``Accept``).
-ACCEPT_CHECKED_VIEWS = frozenset(
-    {
-        aggregate.show_aggregates,
-        allocation.show_allocations,
-        allocation.provider_allocations,
-        allocation_candidate.list_allocation_candidates,
-        allocation_candidate.explain_allocation_candidates,
-        inventory.list_inventories,
-        inventory.show_inventory,
-        resource_class.show_resource_class,
-        resource_class.list_resource_classes,
-        resource_provider.show_provider,
-        resource_provider.list_providers,
-        trait.list_traits,
-        trait.list_provider_traits,
-        usage.provider_usages,
-        usage.project_usages,
-        # This service's own routes check it too.
-        group_resources.list_nodes,
-        group_resources.show_node,
-        devices.list_nodes,
-        devices.show_node,
-        gangs.show_network,
-        gangs.show_network_node,
-        gangs.show_gang,
-    }
-)
+    """The extender's views under ``prefix``, as ``ROUTES`` gives views."""
+    return _views(scheduler_extender_api(prefix))
 
 
 # Probes (``handlers.health``): answered outside the API, without a token, a microversion or a
@@ -260,14 +260,16 @@ def register_routes(app: flask.Flask, scheduler_prefix: str = DEFAULT_SCHEDULER_
     for path, view in OUTSIDE_THE_API.items():
         app.add_url_rule(path, endpoint=f"outside {path}", view_func=view, methods=["GET"])
     app.add_url_rule(METRICS_PATH, endpoint="metrics", view_func=metrics.show, methods=["GET"])
-    extender = scheduler_extender_routes(scheduler_prefix)
-    for path, methods in [*ROUTES.items(), *extender.items()]:
+    extender = scheduler_extender_api(scheduler_prefix)
+    for path, methods in [*API.items(), *extender.items()]:
         kind = SCHEDULER_EXTENDER_ENDPOINT if path in extender else ""
-        for method, view in methods.items():
-            writes = method not in READ_METHODS and view not in READ_ONLY_POSTS
-            endpoint = _transactional(view, write=writes, snapshot=view in SNAPSHOT_VIEWS)
-            endpoint.checks_accept = view in ACCEPT_CHECKED_VIEWS  # type: ignore[attr-defined]
-            endpoint.checks_first = checks_first(view)  # type: ignore[attr-defined]
+        for method, route in methods.items():
+            writes = method not in READ_METHODS and Runs.READS_ONLY not in route.runs
+            endpoint = _transactional(route.view, write=writes,
+                                      snapshot=Runs.ONE_SNAPSHOT in route.runs)
+            endpoint.checks_accept = (  # type: ignore[attr-defined]
+                Runs.CHECKS_ACCEPT in route.runs)
+            endpoint.checks_first = checks_first(route.view)  # type: ignore[attr-defined]
             app.add_url_rule(
                 path,
                 endpoint=f"{kind}{method} {path}",

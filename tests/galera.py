@@ -32,6 +32,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from tests import mysqlserver
+from tests.ports import distinct_free_ports
 
 PROVIDER = "/usr/lib/galera/libgalera_smm.so"
 NODES = 3
@@ -133,7 +134,7 @@ class Cluster:
             raise GaleraUnavailable("no rsync for state transfers (package rsync)")
         root = tempfile.mkdtemp(prefix="placement-galera-")
         os.chmod(root, 0o755)
-        ports = _distinct_free_ports(4 * NODES)
+        ports = distinct_free_ports(4 * NODES)
         nodes = []
         for index in range(1, NODES + 1):
             base = os.path.join(root, f"node{index}")
@@ -318,17 +319,6 @@ def _execute(port: int, statement: str) -> tuple:
             return cursor.fetchall()
     finally:
         connection.close()
-
-
-def _distinct_free_ports(count: int) -> list[int]:
-    ports: list[int] = []
-    for _ in range(20 * count):
-        port = mysqlserver.free_port()
-        if port not in ports:
-            ports.append(port)
-        if len(ports) == count:
-            return ports
-    raise GaleraUnavailable(f"could not find {count} distinct free ports")
 
 
 def _owned_by_server_user(path: str) -> None:

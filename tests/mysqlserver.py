@@ -11,11 +11,12 @@ them (``mariadb-server``, and ``galera-4`` and ``rsync`` for the Galera test).
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
+
+from tests.ports import free_port
 
 PACKAGES = ("mariadb-server", "galera-4", "rsync")
 START_TIMEOUT_S = 60
@@ -58,12 +59,6 @@ def _installed(package: str) -> bool:
         ["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True
     )
     return result.returncode == 0 and "install ok installed" in result.stdout
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass

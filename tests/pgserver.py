@@ -9,10 +9,11 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass
+
+from tests.ports import free_port
 
 
 class PostgresUnavailable(RuntimeError):
@@ -30,12 +31,6 @@ def _bindir() -> str:
     if pg_ctl:
         return os.path.dirname(pg_ctl)
     raise PostgresUnavailable("no PostgreSQL server binaries (pg_ctl, initdb) found")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
@@ -72,7 +67,7 @@ def start() -> Server:
         except KeyError as exc:
             raise PostgresUnavailable("running as root and there is no 'postgres' user") from exc
         os.chown(base, account.pw_uid, account.pw_gid)
-    port = _free_port()
+    port = free_port()
     _run(run_as, [f"{bindir}/initdb", "-D", datadir, "-A", "trust", "-U", "postgres",
                   "--no-sync", "-E", "UTF8"])
     options = (

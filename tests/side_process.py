@@ -2,7 +2,6 @@
 Keystone): where its interpreter is, skipping or failing without it, a free port."""
 
 import os
-import socket
 import subprocess
 from pathlib import Path
 
@@ -30,12 +29,6 @@ def require(find_python, what: str) -> Path:
         if IN_CI:
             pytest.fail(f"CI=true and {what} is missing: {exc}")
         pytest.skip(str(exc))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def stop(process: subprocess.Popen) -> None:

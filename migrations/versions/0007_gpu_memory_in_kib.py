@@ -1,7 +1,7 @@
 """GPU memory of device nodes in KiB: CUSTOM_GPU_MEMORY_MB becomes CUSTOM_GPU_MEMORY_KB.
 
-Device nodes kept each GPU's memory in whole MiB, rounded down: document 003's
-GPU of ``15472384Ki`` (not a whole MiB) was kept as 15109 MiB, so asking for
+Device nodes kept each GPU's memory in whole MiB, rounded down: a GPU reporting
+``15472384Ki`` (not a whole MiB) was kept as 15109 MiB, so asking for
 all of it found nothing. Every binary quantity of memory is a whole number of
 KiB, so device nodes now count GPU memory in KiB, in a class of its own
 (``placement.devices.node_map``). This revision converts what was imported

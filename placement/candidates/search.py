@@ -105,7 +105,7 @@ def collect(
         if shuffle:
             random.shuffle(roots)
         found, looked = _collect_by_form(
-            plan, roots, cap, _KindSearch(plan, render), kept, counts, stop
+            roots, cap, _KindSearch(plan, render), kept, counts, stop
         )
         to_look_at.looked_at(plan.root_filter, roots[:looked], every_one=looked == len(roots))
         counts.trees_looked_at += looked
@@ -115,7 +115,7 @@ def collect(
 
 
 def _collect_by_form(
-    plan: SearchPlan, roots: list[int], cap: int | None, kinds: "_KindSearch",
+    roots: list[int], cap: int | None, kinds: "_KindSearch",
     kept: KeptAnswers, counts: SearchCounts, stop: Deadline,
 ) -> tuple[list[Candidate], int]:
     """Without sharing providers: each tree's answers are those kept, or else those of

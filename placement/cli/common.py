@@ -2,7 +2,6 @@
 its result printed as JSON, files read (``-``: standard input), and arguments checked
 by the HTTP body's schema."""
 
-import argparse
 import contextlib
 import json
 import sys
@@ -130,6 +129,6 @@ def with_cut(answer: dict, budget: SearchBudget) -> dict:
     return answer if budget.cut is None else {**answer, "cut": budget.cut.body()}
 
 
-def checked_arguments(schema, args: argparse.Namespace, **fields) -> dict:
+def checked_arguments(schema, **fields) -> dict:
     """The command's arguments checked by the HTTP body's schema: one set of rules."""
     return validate(schema, {name: value for name, value in fields.items() if value is not None})

@@ -119,7 +119,7 @@ def _import(config: Config, args: argparse.Namespace) -> int:
             raise errors.BadRequest("--rdma-vfs goes with --gpu-memory (a matrix file).")
         else:
             document = read_document(args.file)
-        body = checked_arguments(schemas.ImportNode(), args, **document, uuid=args.uuid)
+        body = checked_arguments(schemas.ImportNode(), **document, uuid=args.uuid)
         topology = service.topology_from_body(body)
         result = service.import_node(conn, args.node, topology, naming, body.get("uuid"))
         view = service.DeviceSearch(Replica()).node_view(conn, naming, args.node)
@@ -144,7 +144,7 @@ def _checkpoints(config: Config, args: argparse.Namespace) -> int:
         document = read_document(args.file)
         if isinstance(document, dict) and "checkpoints" in document:
             document = document["checkpoints"]
-        body = checked_arguments(schemas.ImportCheckpoints(), args, checkpoints=document,
+        body = checked_arguments(schemas.ImportCheckpoints(), checkpoints=document,
                                  project_id=args.project, user_id=args.user)
         result = service.DeviceSearch(Replica()).hold_checkpoints(
             conn, naming, args.node, checkpoints.checkpoints_from_body(body["checkpoints"]),
@@ -173,9 +173,9 @@ def _request(body: dict, naming) -> DeviceRequest:
 
 def _candidates(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
-        body = checked_arguments(schemas.DeviceQuery(), args, **_request_fields(args.file),
-                        scorer=args.scorer, limit=args.limit, nodes=args.nodes,
-                        budget_ms=args.budget_ms)
+        body = checked_arguments(schemas.DeviceQuery(), **_request_fields(args.file),
+                                 scorer=args.scorer, limit=args.limit, nodes=args.nodes,
+                                 budget_ms=args.budget_ms)
         request = _request(body, naming)
         budget = search_budget(config, body)
         answer = service.DeviceSearch(Replica()).find_candidates(
@@ -190,7 +190,7 @@ def _candidates(config: Config, args: argparse.Namespace) -> int:
 def _claim(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
         body = checked_arguments(
-            schemas.DeviceClaim(), args, **_request_fields(args.file),
+            schemas.DeviceClaim(), **_request_fields(args.file),
             consumer_uuid=args.consumer, project_id=args.project, user_id=args.user,
             consumer_type=args.consumer_type, scorer=args.scorer, nodes=args.nodes,
             budget_ms=args.budget_ms,

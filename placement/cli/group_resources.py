@@ -96,9 +96,9 @@ def _delete(config: Config, args: argparse.Namespace) -> int:
 
 def _candidates(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
-        body = checked_arguments(schemas.FindCandidates(), args, resources=read_key_map(args.file),
-                        scorer=args.scorer, limit=args.limit, nodes=args.nodes,
-                        options=_options(args), budget_ms=args.budget_ms)
+        body = checked_arguments(schemas.FindCandidates(), resources=read_key_map(args.file),
+                                 scorer=args.scorer, limit=args.limit, nodes=args.nodes,
+                                 options=_options(args), budget_ms=args.budget_ms)
         budget = search_budget(config, body)
         answer = service.GroupResourceSearch(Replica()).find_candidates(
             conn, body["resources"], naming, scorer=body["scorer"], limit=body.get("limit"),
@@ -112,7 +112,7 @@ def _candidates(config: Config, args: argparse.Namespace) -> int:
 def _claim(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
         body = checked_arguments(
-            schemas.Claim(), args, resources=read_key_map(args.file), consumer_uuid=args.consumer,
+            schemas.Claim(), resources=read_key_map(args.file), consumer_uuid=args.consumer,
             project_id=args.project, user_id=args.user, consumer_type=args.consumer_type,
             scorer=args.scorer, nodes=args.nodes, options=_options(args),
             budget_ms=args.budget_ms,
@@ -141,8 +141,8 @@ def _claim(config: Config, args: argparse.Namespace) -> int:
 
 def _query(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
-        body = checked_arguments(schemas.Translate(), args, resources=read_key_map(args.file),
-                        nodes=args.nodes, options=_options(args))
+        body = checked_arguments(schemas.Translate(), resources=read_key_map(args.file),
+                                 nodes=args.nodes, options=_options(args))
         translations = service.translate(
             conn, body["resources"], naming, body.get("nodes"), _search_options(config, body)
         )

@@ -11,8 +11,9 @@ from placement.cli import devices as device_commands
 from placement.cli import group_resources as group_commands
 from placement.cli import k8s as k8s_commands
 from placement.config import Config, ConfigError, load_config, render_sample
-from placement.db import copy, migrate
+from placement.db import adopt, copy, give_back, migrate
 from placement.db.engine import is_sqlite, make_engine, wait_until_reachable
+from placement.db.survey import survey
 from placement.observability.request_log import configure_logging
 from placement.openapi.document import render as render_openapi
 
@@ -53,8 +54,22 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands")
 
     db = commands.add_parser("db", help="database schema").add_subparsers(title="db commands")
-    upgrade = db.add_parser("upgrade", help="apply every migration to the database")
+    upgrade = db.add_parser(
+        "upgrade", help="apply every migration to the database; a database of upstream "
+        "openstack-placement 16.0.0 is taken over in place")
+    upgrade.add_argument(
+        "--dry-run", action="store_true",
+        help="check the database and say what would be done, without changing it")
     upgrade.set_defaults(run=_db_upgrade)
+    returning = db.add_parser(
+        "return-to-upstream",
+        help="rebuild the database at upstream openstack-placement 16.0.0's schema, with "
+        "everything it holds, for upstream to serve it again")
+    returning.add_argument(
+        "--discard-device-topologies", action="store_true",
+        help="give it back even though it holds device topologies (upstream has no place "
+        "for them; their nodes stay as plain providers)")
+    returning.set_defaults(run=_db_return_to_upstream)
     current = db.add_parser("current", help="print the schema revision of the database")
     current.set_defaults(run=_db_current)
     copy = db.add_parser(
@@ -107,8 +122,38 @@ def _db_upgrade(config: Config, args) -> int:
     engine = make_engine(config.database_url, config.database())
     try:
         wait_until_reachable(engine, config.database())
+        with engine.connect() as conn:
+            found = survey(conn)
+        if found.kind in ("giving-back", "given-back"):
+            print(f"placement: the database is {found.described}: run 'placement db "
+                  "return-to-upstream' again to finish", file=sys.stderr)
+            return 2
+        if found.kind not in ("empty", "ours"):
+            adopt.adopt(engine, say=print, dry_run=args.dry_run)
+        elif args.dry_run:
+            print(f"the database is {found.described}; revision {migrate.head_revision()} "
+                  "is this service's latest")
+        if args.dry_run:
+            return 0
         migrate.upgrade(engine)
         print(f"database at revision {migrate.current_revision(engine)}")
+    except (adopt.AdoptionRefused, migrate.SchemaOutOfDate) as exc:
+        print(f"placement: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        engine.dispose()
+    return 0
+
+
+def _db_return_to_upstream(config: Config, args) -> int:
+    engine = make_engine(config.database_url, config.database())
+    try:
+        wait_until_reachable(engine, config.database())
+        give_back.give_back(engine, say=print,
+                            discard_device_topologies=args.discard_device_topologies)
+    except give_back.GiveBackRefused as exc:
+        print(f"placement: {exc}", file=sys.stderr)
+        return 2
     finally:
         engine.dispose()
     return 0
@@ -165,17 +210,18 @@ def _serve(config: Config, args) -> int:
         )
         return 2
     engine = make_engine(config.database_url, config.database())
-    if is_sqlite(config.database_url):
-        # The embedded default creates and upgrades its own schema on first run.
-        migrate.upgrade(engine)
-    else:
-        try:
+    try:
+        if is_sqlite(config.database_url):
+            # The embedded default creates and upgrades its own schema on first run.
+            migrate.upgrade(engine)
+        else:
             wait_until_reachable(engine, config.database())
             migrate.require_current(engine)
-        except migrate.SchemaOutOfDate as exc:
-            print(f"placement: {exc}", file=sys.stderr)
-            return 2
-    engine.dispose()
+    except migrate.SchemaOutOfDate as exc:
+        print(f"placement: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        engine.dispose()
     server.serve(config)
     return 0
 

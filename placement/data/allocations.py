@@ -160,7 +160,7 @@ def write_allocations(
     lock_providers(conn, bumped | old_provider_ids, keep_generation_of=old_provider_ids - bumped)
 
     touched_consumer_ids = []  # consumers whose old allocations are replaced
-    known_owners: dict[tuple[str, str], int] = {}  # projects, users, types looked up
+    known_owners: consumer_data.Known = {}  # projects, users, types looked up
     consumer_ids: dict[str, int] = {}
     created: list[ConsumerWrite] = []  # new consumers, created together
     for write in writes:
@@ -327,32 +327,27 @@ def check_allocations_fit(
 
     ``new_rows`` must each fit min_unit, max_unit and step_size; the (provider,
     class) pairs of ``new_rows`` and ``other_pairs`` must have inventory and
-    usage within capacity. Reads inventories and usage in one query each; the
-    usage already includes ``new_rows``.
+    usage within capacity. Reads inventories and usage in one query; the usage
+    already includes ``new_rows``.
     """
     pairs = {(r["resource_provider_id"], r["resource_class_id"]) for r in new_rows}
     pairs |= other_pairs
     if not pairs:
         return
     provider_ids = sorted({p for p, _ in pairs})
-    inventory = {
-        (row.resource_provider_id, row.resource_class_id): row
-        for row in conn.execute(
-            select(inventories).where(inventories.c.resource_provider_id.in_(provider_ids))
-        )
-    }
-    usage = {
-        (p, c): int(used)
-        for p, c, used in conn.execute(
-            select(
-                allocations.c.resource_provider_id,
-                allocations.c.resource_class_id,
-                func.sum(allocations.c.used),
-            )
-            .where(allocations.c.resource_provider_id.in_(provider_ids))
-            .group_by(allocations.c.resource_provider_id, allocations.c.resource_class_id)
-        )
-    }
+    # One round trip: each inventory of the providers with the usage of its class.
+    used_of_inventory = (
+        select(func.coalesce(func.sum(allocations.c.used), 0))
+        .where(allocations.c.resource_provider_id == inventories.c.resource_provider_id,
+               allocations.c.resource_class_id == inventories.c.resource_class_id)
+        .scalar_subquery()
+    )
+    rows = conn.execute(
+        select(inventories, used_of_inventory.label("usage"))
+        .where(inventories.c.resource_provider_id.in_(provider_ids))
+    ).all()
+    inventory = {(row.resource_provider_id, row.resource_class_id): row for row in rows}
+    usage = {key: int(row.usage) for key, row in inventory.items()}
     for key in sorted(pairs):
         if key not in inventory:
             class_name, provider_uuid = _label(conn, key)

@@ -82,36 +82,52 @@ def _external_id(conn: Connection, table: Table, column: str, value: str) -> int
     return conn.execute(query).scalar_one()
 
 
-def project_id(conn: Connection, external_id: str) -> int:
-    return _external_id(conn, projects, "external_id", external_id)
+# The owners' ids a write of many consumers has looked up: (project, user, type) -> ids.
+Known = dict[tuple[str, str, str | None], dict[str, int]]
+
+# Each column of a consumer that names a row of another table, by that table's name column.
+_OWNERS = {
+    "project_id": (projects, "external_id"),
+    "user_id": (users, "external_id"),
+    "consumer_type_id": (consumer_types, "name"),
+}
 
 
-def user_id(conn: Connection, external_id: str) -> int:
-    return _external_id(conn, users, "external_id", external_id)
-
-
-def consumer_type_id(conn: Connection, name: str) -> int:
-    return _external_id(conn, consumer_types, "name", name)
+def _owner_ids(conn: Connection, project: str, user: str,
+               consumer_type: str | None) -> dict[str, int]:
+    """The ids of the consumer's project, user and type (when given), found in one round
+    trip when all exist (as they do but for a project's, user's or type's first
+    consumer); each missing one inserted."""
+    named = {"project_id": project, "user_id": user}
+    if consumer_type is not None:
+        named["consumer_type_id"] = consumer_type
+    lookups = [
+        select(_OWNERS[key][0].c.id)
+        .where(_OWNERS[key][0].c[_OWNERS[key][1]] == value).scalar_subquery()
+        for key, value in named.items()
+    ]
+    found = dict(zip(named, conn.execute(select(*lookups)).one(), strict=True))
+    return {key: found[key] if found[key] is not None
+            else _external_id(conn, *_OWNERS[key], named[key]) for key in named}
 
 
 def _owner_values(conn: Connection, existing: Consumer | None, project: str | None,
-                  user: str | None, consumer_type: str | None,
-                  known: dict[tuple[str, str], int]) -> dict[str, int]:
+                  user: str | None, consumer_type: str | None, known: Known) -> dict[str, int]:
+    """``_owner_ids`` of the consumer (its stored project and user, or the placeholder,
+    when none is given), looked up once per write of many consumers (``known``)."""
     if project is None:  # before 1.8: keep what is stored, else the placeholder
         project = existing.project_id if existing else INCOMPLETE_CONSUMER_ID
     if user is None:
         user = existing.user_id if existing else INCOMPLETE_CONSUMER_ID
-    values = {"project_id": _known(known, "project", project, project_id, conn),
-              "user_id": _known(known, "user", user, user_id, conn)}
-    if consumer_type is not None:
-        values["consumer_type_id"] = _known(known, "type", consumer_type, consumer_type_id,
-                                            conn)
-    return values
+    key = (project, user, consumer_type)
+    if key not in known:
+        known[key] = _owner_ids(conn, project, user, consumer_type)
+    return dict(known[key])
 
 
 def create_consumers(
     conn: Connection, new: list[tuple[str, str | None, str | None, str | None]],
-    known: dict[tuple[str, str], int],
+    known: Known,
 ) -> dict[str, int]:
     """Create consumers (uuid, project, user, type) that did not exist, at generation 1,
     in one statement (``save_consumer`` does one); their ids by uuid. A concurrent
@@ -140,13 +156,6 @@ def create_consumers(
     return ids
 
 
-def _known(known: dict[tuple[str, str], int], kind: str, value: str, look_up,
-           conn: Connection) -> int:
-    if (kind, value) not in known:
-        known[(kind, value)] = look_up(conn, value)
-    return known[(kind, value)]
-
-
 def check_generation(consumer_uuid: str, existing: Consumer | None, expected: int | None):
     """409 unless ``expected`` is the consumer's generation (None: a new consumer)."""
     actual = existing.generation if existing else None
@@ -165,7 +174,7 @@ def save_consumer(
     project: str | None,
     user: str | None,
     consumer_type: str | None,
-    known: dict[tuple[str, str], int] | None = None,
+    known: Known | None = None,
 ) -> int:
     """Create the consumer (at generation 1: created by its first write), or update
     it and bump its generation; returns its id. ``known``: the ids of projects, users

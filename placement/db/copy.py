@@ -4,7 +4,9 @@ How an operator moves from MySQL to PostgreSQL, or the other way: ``placement db
 --from URL --to URL``. The target must hold no table of the schema: it is migrated
 here, then every table's rows are copied with their ids, in an order the foreign keys
 accept. What the migrations write on their own (the change log, its state, the
-standard classes and traits) is replaced by the source's rows.
+standard classes and traits) is replaced by the source's rows. A source of upstream
+openstack-placement's schema is copied into that schema, checked, and the copy is then
+adopted (``placement.db.adopt``): the source is left as it was.
 
 The copy is then checked table by table: the rows counted and a checksum of their
 values (sorted by primary key, each value in one spelling on every backend) computed
@@ -24,8 +26,10 @@ from datetime import datetime
 
 from sqlalchemy import Connection, Engine, Table, bindparam, delete, inspect, select, update
 
-from placement.db import migrate
+from placement.db import adopt, migrate, rebuild
+from placement.db.survey import survey
 from placement.db.tables import metadata
+from placement.db.upstream_schema import UPSTREAM_HEAD, upstream_metadata
 
 # The change log and its state: the target's own, which its triggers write as it is
 # filled (a worker reading the target reads every provider once anyway).
@@ -54,49 +58,53 @@ class TableCheck:
 def copy_database(
     source: Engine, target: Engine, say: Callable[[str], None] = lambda _: None
 ) -> list[TableCheck]:
-    """Copy ``source`` into the empty ``target``; the check of every table."""
+    """Copy ``source`` into the empty ``target``; the check of every table. A source of
+    upstream's schema is copied as it is, checked, then the copy is adopted."""
+    with source.connect() as conn:
+        found = survey(conn)
+    from_upstream = found.kind == "upstream"
     head = migrate.head_revision()
-    found = migrate.current_revision(source)
-    if found != head:
+    if not from_upstream and (found.kind, found.revision) != ("ours", head):
         raise CopyRefused(
-            f"the source database is at revision {found or 'none'}, not {head}: run "
-            "'placement db upgrade' on it first (a database of upstream Placement's schema "
-            "cannot be copied yet)"
-        )
+            f"the source database is {found.described}, not this service's at revision "
+            f"{head} nor upstream's: run 'placement db upgrade' on it first")
     present = set(inspect(target).get_table_names()) & set(metadata.tables)
     if present:
         raise CopyRefused(
             f"the target database is not empty (it has {', '.join(sorted(present))}): "
             "give an empty database"
         )
-    say(f"migrating the target to revision {head}")
-    migrate.upgrade(target)
+    if from_upstream:
+        tables = upstream_metadata().sorted_tables
+        say(f"creating upstream's schema (revision {UPSTREAM_HEAD}) in the target")
+        with target.begin() as conn:
+            upstream_metadata().create_all(conn)
+            migrate.write_revision(conn, UPSTREAM_HEAD)
+    else:
+        tables = _copied_tables()
+        say(f"migrating the target to revision {head}")
+        migrate.upgrade(target)
     drop_fraction = target.dialect.name == "mysql"
-    with source.connect() as reading, target.begin() as writing:
-        for table in reversed(_copied_tables()):  # what the migrations wrote
+    with source.connect() as reading, target.begin() as writing, \
+            rebuild.keeping_zero_ids(writing):
+        for table in reversed(tables):  # what the migrations wrote
             writing.execute(delete(table))
-        for table in _copied_tables():
+        for table in tables:
             copied = _copy_table(reading, writing, table, drop_fraction)
             say(f"copied {table.name}: {copied} rows")
-        _put_back_provider_links(reading, writing)
-        if writing.dialect.name == "postgresql":
-            _advance_sequences(writing)
-    return check(source, target)
+        providers = next(table for table in tables if table.name == "resource_providers")
+        _put_back_provider_links(reading, writing, providers)
+        rebuild.advance_sequences(writing, tables)
+    checks = check(source, target, tables)
+    if from_upstream and all(check.same for check in checks):
+        say("adopting the copy")
+        adopt.adopt(target, say)
+        migrate.upgrade(target)
+    return checks
 
 
 def _copied_tables() -> list[Table]:
     return [table for table in metadata.sorted_tables if table.name not in NOT_COPIED]
-
-
-def _advance_sequences(conn: Connection) -> None:
-    """PostgreSQL's id sequences do not move when ids are given: set each past the
-    largest id copied, or the next insert would collide with a copied row."""
-    for table in _copied_tables():
-        if "id" in table.c and table.c.id.autoincrement is not False:
-            conn.exec_driver_sql(
-                f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'),"
-                f" COALESCE((SELECT MAX(id) FROM {table.name}), 0) + 1, false)"
-            )
 
 
 def _copy_table(reading: Connection, writing: Connection, table: Table, drop_fraction) -> int:
@@ -113,25 +121,25 @@ def _copy_table(reading: Connection, writing: Connection, table: Table, drop_fra
     return count
 
 
-def _put_back_provider_links(reading: Connection, writing: Connection) -> None:
+def _put_back_provider_links(reading: Connection, writing: Connection, providers: Table) -> None:
     """Parents, roots, and the revisions the source has (the triggers moved them), a batch
     of providers per statement sent."""
-    providers = metadata.tables["resource_providers"]
     this_one = providers.c.id == bindparam("provider")
     links = update(providers).where(this_one).values(
         parent_provider_id=bindparam("parent"), root_provider_id=bindparam("root"))
-    revisions = update(providers).where(this_one).values(revision=bindparam("revision_of"))
-    columns = (providers.c.id, providers.c.parent_provider_id, providers.c.root_provider_id,
-               providers.c.revision)
-    rows = reading.execute(select(*columns).order_by(providers.c.id)).all()
+    rows = reading.execute(select(providers.c.id, providers.c.parent_provider_id,
+                                  providers.c.root_provider_id).order_by(providers.c.id)).all()
     for start in range(0, len(rows), BATCH):
-        batch = rows[start:start + BATCH]
         writing.execute(links, [{"provider": p, "parent": parent, "root": root}
-                                for p, parent, root, _revision in batch])
-    for start in range(0, len(rows), BATCH):
+                                for p, parent, root in rows[start:start + BATCH]])
+    if "revision" not in providers.c:
+        return
+    revisions = update(providers).where(this_one).values(revision=bindparam("revision_of"))
+    kept = reading.execute(select(providers.c.id, providers.c.revision)).all()
+    for start in range(0, len(kept), BATCH):
         # Last, alone: nothing after it bumps the revisions again.
         writing.execute(revisions, [{"provider": p, "revision_of": revision}
-                                    for p, _parent, _root, revision in rows[start:start + BATCH]])
+                                    for p, revision in kept[start:start + BATCH]])
 
 
 def _batches(conn: Connection, table: Table) -> Iterator[Sequence]:
@@ -148,11 +156,12 @@ def _stored(row: dict, drop_fraction: bool) -> dict:
             for key, value in row.items()}
 
 
-def check(source: Engine, target: Engine) -> list[TableCheck]:
+def check(source: Engine, target: Engine, tables: list[Table] | None = None
+          ) -> list[TableCheck]:
     """Rows and checksum of every table copied, on both sides."""
     checks = []
     with source.connect() as a, target.connect() as b:
-        for table in _copied_tables():
+        for table in tables if tables is not None else _copied_tables():
             source_rows, source_sum = _checksum(a, table)
             target_rows, target_sum = _checksum(b, table)
             checks.append(TableCheck(table.name, source_rows, target_rows, source_sum,

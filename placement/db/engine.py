@@ -60,7 +60,9 @@ def make_engine(url: str, options: DatabaseOptions | None = None) -> Engine:
             parsed, WRITE_TRANSACTION_OPTION, SNAPSHOT_TRANSACTION_OPTION,
             sql_mode=options.mysql_sql_mode, **pool,
         )
-    if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
+    if parsed.get_backend_name() == "postgresql":
+        # Upstream's configuration files name psycopg2 (or no driver, which is psycopg2
+        # too): the same database, through the driver this service ships.
         parsed = parsed.set(drivername="postgresql+psycopg")
     return create_engine(parsed, pool_pre_ping=True, future=True, **pool)
 

@@ -27,11 +27,11 @@ is a number of devices, each whole, or one VF each with ``vfSelector``);
 (it is not limited to one type): ``kubernetes.io/gpu: 2`` is then two whole GPUs.
 
 Joint allocation (``scheduling.koordinator.sh/device-joint-allocate``):
-``deviceTypes``, in any order (the document gives the list none): the primary
-type, whose devices are chosen first, is the one asked for the most devices
-(on a tie, the first of ``gpu``, ``rdma``, ``fpga``: the document's NICs follow
-the GPUs); each other type's request is then made beside them: once per PCIe
-switch they touch, else once on the one NUMA node holding them all, else once
+``deviceTypes``, in any order (the list is a set): the primary type, whose
+devices are chosen first, is the one asked for the most devices (on a tie, the
+first of ``gpu``, ``rdma``, ``fpga``: NICs are placed beside the GPUs they
+serve); each other type's request is then made beside them: once per PCIe switch
+they touch, else once on the one NUMA node holding them all, else once
 on the node (``chooser``); ``requiredScope: SamePCIe`` allows the switch only.
 """
 

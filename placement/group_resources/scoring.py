@@ -5,8 +5,8 @@ capacity, what is used of it and what the request puts there; the linear
 "most allocated" form is (used + requested) / capacity. By default we average it
 over the node's inventories instead of summing it (api-ref/group_resources.md,
 Scoring), so that a node does not win merely for having more devices; the
-``sum`` node ranking (``GroupOptions.node_ranking``) sums it, as the group
-allocator's eq. 17 does:
+``sum`` node ranking (``GroupOptions.node_ranking``) sums it, as KubeGPU's group
+allocator does:
 
     pack   = mean over the node's inventories of (used + placed) / capacity
     spread = 1 - pack

@@ -5,7 +5,7 @@ import flask
 from placement import errors
 from placement.context import RequestContext
 from placement.data import aggregates
-from placement.handlers.resource_provider import lookup_provider
+from placement.handlers.util import lookup_provider
 from placement.http import (
     json_response,
     load_body,

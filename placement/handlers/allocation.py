@@ -7,7 +7,7 @@ from placement.context import RequestContext
 from placement.data import allocations as allocation_data
 from placement.data import consumers as consumer_data
 from placement.data import names
-from placement.handlers.resource_provider import lookup_provider
+from placement.handlers.util import consumer_write, lookup_provider
 from placement.http import (
     json_response,
     latest,
@@ -24,35 +24,6 @@ def _consumer_uuid_or_400(text: str) -> str:
     if normalized is None:
         raise errors.BadRequest(f"Malformed consumer_uuid: {text}")
     return normalized
-
-
-def _allocation_map(data: dict) -> allocation_data.AllocationMap:
-    """The body's allocations as provider uuid -> class -> amount."""
-    if isinstance(data["allocations"], dict):
-        return {uuid: dict(entry["resources"]) for uuid, entry in data["allocations"].items()}
-    result: allocation_data.AllocationMap = {}
-    for entry in data["allocations"]:
-        provider_uuid = entry["resource_provider"]["uuid"]
-        if provider_uuid in result:
-            raise errors.BadRequest(
-                f"Resource provider {provider_uuid} appears more than once in allocations."
-            )
-        result[provider_uuid] = dict(entry["resources"])
-    return result
-
-
-def consumer_write(ctx: RequestContext, consumer_uuid: str, data: dict):
-    """A ConsumerWrite from a validated body, following the request's microversion."""
-    return allocation_data.ConsumerWrite(
-        consumer_uuid=consumer_uuid,
-        project_id=data.get("project_id"),
-        user_id=data.get("user_id"),
-        allocations=_allocation_map(data),
-        generation=data["consumer_generation"]
-        if ctx.at_least(1, 28)
-        else allocation_data.UNCHECKED,
-        consumer_type=data.get("consumer_type"),
-    )
 
 
 def show_allocations(ctx: RequestContext, consumer_uuid: str) -> flask.Response:

@@ -12,7 +12,7 @@ from placement.data import device_topologies
 from placement.data.consumers import INCOMPLETE_CONSUMER_ID
 from placement.devices import bodies, checkpoints, explain, service
 from placement.devices.request import DeviceRequest, parse_device_request, parse_pod
-from placement.handlers.group_resources import answer_with_cut, claim_options, search_budget
+from placement.handlers.util import answer_with_cut, claim_options, search_budget
 from placement.http import json_response, load_body, no_content
 from placement.k8s import reconcile
 from placement.k8s.koordinator_devices import read_device_object

@@ -10,44 +10,15 @@ import flask
 from placement.context import RequestContext
 from placement.data import group_nodes
 from placement.group_resources import bodies, explain, service
+from placement.handlers.util import answer_with_cut, claim_options, search_budget
 from placement.http import json_response, load_body, no_content
 from placement.nodes.group_options import GroupOptions
-from placement.nodes.search_budget import CUT_HEADER, SearchBudget
 from placement.schemas import group_resources as schemas
-
-
-def claim_options(data: dict) -> dict:
-    """What a claim body says beside what it asks for (the translator's and the device
-    claims take the same): the new consumer, the scorer and the nodes to choose among."""
-    return {
-        "consumer_uuid": data["consumer_uuid"],
-        "project_id": data["project_id"],
-        "user_id": data["user_id"],
-        "consumer_type": data.get("consumer_type"),
-        "scorer": data.get("scorer", "pack"),
-        "node_names": data.get("nodes"),
-    }
 
 
 def search_options(ctx: RequestContext, data: dict) -> GroupOptions:
     """The readings a request body chooses (``options``), the configuration's for the rest."""
     return ctx.config.group_options().overridden(data.get("options"))
-
-
-def search_budget(ctx: RequestContext, data: dict) -> SearchBudget:
-    """The time budget a request body gives (``budget_ms``), the configuration's else."""
-    return SearchBudget(data.get("budget_ms") or ctx.config.group_candidates_budget_ms)
-
-
-def answer_with_cut(ctx: RequestContext, body: dict, budget: SearchBudget) -> flask.Response:
-    """``body``, saying so when the budget cut its search short: the ``cut`` field and the
-    Placement-Search-Cut header (``nodes=L/T``: L of the T nodes looked at)."""
-    cut = budget.cut
-    if cut is None:
-        return json_response(ctx, body)
-    response = json_response(ctx, {**body, "cut": cut.body()})
-    response.headers[CUT_HEADER] = cut.header()
-    return response
 
 
 def list_nodes(ctx: RequestContext) -> flask.Response:

@@ -9,7 +9,7 @@ from placement import errors
 from placement.context import RequestContext
 from placement.data import inventories, names
 from placement.data.providers import Provider, check_generation
-from placement.handlers.resource_provider import lookup_provider, provider_url
+from placement.handlers.util import inventory_from_fields, lookup_provider, provider_url
 from placement.http import (
     absolute_url,
     checked_first,
@@ -24,12 +24,6 @@ from placement.schemas import inventory as schemas
 
 def _inventory_url(provider: Provider, class_name: str) -> str:
     return f"{provider_url(provider.uuid)}/inventories/{class_name}"
-
-
-def inventory_from_fields(class_name: str, data: dict) -> inventories.Inventory:
-    """An Inventory from validated fields, defaults filled."""
-    values = {**schemas.DEFAULTS, **{k: v for k, v in data.items() if k in inventories.FIELDS}}
-    return inventories.Inventory(resource_class=class_name, **values)
 
 
 def build_inventory(

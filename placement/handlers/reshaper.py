@@ -5,8 +5,7 @@ import flask
 from placement import errors
 from placement.context import RequestContext
 from placement.data import names, providers, reshaper
-from placement.handlers.allocation import consumer_write
-from placement.handlers.inventory import inventory_from_fields
+from placement.handlers.util import consumer_write, inventory_from_fields
 from placement.http import load_body, min_version, no_content, requires_json
 from placement.schemas import allocation as schemas
 

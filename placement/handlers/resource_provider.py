@@ -9,6 +9,7 @@ from placement import errors, query, query_schema
 from placement.context import RequestContext
 from placement.data import names, providers
 from placement.db.tables import resource_classes, traits
+from placement.handlers.util import lookup_provider, provider_url
 from placement.http import (
     absolute_url,
     json_response,
@@ -19,10 +20,6 @@ from placement.http import (
     requires_json,
 )
 from placement.schemas import resource_provider as schemas
-
-
-def provider_url(uuid: str) -> str:
-    return f"/resource_providers/{uuid}"
 
 
 def provider_body(ctx: RequestContext, provider: providers.Provider) -> dict:
@@ -48,20 +45,6 @@ def provider_body(ctx: RequestContext, provider: providers.Provider) -> dict:
         body["parent_provider_uuid"] = provider.parent_provider_uuid
         body["root_provider_uuid"] = provider.root_provider_uuid
     return body
-
-
-def lookup_provider(ctx: RequestContext, uuid: str, action: str = "") -> providers.Provider:
-    """The provider named in the URL, or 404 (also for a malformed uuid); the 404 names
-    the ``action`` ("delete") as upstream's does."""
-    normalized = query.normalize_uuid(uuid)
-    provider = providers.get_provider(ctx.conn, normalized) if normalized else None
-    if provider is None:
-        for_action = f" for {action}" if action else ""
-        raise errors.NotFound(
-            f"No resource provider with uuid {uuid} found{for_action}.",
-            code=errors.RESOURCE_PROVIDER_NOT_FOUND,
-        )
-    return provider
 
 
 def _list_schema(version: Version) -> query_schema.QuerySchema:

@@ -7,7 +7,7 @@ from placement.clock import utcnow
 from placement.context import RequestContext
 from placement.data import names, provider_traits
 from placement.db.tables import traits
-from placement.handlers.resource_provider import lookup_provider
+from placement.handlers.util import lookup_provider
 from placement.http import (
     absolute_url,
     cache_headers,

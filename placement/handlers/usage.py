@@ -6,7 +6,7 @@ from microversion_parse import Version
 from placement import query, query_schema
 from placement.context import RequestContext
 from placement.data import inventories, usages
-from placement.handlers.resource_provider import lookup_provider
+from placement.handlers.util import lookup_provider
 from placement.http import json_response, min_version
 
 

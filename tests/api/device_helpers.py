@@ -34,9 +34,9 @@ def switch_box(gpus_per_switch=(1,) * 8, nics_per_switch=(1,) * 8, switches_per_
     return document
 
 
-# Seed 001: 8 PCIe switches, a GPU and a NIC on each.
+# A server of 8 PCIe switches with one GPU and one NIC on each.
 EIGHT_SWITCHES = switch_box()
-# Seed 001's heterogeneous machine: 2 NUMA nodes of 4 switches with a GPU each, one NIC.
+# A heterogeneous server: 2 NUMA nodes of 4 switches with a GPU each, and one NIC in all.
 HETEROGENEOUS = switch_box(nics_per_switch=(1, 0, 0, 0, 0, 0, 0, 0))
 
 

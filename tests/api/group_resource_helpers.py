@@ -1,7 +1,6 @@
 """Shared node maps and calls for the group-resource translator tests."""
 
-# Seed 000, section IV: 8 GPUs, pairs on a fast link (Gpugrp0), pairs of pairs
-# on a slower one (Gpugrp1).
+# 8 GPUs, pairs on a fast link (Gpugrp0), pairs of pairs on a slower one (Gpugrp1).
 def eight_gpu_node(memory="16GiB", cpu=16, node_memory="64GiB") -> dict:
     resources: dict = {"cpu": cpu, "memory": node_memory}
     for device in range(8):
@@ -13,8 +12,8 @@ def eight_gpu_node(memory="16GiB", cpu=16, node_memory="64GiB") -> dict:
     return resources
 
 
-# Seed 000, section II: 4 GPUs of differing memory.
-SECTION_II_NODE = {
+# 4 GPUs of differing memory.
+MIXED_MEMORY_NODE = {
     "cpu": 4,
     "memory": "2GiB",
     "gpu/dev0/cards": 1,
@@ -27,7 +26,8 @@ SECTION_II_NODE = {
     "gpu/dev3/memory": "4GiB",
 }
 
-SECTION_II_REQUEST = {
+# Two GPUs, of at least 1GiB and 2GiB, with node cpu and memory.
+MIXED_MEMORY_REQUEST = {
     "cpu": 2,
     "memory": "1GiB",
     "gpu/0/cards": 1,
@@ -36,8 +36,9 @@ SECTION_II_REQUEST = {
     "gpu/1/memory": "2GiB",
 }
 
-# Seed 000, section IV: the R0/R1 affinity request.
-SECTION_IV_REQUEST = {
+# An affinity request: R0 is one pair on a fast link; R1 is two such pairs (RA, RB)
+# under one slower link, a Gpugrp1 other than R0's.
+AFFINITY_REQUEST = {
     "Gpugrp1/R0/Gpugrp0/RA/gpu/gpu0/cards": 1,
     "Gpugrp1/R0/Gpugrp0/RA/gpu/gpu1/cards": 1,
     "Gpugrp1/R1/Gpugrp0/RA/gpu/gpu2/cards": 1,

@@ -141,9 +141,9 @@ def looked_at(monkeypatch) -> list[list[int]]:
     given: list[list[int]] = []
     collect_by_form = search._collect_by_form
 
-    def recording(plan, roots, *args):
+    def recording(roots, *args):
         given.append(list(roots))
-        return collect_by_form(plan, roots, *args)
+        return collect_by_form(roots, *args)
 
     monkeypatch.setattr(search, "_collect_by_form", recording)
     return given

@@ -1,6 +1,6 @@
 """Answers in Koordinator's own format, on request: ``"device_allocated": true`` adds to
 each candidate and claim ``annotations`` with ``scheduling.koordinator.sh/device-allocated``,
-whose value (a JSON string, as a Pod carries it) is document 003's DeviceAllocations: per
+whose value (a JSON string, as a Pod carries it) is Koordinator's DeviceAllocations: per
 device type, each device's ``minor`` and ``resources`` (Kubernetes quantities)."""
 
 import json
@@ -16,7 +16,7 @@ def allocated(candidate: dict) -> dict:
     return json.loads(candidate["annotations"][ANNOTATION])
 
 
-def test_document_003s_whole_gpus_as_the_annotation(api):
+def test_whole_gpus_as_the_annotation(api):
     import_node(api, "a", NODE_A)
     [best] = candidates(api, {"nvidia.com/gpu": 2}, device_allocated=True)["candidates"]
     whole = {"kubernetes.io/gpu-core": "100", "kubernetes.io/gpu-memory-ratio": "100",

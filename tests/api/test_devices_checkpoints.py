@@ -1,4 +1,4 @@
-"""Document 003's device checkpoints through HTTP: the devices kubelet gave pods before
+"""Device checkpoints through HTTP: the devices kubelet gave pods before
 the scheduler saw them (``kubelet_internal_checkpoint``, reported per pod, container,
 resource name and device ids) are held so that they are never given twice; the
 same report again writes nothing; a pod the report no longer lists gives its
@@ -11,20 +11,20 @@ import uuid
 
 from tests.api.device_helpers import candidates, claim, import_node, minors, switch_box
 
-# Seed 003's Device: two GPUs of 15472384Ki, by their UUIDs.
+# A node of two GPUs of 15472384Ki, known by their UUIDs.
 GPU0_ID = "GPU-98583a5c-c155-9cf6-f955-03c189d3dbfb"
 GPU1_ID = "GPU-7f6410b9-bdf7-f9a5-de09-aa5ec31a7124"
-SEED_NODE = {
+NODE = {
     "devices": [
         {"type": "gpu", "minor": 0, "numa": 0, "pcie": 0, "memory": "15472384Ki", "id": GPU0_ID},
         {"type": "gpu", "minor": 1, "numa": 0, "pcie": 0, "memory": "15472384Ki", "id": GPU1_ID},
     ]
 }
 POD = "fa8983dc-bb76-4eeb-8dcc-556fbd44d7ce"
-# The entry of seed 003's example, with a device of its node: the example's own id
-# (GPU-36b27e44-...) is none of the two GPUs listed beside it (see
-# test_the_seeds_own_entry_is_taken_and_its_unknown_device_reported).
-SEED_ENTRY = {"podUID": POD, "containerName": "cuda-container",
+# A pod's checkpoint entry as kubelet writes it, naming a GPU of the node; ABSENT_ID is
+# a GPU the node does not list (see
+# test_an_entry_naming_a_gpu_the_node_lacks_is_reported_not_refused).
+ENTRY = {"podUID": POD, "containerName": "cuda-container",
               "resourceName": "nvidia.com/gpu", "deviceIDs": [GPU0_ID]}
 ABSENT_ID = "GPU-36b27e44-b086-46f7-f2dc-73c36dc65991"
 CHECKPOINT_NAMESPACE = uuid.UUID("9aa9ddc1-8a0a-4611-a873-08332f60972b")
@@ -55,9 +55,9 @@ def detail(response_json) -> str:
 
 
 def test_a_pods_checkpointed_gpu_is_held_whole_by_the_pods_consumer(api):
-    node = import_node(api, "node-1", SEED_NODE).json
+    node = import_node(api, "node-1", NODE).json
     gpu0 = node["devices"][0]["provider"]
-    body = put_checkpoints(api, "node-1", [SEED_ENTRY])
+    body = put_checkpoints(api, "node-1", [ENTRY])
     assert body["changed"] is True and body["released"] == []
     [pod] = body["pods"]
     assert pod["podUID"] == POD and pod["consumer_uuid"] == consumer_of(POD)
@@ -74,8 +74,8 @@ def test_a_pods_checkpointed_gpu_is_held_whole_by_the_pods_consumer(api):
 
 
 def test_a_held_device_is_never_offered_nor_claimed(api):
-    import_node(api, "node-1", SEED_NODE)
-    put_checkpoints(api, "node-1", [SEED_ENTRY])
+    import_node(api, "node-1", NODE)
+    put_checkpoints(api, "node-1", [ENTRY])
     for resources in ({"nvidia.com/gpu": 1}, {"kubernetes.io/gpu": 50},
                       {"kubernetes.io/gpu-core": 1, "kubernetes.io/gpu-memory": "1Mi"}):
         for scorer in ("pack", "spread"):
@@ -90,13 +90,13 @@ def test_a_held_device_is_never_offered_nor_claimed(api):
 
 
 def test_the_same_checkpoint_again_writes_nothing(api):
-    import_node(api, "node-1", SEED_NODE)
-    first = put_checkpoints(api, "node-1", [SEED_ENTRY])
+    import_node(api, "node-1", NODE)
+    first = put_checkpoints(api, "node-1", [ENTRY])
     before = generations(api)
     consumer_generation = allocations_of(api, consumer_of(POD))["consumer_generation"]
-    again = put_checkpoints(api, "node-1", [SEED_ENTRY])
+    again = put_checkpoints(api, "node-1", [ENTRY])
     # As the annotation's value too: the JSON text of the list.
-    as_text = put_checkpoints(api, "node-1", json.dumps([SEED_ENTRY]))
+    as_text = put_checkpoints(api, "node-1", json.dumps([ENTRY]))
     for answer in (again, as_text):
         assert answer["changed"] is False
         assert answer["pods"] == first["pods"] and answer["released"] == []
@@ -105,9 +105,9 @@ def test_the_same_checkpoint_again_writes_nothing(api):
 
 
 def test_a_pod_left_out_of_the_checkpoint_gives_its_devices_back(api):
-    import_node(api, "node-1", SEED_NODE)
-    other = {**SEED_ENTRY, "podUID": "pod-2", "deviceIDs": [GPU1_ID]}
-    put_checkpoints(api, "node-1", [SEED_ENTRY, other])
+    import_node(api, "node-1", NODE)
+    other = {**ENTRY, "podUID": "pod-2", "deviceIDs": [GPU1_ID]}
+    put_checkpoints(api, "node-1", [ENTRY, other])
     assert candidates(api, {"nvidia.com/gpu": 1})["candidates"] == []
     body = put_checkpoints(api, "node-1", [other])
     assert body["changed"] is True and body["released"] == [consumer_of(POD)]
@@ -148,10 +148,10 @@ def test_a_pods_containers_are_one_consumer_and_nics_are_held_with_their_vfs(api
 
 
 def test_an_unhealthy_device_a_pod_holds_is_held_all_the_same(api):
-    sick = copy.deepcopy(SEED_NODE)
+    sick = copy.deepcopy(NODE)
     sick["devices"][0]["health"] = False
     import_node(api, "node-1", sick)
-    [pod] = put_checkpoints(api, "node-1", [SEED_ENTRY])["pods"]
+    [pod] = put_checkpoints(api, "node-1", [ENTRY])["pods"]
     view = api.get("/group_resources/device_nodes/node-1").json
     assert view["devices"][0]["inventories"]["core"] == {"total": 100, "used": 100}
 
@@ -187,7 +187,7 @@ def test_checkpoints_that_do_not_fit_the_node_are_400_and_write_nothing(api):
 
 
 def test_bodies_that_do_not_validate_are_400(api):
-    import_node(api, "node-1", SEED_NODE)
+    import_node(api, "node-1", NODE)
     for body, expected in [
         ({}, "JSON does not validate: checkpoints: 'checkpoints' is a required property"),
         ({"checkpoints": "[{"}, "JSON does not validate: checkpoints: the text is not JSON: "),
@@ -195,9 +195,9 @@ def test_bodies_that_do_not_validate_are_400(api):
          f"JSON does not validate: checkpoints: {{'podUID': '{POD}'}} is not of type 'array'"),
         ({"checkpoints": [{"resourceName": "nvidia.com/gpu"}]},
          "JSON does not validate: checkpoints.0.podUID: 'podUID' is a required property"),
-        ({"checkpoints": [{**SEED_ENTRY, "deviceIDs": GPU0_ID}]},
+        ({"checkpoints": [{**ENTRY, "deviceIDs": GPU0_ID}]},
          "JSON does not validate: checkpoints.0.deviceIDs: "),
-        ({"checkpoints": [{**SEED_ENTRY, "extra": 1}]},
+        ({"checkpoints": [{**ENTRY, "extra": 1}]},
          "JSON does not validate: checkpoints.0.extra: Additional properties are not allowed "
          "('extra' was unexpected)"),
         ({"checkpoints": [], "project_id": ""}, "JSON does not validate: project_id: "),
@@ -212,12 +212,12 @@ def test_bodies_that_do_not_validate_are_400(api):
 
 
 def test_a_device_another_consumer_holds_is_409_and_nothing_is_written(api):
-    import_node(api, "node-1", SEED_NODE)
+    import_node(api, "node-1", NODE)
     shared = claim(api, {"kubernetes.io/gpu": 50})
     assert minors(shared, "gpu") == [0]
-    other = {**SEED_ENTRY, "podUID": "pod-2", "deviceIDs": [GPU1_ID]}
+    other = {**ENTRY, "podUID": "pod-2", "deviceIDs": [GPU1_ID]}
     response = api.put("/group_resources/device_nodes/node-1/checkpoints",
-                       json={"checkpoints": [other, SEED_ENTRY]})
+                       json={"checkpoints": [other, ENTRY]})
     assert response.status_code == 409, response.json
     assert "would exceed the capacity" in detail(response.json)
     assert allocations_of(api, consumer_of("pod-2"))["allocations"] == {}
@@ -225,10 +225,10 @@ def test_a_device_another_consumer_holds_is_409_and_nothing_is_written(api):
 
 
 def test_a_pod_held_on_another_node_is_409(api):
-    import_node(api, "node-1", SEED_NODE)
+    import_node(api, "node-1", NODE)
     import_node(api, "node-2", switch_box(gpus_per_switch=(1,), nics_per_switch=(0,)))
-    put_checkpoints(api, "node-1", [SEED_ENTRY])
-    elsewhere = {**SEED_ENTRY, "deviceIDs": ["GPU-0000"]}
+    put_checkpoints(api, "node-1", [ENTRY])
+    elsewhere = {**ENTRY, "deviceIDs": ["GPU-0000"]}
     response = api.put("/group_resources/device_nodes/node-2/checkpoints",
                        json={"checkpoints": [elsewhere]})
     assert response.status_code == 409
@@ -241,43 +241,43 @@ def test_a_pod_held_on_another_node_is_409(api):
 def test_a_held_device_keeps_its_node_and_provider(api):
     """Held devices are allocations as any others: the node cannot be deleted, nor the
     device dropped by a re-import, until the checkpoint lets them go."""
-    import_node(api, "node-1", SEED_NODE)
-    put_checkpoints(api, "node-1", [SEED_ENTRY])
+    import_node(api, "node-1", NODE)
+    put_checkpoints(api, "node-1", [ENTRY])
     assert api.delete("/group_resources/device_nodes/node-1").status_code == 409
-    without_gpu0 = {"devices": SEED_NODE["devices"][1:]}
+    without_gpu0 = {"devices": NODE["devices"][1:]}
     response = api.put("/group_resources/device_nodes/node-1", json=without_gpu0)
     assert response.status_code == 409
     assert response.json["errors"][0]["code"] == "placement.resource_provider.inuse"
-    import_node(api, "node-1", {"devices": SEED_NODE["devices"][:1]}, expect=(200,))
+    import_node(api, "node-1", {"devices": NODE["devices"][:1]}, expect=(200,))
     put_checkpoints(api, "node-1", [])
     assert api.delete("/group_resources/device_nodes/node-1").status_code == 204
 
 
 def test_a_node_whose_tree_no_longer_matches_its_topology_is_409(api):
-    node = import_node(api, "node-1", SEED_NODE).json
+    node = import_node(api, "node-1", NODE).json
     gpu1 = node["devices"][1]["provider"]
     assert api.delete(f"/resource_providers/{gpu1}").status_code == 204
     response = api.put("/group_resources/device_nodes/node-1/checkpoints",
-                       json={"checkpoints": [SEED_ENTRY]})
+                       json={"checkpoints": [ENTRY]})
     assert response.status_code == 409
     assert detail(response.json) == (
         "Node node-1's tree no longer matches its topology; import it again before its "
         "checkpoint.")
-    import_node(api, "node-1", SEED_NODE)
-    put_checkpoints(api, "node-1", [SEED_ENTRY])
+    import_node(api, "node-1", NODE)
+    put_checkpoints(api, "node-1", [ENTRY])
 
 
-def test_the_seeds_own_entry_is_taken_and_its_unknown_device_reported(api):
-    """Seed 003's example checkpoint names a GPU its Device does not list: nothing can be
+def test_an_entry_naming_a_gpu_the_node_lacks_is_reported_not_refused(api):
+    """A checkpoint entry may name a GPU the node does not list: nothing can be
     held for it (no search offers a device the topology lacks), so it is reported, not
     refused, and the pod's other devices are held."""
-    import_node(api, "node-1", SEED_NODE)
-    seed_entry = {**SEED_ENTRY, "deviceIDs": [ABSENT_ID]}
-    body = put_checkpoints(api, "node-1", [seed_entry])
+    import_node(api, "node-1", NODE)
+    absent_entry = {**ENTRY, "deviceIDs": [ABSENT_ID]}
+    body = put_checkpoints(api, "node-1", [absent_entry])
     assert body["pods"] == [] and body["changed"] is False
     assert body["unknownDevices"] == [
         {"podUID": POD, "containerName": "cuda-container", "deviceID": ABSENT_ID}]
-    both = put_checkpoints(api, "node-1", [{**SEED_ENTRY, "deviceIDs": [ABSENT_ID, GPU1_ID]}])
+    both = put_checkpoints(api, "node-1", [{**ENTRY, "deviceIDs": [ABSENT_ID, GPU1_ID]}])
     [pod] = both["pods"]
     assert [g["minor"] for g in pod["devices"]["gpu"]] == [1]
     assert [u["deviceID"] for u in both["unknownDevices"]] == [ABSENT_ID]

@@ -1,11 +1,12 @@
-"""Seed 003 end to end through HTTP: fine-grained GPU resources and per-device results."""
+"""Fine-grained GPU resources (cores, memory, memory ratio, fractional GPUs) and per-device
+results, end to end through HTTP."""
 
 import pytest
 
 from tests.api.device_helpers import candidates, claim, import_node, minors, switch_box
 from tests.conftest import error_code
 
-# Seed 003's node A: 4 GPUs of 8 GB each (here: two switches of two GPUs).
+# A node of 4 GPUs of 8 GB each (here: two switches of two GPUs).
 NODE_A = switch_box(gpus_per_switch=(2, 2), nics_per_switch=(0, 0), switches_per_numa=2,
                     memory="8Gi", resources={"cpu": 16, "memory": "64Gi"})
 
@@ -223,7 +224,7 @@ def test_tenancy_grows_with_the_vfs(api):
 
 
 def test_requests_as_count_counts_whole_gpus(api):
-    """Document 001 limits RequestsAsCount to no device type: kubernetes.io/gpu: 2 is then
+    """RequestsAsCount holds for any device type, GPUs too: kubernetes.io/gpu: 2 is then
     two whole GPUs (without it, 2% of one)."""
     import_node(api, "n", switch_box(gpus_per_switch=(2, 2), nics_per_switch=(0, 0),
                                      switches_per_numa=2))
@@ -278,29 +279,29 @@ def test_three_thirds_of_memory_fit_and_a_ratio_cannot_overcommit_them(api):
     claim(api, {"kubernetes.io/gpu-core": 1, "kubernetes.io/gpu-memory": "2Mi"})
 
 
-# Document 003's Device example: GPUs reporting 15472384Ki, which is not a whole MiB.
-GPU_003 = "15472384Ki"
-TWO_003_GPUS = switch_box(gpus_per_switch=(2,), nics_per_switch=(0,), switches_per_numa=1,
-                          memory=GPU_003)
+# GPUs reporting 15472384Ki of memory, which is not a whole MiB.
+ODD_GPU_MEMORY = "15472384Ki"
+TWO_ODD_MEMORY_GPUS = switch_box(gpus_per_switch=(2,), nics_per_switch=(0,),
+                                 switches_per_numa=1, memory=ODD_GPU_MEMORY)
 
 
-def test_document_003_gpu_memory_is_kept_exactly(api):
+def test_gpu_memory_not_a_whole_mib_is_kept_exactly(api):
     """Issue 18, item 3: the GPU keeps all of its 15472384Ki (it was 15109 MiB, 768 KiB
     lost): the node shows it, a whole GPU gives it, and asking for all of it finds it."""
-    body = import_node(api, "g", TWO_003_GPUS).json
+    body = import_node(api, "g", TWO_ODD_MEMORY_GPUS).json
     gpu0 = body["devices"][0]
-    assert gpu0["memory"] == GPU_003
+    assert gpu0["memory"] == ODD_GPU_MEMORY
     assert gpu0["inventories"]["memory"] == {"total": 15472384, "used": 0}
     [whole] = candidates(api, {"nvidia.com/gpu": 1})["candidates"]
-    assert gpus(whole)[0]["resources"]["kubernetes.io/gpu-memory"] == GPU_003
+    assert gpus(whole)[0]["resources"]["kubernetes.io/gpu-memory"] == ODD_GPU_MEMORY
     [provider] = [uuid for uuid, a in whole["allocations"].items()
                   if "CUSTOM_GPU_MEMORY_KB" in a["resources"]]
     assert whole["allocations"][provider]["resources"]["CUSTOM_GPU_MEMORY_KB"] == 15472384
-    all_of_it = {"kubernetes.io/gpu-core": 100, "kubernetes.io/gpu-memory": GPU_003}
+    all_of_it = {"kubernetes.io/gpu-core": 100, "kubernetes.io/gpu-memory": ODD_GPU_MEMORY}
     [best] = candidates(api, all_of_it)["candidates"]
     assert gpus(best)[0]["resources"] == {
         "kubernetes.io/gpu-core": 100, "kubernetes.io/gpu-memory-ratio": 100,
-        "kubernetes.io/gpu-memory": GPU_003,
+        "kubernetes.io/gpu-memory": ODD_GPU_MEMORY,
     }
     # Two whole GPUs each with at least half of the amount asked: all of each, exactly.
     both = {"kubernetes.io/gpu-core": 200, "kubernetes.io/gpu-memory": f"{2 * 15472384}Ki"}
@@ -312,7 +313,7 @@ def test_document_003_gpu_memory_is_kept_exactly(api):
 @pytest.mark.parametrize(
     ("memory", "kib"),
     [
-        (GPU_003, 15472384),
+        (ODD_GPU_MEMORY, 15472384),
         ("15110Mi", None),  # a whole MiB more than the GPU has
         (15472384 * 1024, 15472384),  # bytes
         (15472384 * 1024 + 1, None),  # one byte more: rounded up to a KiB more
@@ -322,7 +323,7 @@ def test_document_003_gpu_memory_is_kept_exactly(api):
     ],
 )
 def test_memory_asked_in_any_unit_is_whole_kib_rounded_up(api, memory, kib):
-    import_node(api, "g", TWO_003_GPUS)
+    import_node(api, "g", TWO_ODD_MEMORY_GPUS)
     answer = candidates(api, {"kubernetes.io/gpu-core": 10, "kubernetes.io/gpu-memory": memory})
     if kib is None:
         assert answer["candidates"] == []

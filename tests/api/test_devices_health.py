@@ -1,4 +1,4 @@
-"""Document 003's per-device health through HTTP: the device report says whether each
+"""Per-device health through HTTP: the device report says whether each
 device is healthy; an unhealthy device is never offered or claimed, whatever the
 request (whole, shares, joint, ApplyForAll); what is allocated on it stays, shown as
 such; health changes by importing the node again, without touching allocations."""
@@ -127,7 +127,7 @@ def test_health_changes_only_through_the_import_and_touches_no_allocation(api):
 
 
 def test_joint_allocation_skips_an_unhealthy_nic_or_gpu(api):
-    """Seed 001's 8 switches, a GPU and a NIC on each: with NIC 0 and GPU 1 unhealthy,
+    """8 switches with one GPU and one NIC on each: with NIC 0 and GPU 1 unhealthy,
     switches 0 and 1 have no pair left, so 4 GPUs each with a NIC on its switch are
     those of NUMA node 1 (all pairs on one socket), and 2 those of switches 2 and 3."""
     import_node(api, "box", with_health(EIGHT_SWITCHES, {("rdma", 0), ("gpu", 1)}))
@@ -143,8 +143,8 @@ def test_joint_allocation_skips_an_unhealthy_nic_or_gpu(api):
 
 
 def test_the_one_nic_unhealthy_leaves_no_same_pcie_pair(api):
-    """Seed 001's heterogeneous machine has one NIC; unhealthy, no scope has a NIC to give,
-    and a NIC alone is not offered either."""
+    """A server of 8 switches with one NIC in all: that NIC unhealthy, no scope has a NIC
+    to give, and a NIC alone is not offered either."""
     import_node(api, "hetero", with_health(HETEROGENEOUS, {("rdma", 0)}))
     answer = candidates(api, {"nvidia.com/gpu": 1, "koordinator.sh/rdma": 1},
                         joint={**JOINT_GPU_RDMA, "requiredScope": "SamePCIe"})

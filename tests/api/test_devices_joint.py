@@ -1,4 +1,5 @@
-"""Seed 001 end to end through HTTP: joint GPU + NIC allocation, its scopes and hints."""
+"""Joint GPU + NIC allocation end to end through HTTP: its scopes (PCIe switch, NUMA node,
+node) and its hints."""
 
 from tests.api.device_helpers import (
     EIGHT_SWITCHES,
@@ -17,8 +18,8 @@ SAME_PCIE = {"deviceTypes": ["gpu", "rdma"], "requiredScope": "SamePCIe"}
 
 
 def test_each_gpu_comes_with_the_nic_of_its_switch(api):
-    """Seed 001: 8 switches with a GPU and a NIC each; 4 GPUs + rdma 1 gives 4 GPUs and 4
-    NICs, each NIC on the switch of one of the GPUs."""
+    """A server of 8 PCIe switches with one GPU and one NIC on each: 4 GPUs + rdma 1 gives
+    4 GPUs and 4 NICs, each NIC on the switch of one of the GPUs."""
     import_node(api, "box", EIGHT_SWITCHES)
     [best] = candidates(api, GPU_AND_NIC, joint=JOINT)["candidates"]
     assert best["scope"] == "SamePCIe"
@@ -31,8 +32,8 @@ def test_each_gpu_comes_with_the_nic_of_its_switch(api):
 
 
 def test_heterogeneous_machine_falls_back_to_the_numa_node_with_the_nic(api):
-    """Seed 001's heterogeneous example: one NIC only; 4 GPUs and one NIC, and the GPUs are
-    on the NIC's NUMA node."""
+    """A server of 2 NUMA nodes of 4 switches with a GPU each and one NIC in all: 4 GPUs and
+    one NIC, and the GPUs are on the NIC's NUMA node."""
     import_node(api, "hetero", HETEROGENEOUS)
     [best] = candidates(api, GPU_AND_NIC, joint=JOINT)["candidates"]
     assert best["scope"] == "SameNUMA"
@@ -78,8 +79,8 @@ def test_required_same_pcie_claims_until_the_switches_run_out(api):
 
 
 def test_pcie_level_exclusive_nics_are_not_shared_by_switch(api):
-    """Seed 001 example 2: SamePCIe and rdma exclusive at PCIe level. A second claim gets
-    other switches; once every switch is taken, an rdma request of anyone else fails."""
+    """SamePCIe with rdma exclusive at PCIe level: a second claim gets other switches;
+    once every switch is taken, an rdma request of anyone else fails."""
     import_node(api, "box", switch_box(vfs=8))
     hint = {"rdma": {"vfSelector": {}, "exclusivePolicy": "PCIeLevel"}}
     first = claim(api, GPU_AND_NIC, joint=SAME_PCIE, hint=hint)
@@ -113,7 +114,7 @@ def test_device_level_exclusive_refuses_a_nic_someone_uses(api):
 
 
 def test_apply_for_all_takes_every_nic_of_the_node(api):
-    """Seed 001: ApplyForAll with rdma 100 (per card) takes every NIC, each whole."""
+    """ApplyForAll with rdma 100 (per card) takes every NIC, each whole."""
     import_node(api, "box", EIGHT_SWITCHES)
     [best] = candidates(
         api, {"koordinator.sh/rdma": 100}, hint={"rdma": {"allocateStrategy": "ApplyForAll"}}
@@ -131,7 +132,7 @@ def test_apply_for_all_takes_every_nic_of_the_node(api):
 
 
 def test_requests_as_count_takes_one_vf_from_each_of_two_nics(api):
-    """Seed 001: rdma 2 with vfSelector and RequestsAsCount is one VF of each of two NICs."""
+    """rdma 2 with vfSelector and RequestsAsCount is one VF of each of two NICs."""
     import_node(api, "box", switch_box(vfs=4))
     hint = {"rdma": {"vfSelector": {}, "allocateStrategy": "RequestsAsCount"}}
     [best] = candidates(api, {"koordinator.sh/rdma": 2}, hint=hint)["candidates"]
@@ -155,7 +156,7 @@ def test_selector_picks_devices_by_label(api):
 
 
 def test_the_order_of_device_types_changes_nothing(api):
-    """Document 001 gives deviceTypes no order: the GPUs (asked for the most devices) lead
+    """deviceTypes is a set, not an order: the GPUs (asked for the most devices) lead
     whichever type is listed first, with or without requiredScope."""
     import_node(api, "box", EIGHT_SWITCHES)
     import_node(api, "hetero", HETEROGENEOUS)

@@ -303,14 +303,15 @@ def selected(node: Node, want: Want) -> list[Dev]:
     return [
         d
         for d in node.of_type(want.type)
-        if d.healthy  # document 003: an unhealthy device is never offered
+        if d.healthy  # an unhealthy device is never offered
         and (want.selector is None or matches(want.selector, d.labels))
         and (want.vf_selector is None or matches(want.vf_selector, d.vf_labels))
     ]
 
 
 def take(device: Dev, want: Want) -> dict[str, int] | None:
-    """What the device gives (base -> amount), or None when it cannot (seed 003, hints)."""
+    """What the device gives (base -> amount), or None when it cannot: a whole or exclusive
+    device only while no one uses it, a share of a GPU by its memory or memory ratio."""
     if (want.whole or want.exclusive) and device.in_use:
         return None
     if want.whole:
@@ -732,7 +733,8 @@ def vf_selector(rng: random.Random) -> dict:
 
 
 def random_gpu(rng: random.Random, resources: dict, whole_at_most: int = 4) -> Want:
-    """A GPU part of a request, spelled one of the documented ways (seed 003)."""
+    """A GPU part of a request, spelled one of the ways a pod may write it: whole GPUs
+    (``nvidia.com/gpu``, ``gpu`` in hundreds, core with memory or memory ratio) or a share."""
     prefix = rng.choice(["kubernetes.io/", "koordinator.sh/"])
     kind = rng.choice(["whole", "whole", "share", "core-ratio", "core-memory"])
     if kind == "whole":

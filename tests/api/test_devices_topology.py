@@ -1,4 +1,4 @@
-"""Seed 002 end to end through HTTP: topologies imported from nvidia-smi topo -m and from
+"""GPU topologies end to end through HTTP: imported from nvidia-smi topo -m and from
 device lists, as provider trees, and the tightest-linked GPUs chosen first."""
 
 from pathlib import Path

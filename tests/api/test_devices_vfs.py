@@ -1,7 +1,7 @@
-"""Document 001's story 2 through HTTP: "I want to request specific VFs". A NIC's VFs
-listed one by one (``vfGroups``: labels shared by a group, each VF its minor and bus id)
-are matched by ``vfSelector`` on their own labels, and each answer names the VFs it
-gives, which no later request is given again."""
+"""Asking for specific VFs, through HTTP. A NIC's VFs listed one by one (``vfGroups``:
+labels shared by a group, each VF its minor and bus id) are matched by ``vfSelector``
+on their own labels, and each answer names the VFs it gives, which no later request
+is given again."""
 
 import copy
 
@@ -90,7 +90,7 @@ def test_a_vf_given_is_never_given_again(api):
 
 
 def test_one_vf_from_each_of_two_nics(api):
-    """Document 001's "Allocate one VF from each of the two NICs", with VFs named."""
+    """rdma 2 counted as VFs: one VF from each of two NICs, each VF named."""
     import_node(api, "n", NODE)
     [best] = candidates(api, {"koordinator.sh/rdma": 2},
                         hint=hint({}, allocateStrategy="RequestsAsCount"))["candidates"]

@@ -4,7 +4,7 @@ import contextlib
 import uuid
 
 from tests.api.group_resource_helpers import (
-    SECTION_II_NODE,
+    MIXED_MEMORY_NODE,
     candidates,
     claim,
     eight_gpu_node,
@@ -54,8 +54,8 @@ def test_syncing_the_same_map_again_changes_nothing(api):
 
 
 def test_a_changed_map_adds_updates_and_removes(api):
-    sync(api, "n1", SECTION_II_NODE)
-    changed = dict(SECTION_II_NODE)
+    sync(api, "n1", MIXED_MEMORY_NODE)
+    changed = dict(MIXED_MEMORY_NODE)
     del changed["gpu/dev3/cards"], changed["gpu/dev3/memory"]
     changed["gpu/dev1/memory"] = "6GiB"
     changed["gpu/dev4/cards"] = 1
@@ -71,12 +71,12 @@ def test_a_changed_map_adds_updates_and_removes(api):
 
 
 def test_removing_an_allocated_group_is_refused_and_changes_nothing(api):
-    sync(api, "n1", SECTION_II_NODE)
+    sync(api, "n1", MIXED_MEMORY_NODE)
     response = claim(api, {"gpu/0/cards": 1, "gpu/0/memory": "4GiB"}, str(uuid.uuid4()))
     assert response.status_code == 200, response.json
     assert set(response.json["mappings"].values()) == {"gpu/dev3/cards", "gpu/dev3/memory"}
     before = _groups(api, "n1")
-    shrunk = {k: v for k, v in SECTION_II_NODE.items() if not k.startswith("gpu/dev3/")}
+    shrunk = {k: v for k, v in MIXED_MEMORY_NODE.items() if not k.startswith("gpu/dev3/")}
     shrunk["cpu"] = 99  # would change, but the whole sync is refused
     refused = sync(api, "n1", shrunk, expect=(409,))
     assert error_code(refused) == "placement.resource_provider.inuse"
@@ -87,9 +87,9 @@ def test_removing_an_allocated_group_is_refused_and_changes_nothing(api):
 
 
 def test_shrinking_an_allocated_inventory_below_its_usage_is_refused(api):
-    sync(api, "n1", SECTION_II_NODE)
+    sync(api, "n1", MIXED_MEMORY_NODE)
     claim(api, {"gpu/0/cards": 1, "gpu/0/memory": "4GiB"}, str(uuid.uuid4()))
-    smaller = dict(SECTION_II_NODE, **{"gpu/dev3/memory": "2GiB"})
+    smaller = dict(MIXED_MEMORY_NODE, **{"gpu/dev3/memory": "2GiB"})
     refused = sync(api, "n1", smaller, expect=(409,))
     assert error_code(refused) == "placement.inventory.inuse"
     assert "gpu/dev3" in refused.json["errors"][0]["detail"]
@@ -97,7 +97,7 @@ def test_shrinking_an_allocated_inventory_below_its_usage_is_refused(api):
 
 def test_a_provider_with_the_name_that_is_not_a_node_is_left_alone(api):
     api.create_provider("compute1")
-    refused = sync(api, "compute1", SECTION_II_NODE, expect=(409,))
+    refused = sync(api, "compute1", MIXED_MEMORY_NODE, expect=(409,))
     assert error_code(refused) == "placement.duplicate_name"
     assert api.get("/group_resources/nodes/compute1").status_code == 404
 
@@ -121,7 +121,7 @@ def test_bad_node_maps_are_refused_naming_the_key(api):
 
 
 def test_delete_removes_the_whole_tree_unless_allocated(api):
-    root = sync(api, "n1", SECTION_II_NODE).json["uuid"]
+    root = sync(api, "n1", MIXED_MEMORY_NODE).json["uuid"]
     consumer = str(uuid.uuid4())
     claim(api, {"gpu/0/cards": 1}, consumer)
     refused = api.delete("/group_resources/nodes/n1")
@@ -135,7 +135,7 @@ def test_delete_removes_the_whole_tree_unless_allocated(api):
 
 
 def test_claims_refuse_an_existing_consumer_and_bad_bodies(api):
-    sync(api, "n1", SECTION_II_NODE)
+    sync(api, "n1", MIXED_MEMORY_NODE)
     consumer = str(uuid.uuid4())
     assert claim(api, {"gpu/0/cards": 1}, consumer).status_code == 200
     again = claim(api, {"gpu/0/cards": 1}, consumer)
@@ -155,8 +155,8 @@ def test_claims_refuse_an_existing_consumer_and_bad_bodies(api):
 
 
 def test_candidates_name_the_key_no_node_can_take(api):
-    sync(api, "n1", SECTION_II_NODE)
-    sync(api, "n2", SECTION_II_NODE)
+    sync(api, "n1", MIXED_MEMORY_NODE)
+    sync(api, "n2", MIXED_MEMORY_NODE)
     answer = api.post(
         "/group_resources/candidates",
         json={"resources": {"gpu/0/cards": 1, "gpu/0/memory": "8GiB"}},
@@ -169,8 +169,8 @@ def test_candidates_name_the_key_no_node_can_take(api):
 
 
 def test_candidates_rank_nodes_and_honour_limit_and_node_filter(api):
-    sync(api, "n1", SECTION_II_NODE)
-    sync(api, "n2", SECTION_II_NODE)
+    sync(api, "n1", MIXED_MEMORY_NODE)
+    sync(api, "n2", MIXED_MEMORY_NODE)
     claim(api, {"gpu/0/cards": 1}, str(uuid.uuid4()), nodes=["n2"])
     request = {"gpu/0/cards": 1}
     packed = api.post("/group_resources/candidates", json={"resources": request}).json
@@ -209,12 +209,12 @@ def test_level_names_match_without_case(api):
 
 
 def test_providers_added_by_others_are_left_alone_and_block_delete(api):
-    node = sync(api, "n1", SECTION_II_NODE).json
+    node = sync(api, "n1", MIXED_MEMORY_NODE).json
     api.create_provider("extra", parent=node["uuid"])
     assert {g["key"] for g in _groups(api, "n1").values()} == {
         "gpu/dev0", "gpu/dev1", "gpu/dev2", "gpu/dev3"
     }
-    assert sync(api, "n1", SECTION_II_NODE).json["changed"] is False
+    assert sync(api, "n1", MIXED_MEMORY_NODE).json["changed"] is False
     refused = api.delete("/group_resources/nodes/n1")
     assert refused.status_code == 409
     assert "extra" in refused.json["errors"][0]["detail"]
@@ -253,7 +253,7 @@ def test_limit_answers_are_the_head_of_the_full_ranking(api):
 
 def test_a_group_name_taken_by_another_provider_is_a_conflict(api):
     api.create_provider("n1/gpu/dev0")
-    refused = sync(api, "n1", SECTION_II_NODE, expect=(409,))
+    refused = sync(api, "n1", MIXED_MEMORY_NODE, expect=(409,))
     assert error_code(refused) == "placement.duplicate_name"
     assert "n1/gpu/dev0" in refused.json["errors"][0]["detail"]
     assert api.get("/group_resources/nodes").json["nodes"] == []  # nothing half-written
@@ -298,8 +298,8 @@ def test_a_group_renamed_through_the_generic_api_is_seen_by_the_next_search(api)
 
 
 def test_an_absurd_allocation_ratio_elsewhere_does_not_break_the_search(api):
-    sync(api, "n1", SECTION_II_NODE)
-    sync(api, "n2", SECTION_II_NODE)
+    sync(api, "n1", MIXED_MEMORY_NODE)
+    sync(api, "n2", MIXED_MEMORY_NODE)
     dev0 = _groups(api, "n2")["gpu/dev0"]["uuid"]
     changed = api.put(
         f"/resource_providers/{dev0}/inventories/CUSTOM_GPU_CARDS",
@@ -319,7 +319,7 @@ def test_a_claim_whose_choice_vanished_chooses_again(api, app, monkeypatch):
     from placement.replica.replica import Replica
     from placement.replica.world import ProviderWorld
 
-    sync(api, "n1", SECTION_II_NODE)
+    sync(api, "n1", MIXED_MEMORY_NODE)
     sync(api, "n2", {"gpu/dev0/cards": 1})  # the best node for pack: its one GPU full
     engine = app.extensions["placement"].engine
     stale = ProviderWorld()

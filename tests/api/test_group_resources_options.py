@@ -169,7 +169,7 @@ def test_no_options_and_empty_options_are_the_defaults(api):
     ("options", "detail"),
     [
         ({"node_ranking": "max"}, "options.node_ranking: Must be one of: mean, sum."),
-        ({"flat_requests": "section_v"},
+        ({"flat_requests": "fill_all"},
          "options.flat_requests: Must be one of: anywhere, fill_levels."),
         ({"sibling_groups": True}, "options.sibling_groups: True is not of type 'string'"),
         ({"shared": "yes"}, "options.shared: Additional properties are not allowed"),

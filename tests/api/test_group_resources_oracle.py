@@ -5,8 +5,8 @@ two-level (``Gpugrp0/i/gpu/devN``) or three-level (``Gpugrp1/../Gpugrp0/..``),
 some of them twins, synced through HTTP. Some worlds then change inventories
 (reserved, allocation_ratio, min_unit, max_unit, step_size) and take capacity
 with claims and with PUT /allocations. Random requests (flat, hierarchical,
-skipping levels as in seed 000 section V, with and without node cpu/memory)
-are then answered three ways, which must agree:
+skipping levels: naming a lower group only, which then gets a higher group of its
+own, with and without node cpu/memory) are then answered three ways, which must agree:
 
 - the brute force below, which enumerates every assignment of request groups
   to node groups (same level, distinct groups, subgroups on direct children

@@ -168,16 +168,18 @@ EVERY_TYPE = {
         *({"type": "fpga", "minor": m, "numa": 0, "pcie": m} for m in range(2)),
     ]
 }
-JOINT_001 = {JOINT: json.dumps({"deviceTypes": ["gpu", "rdma"]})}
-JOINT_001_PCIE = {JOINT: json.dumps({"deviceTypes": ["gpu", "rdma"], "requiredScope": "SamePCIe"})}
+JOINT_GPU_RDMA = {JOINT: json.dumps({"deviceTypes": ["gpu", "rdma"]})}
+JOINT_GPU_RDMA_SAME_PCIE = {
+    JOINT: json.dumps({"deviceTypes": ["gpu", "rdma"], "requiredScope": "SamePCIe"})
+}
 
 
 @pytest.mark.parametrize(
     "resources, annotations, passes",
     [
         # Koordinator's joint pods: 4 GPUs and a NIC, jointly; then on one PCIe switch each.
-        ({"nvidia.com/gpu": 4, "koordinator.sh/rdma": 1}, JOINT_001, True),
-        ({"nvidia.com/gpu": 4, "koordinator.sh/rdma": 1}, JOINT_001_PCIE, True),
+        ({"nvidia.com/gpu": 4, "koordinator.sh/rdma": 1}, JOINT_GPU_RDMA, True),
+        ({"nvidia.com/gpu": 4, "koordinator.sh/rdma": 1}, JOINT_GPU_RDMA_SAME_PCIE, True),
         # Fine-grained GPU pods: two whole GPUs by core and ratio; a half; a memory no GPU has.
         ({"kubernetes.io/gpu-core": 200, "kubernetes.io/gpu-memory-ratio": 200}, {}, True),
         ({"kubernetes.io/gpu": 50}, {}, True),

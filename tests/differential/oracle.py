@@ -20,7 +20,6 @@ import contextlib
 import itertools
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -30,6 +29,7 @@ from pathlib import Path
 
 from tests.differential.runner import HttpTarget, Transcript, run
 from tests.differential.scenario import Scenario
+from tests.ports import free_port
 from tests.upstream import LAUNCHER, UpstreamUnavailable, upstream_python
 
 FORKSERVER = Path(__file__).with_name("upstream_forkserver.py")
@@ -103,7 +103,7 @@ class Oracle:
         return template
 
     def _start(self, database: Path, number: int) -> tuple[str, int]:
-        port = _free_port()
+        port = free_port()
         log = self.folder / f"upstream-{number}.log"
         answer = self._command(f"start sqlite:///{database} {port} {log}")
         if not answer.startswith("ready "):
@@ -134,9 +134,3 @@ class Oracle:
         self.process.stdout.close()
         self.log.close()
         shutil.rmtree(self.databases, ignore_errors=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]

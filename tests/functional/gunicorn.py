@@ -11,7 +11,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from benchmarks.service import free_port, gunicorn, migrate_database, wait_until_up
+from benchmarks.service import gunicorn, migrate_database, wait_until_up
+from tests.ports import free_port
 
 START_TIMEOUT_S = 60
 

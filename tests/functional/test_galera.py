@@ -30,6 +30,9 @@ its node is down, and 200/204 again once the node has rejoined (by IST); the
 balanced one answers 200 throughout, but for requests in flight until nodes 1 and 2
 have declared node 3 gone. The same checks follow; a request answered 503 may or
 may not have been applied, so only its consumer's allocations are left open.
+
+Last, a cloud's database made by upstream 16.0.0 through one node is taken over through
+another and read through the third (``adopted_through_the_cluster``).
 """
 
 import contextlib
@@ -47,10 +50,16 @@ import pytest
 import requests
 import sqlalchemy as sa
 
+from placement.app import create_app
+from placement.cli import main as cli
+from placement.config import Config
 from placement.db import migrate
 from placement.db.engine import make_engine
 from tests import galera, mysqlserver
+from tests.conftest import Api
 from tests.functional.gunicorn import running_gunicorn
+from tests.functional.upstream_cloud import HttpClient, differences, fill, reads
+from tests.upstream import require_upstream, upstream_command, upstream_server
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
@@ -491,6 +500,35 @@ def test_galera_under_load_and_faults(cluster, services, providers, tmp_path):
     counts += node_killed_mid_load(cluster, services, providers, tmp_path / "two")
     # Group claims were granted (a few, in either phase: most lose to certification).
     assert counts[("POST", 200, "")] > 0
+    adopted_through_the_cluster(cluster, tmp_path / "three")
+
+
+def adopted_through_the_cluster(cluster, folder) -> None:
+    """A cloud's database made and filled by upstream 16.0.0 through node 2, taken over by
+    ``placement db upgrade`` through node 3, and read through node 1: the same answers."""
+    require_upstream()
+    folder.mkdir()
+    galera._execute(cluster.node(1).port, "CREATE DATABASE adopted CHARACTER SET utf8mb3")
+    upstream_config = folder / "upstream.conf"
+    upstream_config.write_text(
+        f"[placement_database]\nconnection = {cluster.url(2, 'adopted')}\n")
+    synced = upstream_command("placement-manage", "--config-file", str(upstream_config),
+                              "db", "sync", cwd=folder)
+    assert synced.returncode == 0, synced.stderr
+    with upstream_server(folder, database_url=cluster.url(2, "adopted")) as base:
+        upstream = Api(HttpClient(base))
+        cloud = fill(upstream)
+        before = reads(upstream, cloud.consumers)
+    config = folder / "placement.conf"
+    config.write_text(f"[placement_database]\nconnection = {cluster.url(3, 'adopted')}\n")
+    assert cli.main(["--config-file", str(config), "db", "upgrade"]) == 0
+    url = cluster.url(1, "adopted")
+    engine = make_engine(url)
+    try:
+        ours = Api(create_app(Config(database_url=url), engine=engine).test_client())
+        assert differences(before, reads(ours, cloud.consumers)) == []
+    finally:
+        engine.dispose()
 
 
 def writes_through_three_nodes(cluster, services: Services, providers, tmp_path) -> Counter:

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import requests
 
-from tests.side_process import free_port, python_of, require, stop
+from tests.ports import free_port
+from tests.side_process import python_of, require, stop
 
 LAUNCHER = Path(__file__).with_name("serve_keystone.py")
 ADMIN_PASSWORD = "admin-secret"

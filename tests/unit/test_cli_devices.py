@@ -1,5 +1,5 @@
 """``placement devices``: import a topology, ask for devices and claim them from files,
-with the seed's Pod manifests as they are written."""
+with Pod manifests as Koordinator's users write them."""
 
 import io
 import uuid
@@ -9,7 +9,8 @@ import pytest
 
 SAMPLES = Path(__file__).parent.parent / "data" / "topologies"
 
-# Seed 001, "Allocated GPU and NIC forced be on the same PCIe", verbatim but for the count.
+# A pod whose GPUs and NIC must be on the same PCIe switch, as Koordinator's example
+# writes it but for the count.
 SAME_PCIE_POD = """\
 kind: Pod
 metadata:

@@ -186,7 +186,7 @@ def test_the_translator_readings_default_to_the_documented_ones(tmp_path):
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("flat_requests", "section_v"), ("node_ranking", "max"), ("sibling_groups", "Shared")],
+    [("flat_requests", "fill_all"), ("node_ranking", "max"), ("sibling_groups", "Shared")],
 )
 def test_an_unknown_translator_reading_is_refused(tmp_path, key, value):
     path = _write(tmp_path, f"[group_resources]\n{key} = {value}\n")

@@ -1,4 +1,4 @@
-"""Reading document 003's checkpoint entries, without a database."""
+"""Reading kubelet's device checkpoint entries, without a database."""
 
 import uuid
 

@@ -155,7 +155,7 @@ def test_stored_documents_of_one_model_share_their_layout_and_tables():
 
 
 def test_switches_under_one_upstream_switch_beat_switches_apart_under_the_host_bridge():
-    """nvidia-smi's order (document 002): PIX > PXB > PHB. GPU1 and GPU2 hang from one
+    """Links rank in nvidia-smi topo -m's order: PIX > PXB > PHB. GPU1 and GPU2 hang from one
     upstream switch (PXB), GPU0 only from the host bridge (PHB to both): the pair of
     GPU1 and GPU2 wins, although the lowest minors would be GPU0 and GPU1."""
     devices = (

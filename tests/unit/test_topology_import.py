@@ -478,7 +478,7 @@ def list_refused(document: object) -> str:
      ("16G", 15625000)],  # 16 * 10**9 bytes is a whole number of KiB too
 )
 def test_gpu_memory_is_a_quantity_kept_exactly_in_kib(memory, kib):
-    """Document 003's GPU reports 15472384Ki: that is what the node keeps, not 15109 MiB."""
+    """A GPU reporting 15472384Ki keeps exactly that, not 15109 MiB."""
     [device] = parse_device_list({"devices": [gpu(memory=memory)]}).devices
     assert device.memory_kib == kib
 
@@ -618,7 +618,7 @@ def test_cross_device_problems_come_from_the_topology_check(devices, nvlinks, pr
     assert problem in list_refused({"devices": devices, "nvlinks": nvlinks})
 
 
-# --- PCIe link types in nvidia-smi's order (document 002) ----------------------------------------
+# --- PCIe link types in nvidia-smi topo -m's order -----------------------------------------------
 
 
 def test_pxb_is_a_switch_group_between_pix_and_phb():
@@ -694,7 +694,7 @@ def test_a_switch_in_two_groups_is_refused():
 
 
 def test_vfs_listed_one_by_one_are_kept_by_minor_and_stored_as_groups():
-    """Document 001's VFs with labels of their own: read from groups in any order, kept by
+    """VFs with labels of their own: read from groups in any order, kept by
     minor, written back as groups of equal labels; each VF an inventory of its NIC."""
     nic = {"type": "rdma", "minor": 0, "numa": 0, "pcie": 0, "vfGroups": [
         {"labels": {"type": "b"}, "vfs": [{"minor": 2, "busID": "0000:1f:00.4"}]},

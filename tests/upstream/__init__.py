@@ -16,7 +16,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.side_process import IN_CI, free_port, python_of, require, stop
+from tests.ports import free_port
+from tests.side_process import IN_CI, python_of, require, stop
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = Path(__file__).with_name("serve_upstream.py")
@@ -52,17 +53,18 @@ def require_upstream() -> Path:
 
 
 @contextlib.contextmanager
-def upstream_server(folder: Path, policy: str = "legacy") -> Iterator[str]:
-    """Run upstream on a new SQLite database in ``folder``, with the policy ``policy``
-    (see ``POLICIES``); yield its base URL."""
+def upstream_server(folder: Path, policy: str = "legacy",
+                    database_url: str | None = None) -> Iterator[str]:
+    """Run upstream on ``database_url`` (by default a new SQLite database in ``folder``),
+    with the policy ``policy`` (see ``POLICIES``); yield its base URL."""
     python = upstream_python()
     port = free_port()
-    database = folder / f"upstream-{port}.sqlite"
+    database_url = database_url or f"sqlite:///{folder / f'upstream-{port}.sqlite'}"
     log = open(folder / f"upstream-{port}.log", "w")  # noqa: SIM115 - closed below
     # Upstream's package must not be shadowed by ours (also named placement).
     environment = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     process = subprocess.Popen(
-        [str(python), str(LAUNCHER), f"sqlite:///{database}", str(port), policy],
+        [str(python), str(LAUNCHER), upstream_url(database_url), str(port), policy],
         stdout=subprocess.PIPE,
         stderr=log,
         text=True,
@@ -83,13 +85,28 @@ def upstream_server(folder: Path, policy: str = "legacy") -> Iterator[str]:
         log.close()
 
 
+def upstream_url(database_url: str) -> str:
+    """``database_url`` with the driver upstream runs on (psycopg2 for PostgreSQL: it
+    fails on psycopg 3)."""
+    return database_url.replace("postgresql+psycopg://", "postgresql+psycopg2://")
+
+
+def upstream_command(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Run one of upstream's commands (``placement-manage``, ``placement-status``)."""
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([str(upstream_python().parent / name), *args], capture_output=True,
+                          text=True, cwd=str(cwd), env=environment, timeout=300)
+
+
 __all__ = [
     "IN_CI",
     "UpstreamUnavailable",
     "require_upstream",
     "upstream_package_dir",
     "upstream_python",
+    "upstream_command",
     "upstream_server",
+    "upstream_url",
 ]
 
 

@@ -1,11 +1,13 @@
-"""Seed 000 (the group allocator), sections II, IV and V, end to end through HTTP."""
+"""Group-resource requests mapped onto nodes' keys, end to end through HTTP: GPUs of
+differing memory, GPUs asked for in affinity groups (pairs on a fast link under a slower
+one), and requests that name only a lower group, each given a higher group of its own."""
 
 import uuid
 
 from tests.api.group_resource_helpers import (
-    SECTION_II_NODE,
-    SECTION_II_REQUEST,
-    SECTION_IV_REQUEST,
+    AFFINITY_REQUEST,
+    MIXED_MEMORY_NODE,
+    MIXED_MEMORY_REQUEST,
     candidates,
     claim,
     eight_gpu_node,
@@ -14,33 +16,32 @@ from tests.api.group_resource_helpers import (
 from tests.conftest import error_code
 
 
-def test_section_ii_gpus_of_differing_memory_map_to_devices_with_room(api):
-    sync(api, "n1", SECTION_II_NODE)
-    answer = candidates(api, SECTION_II_REQUEST)
+def test_gpus_of_differing_memory_map_to_devices_with_room(api):
+    sync(api, "n1", MIXED_MEMORY_NODE)
+    answer = candidates(api, MIXED_MEMORY_REQUEST)
     [best] = answer["candidates"]
     mappings = best["mappings"]
     assert mappings["cpu"] == "cpu"
     assert mappings["memory"] == "memory"
-    # Packing: the smallest devices that have room (1GiB on dev0, 2GiB on dev2),
-    # as in the seed's worked mapping.
+    # Packing: the smallest devices that have room (1GiB on dev0, 2GiB on dev2).
     assert mappings["gpu/0/cards"] == "gpu/dev0/cards"
     assert mappings["gpu/0/memory"] == "gpu/dev0/memory"
     assert mappings["gpu/1/cards"] == "gpu/dev2/cards"
     assert mappings["gpu/1/memory"] == "gpu/dev2/memory"
 
 
-def test_section_ii_spread_prefers_the_largest_devices(api):
-    sync(api, "n1", SECTION_II_NODE)
-    [best] = candidates(api, SECTION_II_REQUEST, scorer="spread")["candidates"]
+def test_spread_prefers_the_largest_devices(api):
+    sync(api, "n1", MIXED_MEMORY_NODE)
+    [best] = candidates(api, MIXED_MEMORY_REQUEST, scorer="spread")["candidates"]
     assert {best["mappings"]["gpu/0/cards"], best["mappings"]["gpu/1/cards"]} == {
         "gpu/dev3/cards",
         "gpu/dev1/cards",
     }
 
 
-def test_section_iv_affinity_request_maps_as_eq_15(api):
+def test_affinity_request_maps_each_pair_onto_one_fast_link(api):
     sync(api, "n1", eight_gpu_node(memory=None))
-    [best] = candidates(api, SECTION_IV_REQUEST)["candidates"]
+    [best] = candidates(api, AFFINITY_REQUEST)["candidates"]
     mappings = best["mappings"]
     r0 = {mappings[f"Gpugrp1/R0/Gpugrp0/RA/gpu/gpu{i}/cards"] for i in (0, 1)}
     r1a = {mappings[f"Gpugrp1/R1/Gpugrp0/RA/gpu/gpu{i}/cards"] for i in (2, 3)}
@@ -51,7 +52,7 @@ def test_section_iv_affinity_request_maps_as_eq_15(api):
     assert r1b == {"Gpugrp1/1/Gpugrp0/3/gpu/dev6/cards", "Gpugrp1/1/Gpugrp0/3/gpu/dev7/cards"}
 
 
-def test_section_v_lower_groups_get_a_unique_higher_group_each(api):
+def test_lower_groups_get_a_unique_higher_group_each(api):
     sync(api, "n1", eight_gpu_node(memory=None))
     request = {
         "Gpugrp0/RA/gpu/gpu0/cards": 1,
@@ -69,7 +70,7 @@ def test_section_v_lower_groups_get_a_unique_higher_group_each(api):
     assert {group1_of[k] for k in ra}.isdisjoint({group1_of[k] for k in rb})
 
 
-def test_section_v_three_lower_groups_do_not_fit_two_higher_groups(api):
+def test_three_lower_groups_do_not_fit_two_higher_groups(api):
     sync(api, "n1", eight_gpu_node(memory=None))
     request = {f"Gpugrp0/R{i}/gpu/g{i}/cards": 1 for i in range(3)}
     answer = candidates(api, request)
@@ -100,7 +101,7 @@ def test_claim_writes_the_mapped_allocations_and_a_second_claim_gets_other_devic
 
 def test_dry_run_query_gives_the_same_answer_through_allocation_candidates(api):
     sync(api, "n1", eight_gpu_node(memory=None))
-    response = api.post("/group_resources/queries", json={"resources": SECTION_IV_REQUEST})
+    response = api.post("/group_resources/queries", json={"resources": AFFINITY_REQUEST})
     assert response.status_code == 200, response.json
     [translation] = response.json["queries"]
     assert translation["nodes"] == ["n1"]

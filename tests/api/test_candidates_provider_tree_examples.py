@@ -1,7 +1,9 @@
-"""Every worked example of "Modeling with Provider Trees" (seed 004), as exact answers.
+"""Every worked example of upstream Placement's guide "Modeling with Provider Trees" as
+exact answers: sharing providers, aggregates, member_of, required and forbidden traits,
+granular groups with group_policy, in_tree, root_required and same_subtree.
 
 Each test builds the example's providers through the API and asserts the exact
-set of candidates the document lists. The document's ACCELERATOR_FPGA is not a
+set of candidates the guide lists. The guide's ACCELERATOR_FPGA is not a
 valid class name; the standard FPGA class stands in for it.
 """
 
