@@ -6,17 +6,19 @@ when a concurrent claim committed first (the write fails placement's capacity
 check, or meets a provider deleted meanwhile) choose again (never after another
 refusal: a bad request is answered as such, not as contention), at random among
 the choices as good as the best, so that claimers racing for one node spread
-out. ``claim_best`` is that loop; the choosing is the caller's, and so is what the
-claim must still hold once its rows are locked (``Claimant.confirm``). Each retry is
+out. ``claim_best`` is that loop for one new consumer, ``claim_all`` for several at
+once (a gang: all of them, or none, in one write); the choosing is the caller's, and
+so is what the claim must still hold once its rows are locked (``Claimant.confirm``). Each retry is
 logged as a warning, and each claim's end (granted or refused) and retries are told
 to a ``ClaimRecorder`` (the application's metrics).
 """
 
+import dataclasses
 import logging
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from sqlalchemy import Connection
 
@@ -63,7 +65,8 @@ class Claimant(Generic[Choice]):
     # limit -> the best choices first (at most ``limit``), or the error to answer with
     choose: Callable[[int], Sequence[Choice] | errors.PlacementError]
     standing: Callable[[Choice], object]  # equal for choices ranked as well as each other
-    allocations: Callable[[Choice], dict[str, dict[str, int]]]  # provider uuid -> class -> n
+    # provider uuid -> class -> n (``claim_all``: a list of them, one per consumer)
+    allocations: Callable[[Choice], Any]
     # Run after the allocations are written (their providers' rows locked), in the same
     # savepoint: raises Conflict when the choice no longer holds for a reason placement's
     # capacity check cannot see (a device found unhealthy since), to choose again.
@@ -83,8 +86,19 @@ class NewConsumer:
 def claim_best(
     conn: Connection, claimant: Claimant[Choice], consumer: NewConsumer, recorder: ClaimRecorder
 ) -> Choice:
+    one = dataclasses.replace(claimant, allocations=lambda choice: [claimant.allocations(choice)])
+    return claim_all(conn, one, [consumer], recorder)
+
+
+def claim_all(
+    conn: Connection, claimant: Claimant[Choice], consumers: Sequence[NewConsumer],
+    recorder: ClaimRecorder,
+) -> Choice:
+    """Claim for every one of ``consumers`` at once: ``claimant.allocations`` gives a
+    list, each consumer's allocations in their order; all are written in one
+    statement batch, or none."""
     try:
-        best = _claim(conn, claimant, consumer, recorder)
+        best = _claim(conn, claimant, consumers, recorder)
     except errors.PlacementError:
         recorder.claim_ended(claimant.kind, granted=False)
         raise
@@ -93,14 +107,16 @@ def claim_best(
 
 
 def _claim(
-    conn: Connection, claimant: Claimant[Choice], consumer: NewConsumer, recorder: ClaimRecorder
+    conn: Connection, claimant: Claimant[Choice], consumers: Sequence[NewConsumer],
+    recorder: ClaimRecorder,
 ) -> Choice:
-    consumer_uuid = consumer.uuid
+    who = ", ".join(consumer.uuid for consumer in consumers)
     last_conflict = None
     for attempt in range(CLAIM_ATTEMPTS):
-        if consumer_data.get_consumer(conn, consumer_uuid) is not None:
+        existing = consumer_data.get_consumers(conn, [consumer.uuid for consumer in consumers])
+        if existing:
             raise errors.Conflict(
-                f"Consumer {consumer_uuid} already has allocations; a claim allocates for a new "
+                f"Consumer {min(existing)} already has allocations; a claim allocates for a new "
                 "consumer.",
                 code=errors.GROUP_CONSUMER_EXISTS,
             )
@@ -112,17 +128,21 @@ def _claim(
         if attempt:
             top = claimant.standing(best)
             best = random.choice([c for c in choices if claimant.standing(c) == top])
-        write = allocation_data.ConsumerWrite(
-            consumer_uuid=consumer_uuid,
-            project_id=consumer.project_id,
-            user_id=consumer.user_id,
-            allocations=claimant.allocations(best),
-            generation=None,
-            consumer_type=consumer.consumer_type,
-        )
+        writes = [
+            allocation_data.ConsumerWrite(
+                consumer_uuid=consumer.uuid,
+                project_id=consumer.project_id,
+                user_id=consumer.user_id,
+                allocations=allocations,
+                generation=None,
+                consumer_type=consumer.consumer_type,
+            )
+            for consumer, allocations in zip(
+                consumers, claimant.allocations(best), strict=True)
+        ]
         try:
             with conn.begin_nested():
-                allocation_data.write_allocations(conn, [write])
+                allocation_data.write_allocations(conn, writes)
                 if claimant.confirm is not None:
                     claimant.confirm(best)
         except (errors.Conflict, allocation_data.ProviderNotFound) as exc:
@@ -131,8 +151,8 @@ def _claim(
             last_conflict = exc
             if attempt + 1 < CLAIM_ATTEMPTS:
                 LOG.warning(
-                    "Claim (%s) for consumer %s lost a race on attempt %d of %d, choosing "
-                    "again: %s", claimant.kind, consumer_uuid, attempt + 1, CLAIM_ATTEMPTS,
+                    "Claim (%s) for consumer(s) %s lost a race on attempt %d of %d, choosing "
+                    "again: %s", claimant.kind, who, attempt + 1, CLAIM_ATTEMPTS,
                     exc.detail,
                 )
                 recorder.claim_retried(claimant.kind)

@@ -21,6 +21,7 @@ QUERYPARAM_MISSING_VALUE = "placement.query.missing_value"
 GROUP_UNPLACEABLE = "placement.group_resources.unplaceable"
 GROUP_CONSUMER_EXISTS = "placement.group_resources.consumer_exists"
 GROUP_DEVICE_NODE = "placement.group_resources.device_node"
+GANG_EXISTS = "placement.group_resources.gang_exists"
 
 
 class PlacementError(Exception):

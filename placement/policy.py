@@ -99,6 +99,8 @@ PROVIDER = "/resource_providers/{uuid}"
 INVENTORY = PROVIDER + "/inventories/{resource_class}"
 GROUP_NODE = "/group_resources/nodes/{name}"
 DEVICE_NODE = "/group_resources/device_nodes/{name}"
+NETWORK = "/group_resources/network"
+GANG = "/group_resources/gangs/{gang_uuid}"
 # The extender verbs at the default [k8s] scheduler_prefix (``rule_of_extender_verb``
 # finds them under any prefix).
 SCHEDULER = DEFAULT_SCHEDULER_PREFIX
@@ -215,6 +217,26 @@ API_RULES = [
               ("POST", "/group_resources/device_candidates/explain")),
     _api_rule("group_resources:device_claims:create", ADMIN_OR_SERVICE,
               "Claim the best devices for a request.", ("POST", "/group_resources/device_claims")),
+    _api_rule("group_resources:network:show", READ,
+              "Show the network's levels and where each node sits.",
+              ("GET", NETWORK), ("GET", NETWORK + "/nodes/{name}")),
+    _api_rule("group_resources:network:update", ADMIN_OR_SERVICE,
+              "Describe the network's levels and where each node sits.",
+              ("PUT", NETWORK), ("PUT", NETWORK + "/nodes/{name}"),
+              ("DELETE", NETWORK + "/nodes/{name}")),
+    _api_rule("group_resources:gang_candidates:list", ADMIN_OR_SERVICE,
+              "Find gangs of device requests in one network domain.",
+              ("POST", "/group_resources/gang_candidates")),
+    _api_rule("group_resources:gang_candidates:explain", ADMIN_OR_SERVICE,
+              "Explain what a request for gangs finds.",
+              ("POST", "/group_resources/gang_candidates/explain")),
+    _api_rule("group_resources:gang_claims:create", ADMIN_OR_SERVICE,
+              "Claim the best gang, all members or none.",
+              ("POST", "/group_resources/gang_claims")),
+    _api_rule("group_resources:gangs:show", READ, "Show a gang's members and allocations.",
+              ("GET", GANG)),
+    _api_rule("group_resources:gangs:delete", ADMIN_OR_SERVICE,
+              "Release a gang: every member's allocations.", ("DELETE", GANG)),
     # kube-scheduler's extender verbs (prioritize also named sort).
     *(_api_rule(f"k8s:scheduler:{verb}", ADMIN_OR_SERVICE,
                 f"kube-scheduler's {verb} verb, for a client not in [k8s] scheduler_clients.",

@@ -31,6 +31,7 @@ from placement.handlers import (
     allocation,
     allocation_candidate,
     devices,
+    gangs,
     group_resources,
     health,
     inventory,
@@ -176,6 +177,25 @@ API: dict[str, dict[str, Route]] = {
         "POST": Route(devices.explain_candidates, SEARCH)
     },
     "/group_resources/device_claims": {"POST": Route(devices.claim)},
+    # The network as levels, and gangs of device requests in one network domain.
+    "/group_resources/network": {
+        "GET": Route(gangs.show_network, SNAPSHOT_READ),
+        "PUT": Route(gangs.set_network),
+    },
+    "/group_resources/network/nodes/<name>": {
+        "GET": Route(gangs.show_network_node, READ),
+        "PUT": Route(gangs.set_network_node),
+        "DELETE": Route(gangs.delete_network_node),
+    },
+    "/group_resources/gang_candidates": {"POST": Route(gangs.find_candidates, SEARCH)},
+    "/group_resources/gang_candidates/explain": {
+        "POST": Route(gangs.explain_candidates, SEARCH)
+    },
+    "/group_resources/gang_claims": {"POST": Route(gangs.claim)},
+    "/group_resources/gangs/<gang_uuid>": {
+        "GET": Route(gangs.show_gang, READ),
+        "DELETE": Route(gangs.release_gang),
+    },
     "/traits/<name>": {
         "GET": Route(trait.show_trait),
         "PUT": Route(trait.put_trait),

@@ -82,6 +82,9 @@ def _external_id(conn: Connection, table: Table, column: str, value: str) -> int
     return conn.execute(query).scalar_one()
 
 
+# The owners' ids a write of many consumers has looked up: (project, user, type) -> ids.
+Known = dict[tuple[str, str, str | None], dict[str, int]]
+
 # Each column of a consumer that names a row of another table, by that table's name column.
 _OWNERS = {
     "project_id": (projects, "external_id"),
@@ -108,6 +111,51 @@ def _owner_ids(conn: Connection, project: str, user: str,
             else _external_id(conn, *_OWNERS[key], named[key]) for key in named}
 
 
+def _owner_values(conn: Connection, existing: Consumer | None, project: str | None,
+                  user: str | None, consumer_type: str | None, known: Known) -> dict[str, int]:
+    """``_owner_ids`` of the consumer (its stored project and user, or the placeholder,
+    when none is given), looked up once per write of many consumers (``known``)."""
+    if project is None:  # before 1.8: keep what is stored, else the placeholder
+        project = existing.project_id if existing else INCOMPLETE_CONSUMER_ID
+    if user is None:
+        user = existing.user_id if existing else INCOMPLETE_CONSUMER_ID
+    key = (project, user, consumer_type)
+    if key not in known:
+        known[key] = _owner_ids(conn, project, user, consumer_type)
+    return dict(known[key])
+
+
+def create_consumers(
+    conn: Connection, new: list[tuple[str, str | None, str | None, str | None]],
+    known: Known,
+) -> dict[str, int]:
+    """Create consumers (uuid, project, user, type) that did not exist, at generation 1,
+    in one statement (``save_consumer`` does one); their ids by uuid. A concurrent
+    writer that created one of them first makes this a 409 concurrent_update."""
+    if not new:
+        return {}
+    now = utcnow()
+    rows = [
+        {"uuid": uuid, "generation": 1, "created_at": now, "consumer_type_id": None,
+         **_owner_values(conn, None, project, user, consumer_type, known)}
+        for uuid, project, user, consumer_type in new
+    ]
+    inserted = set(insert_ignoring_conflicts(conn, consumers, rows, returning=consumers.c.id))
+    # SELECT uuid, id FROM consumers WHERE uuid IN (...)
+    found = conn.execute(
+        select(consumers.c.uuid, consumers.c.id)
+        .where(consumers.c.uuid.in_([uuid for uuid, *_ in new]))
+    )
+    ids: dict[str, int] = {uuid: consumer_id for uuid, consumer_id in found}
+    for uuid, *_ in new:
+        if ids.get(uuid) not in inserted:
+            raise errors.ConcurrentUpdate(
+                f"consumer {uuid} was created by another request; retry with its current "
+                "generation."
+            )
+    return ids
+
+
 def check_generation(consumer_uuid: str, existing: Consumer | None, expected: int | None):
     """409 unless ``expected`` is the consumer's generation (None: a new consumer)."""
     actual = existing.generation if existing else None
@@ -126,18 +174,18 @@ def save_consumer(
     project: str | None,
     user: str | None,
     consumer_type: str | None,
+    known: Known | None = None,
 ) -> int:
     """Create the consumer (at generation 1: created by its first write), or update
-    it and bump its generation; returns its id.
+    it and bump its generation; returns its id. ``known``: the ids of projects, users
+    and types found so far by the caller's write (a write of many consumers of one
+    project looks it up once).
 
     A concurrent writer that created or changed the same consumer first makes
     this a 409 concurrent_update.
     """
-    if project is None:  # before 1.8: keep what is stored, else the placeholder
-        project = existing.project_id if existing else INCOMPLETE_CONSUMER_ID
-    if user is None:
-        user = existing.user_id if existing else INCOMPLETE_CONSUMER_ID
-    values = _owner_ids(conn, project, user, consumer_type)
+    values = _owner_values(conn, existing, project, user, consumer_type,
+                           {} if known is None else known)
     if existing is None:
         inserted = insert_ignoring_conflicts(
             conn,

@@ -238,3 +238,32 @@ provider_changes_state = Table(
     Column("incarnation", String(36), nullable=False),
     Column("last_position", BigInteger, nullable=False, server_default="0"),
 )
+
+# Where nodes sit in the network (placement.gangs): the levels, broad to narrow
+# (``position`` 0 the broadest), and each node's domain at each of them. A node is
+# named as its root provider; a domain's parent is the node's domain one level up.
+network_levels = Table(
+    "network_levels",
+    metadata,
+    Column("position", Integer, primary_key=True, autoincrement=False),
+    Column("name", String(64), nullable=False, unique=True),
+)
+
+network_domains = Table(
+    "network_domains",
+    metadata,
+    Column("node_name", String(200), primary_key=True),
+    Column("position", Integer, primary_key=True, autoincrement=False),
+    Column("domain", String(200), nullable=False),
+    Index(None, "position", "domain"),
+)
+
+# The consumers claimed together as one gang (placement.gangs), released together.
+gang_members = Table(
+    "gang_members",
+    metadata,
+    Column("gang_uuid", String(36), primary_key=True),
+    Column("member", Integer, primary_key=True, autoincrement=False),
+    Column("consumer_uuid", String(36), nullable=False, unique=True),
+    *_timestamps(),
+)

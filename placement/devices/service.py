@@ -8,9 +8,10 @@ from the map ``node_map`` makes, and its topology document is stored beside.
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TypeVar
 
 from sqlalchemy import Connection
 
@@ -45,6 +46,7 @@ from placement.nodes.search_budget import Cut, SearchBudget
 from placement.replica.replica import Replica
 
 MIB = 2**20
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -251,6 +253,14 @@ class DeviceSearch:
             self._recorder.search_cut("devices")
         return answer
 
+    def over_nodes(
+        self, conn: Connection, naming: Naming, search: Callable[[DeviceNodes], T]
+    ) -> T:
+        """``search`` over every device node as it is now, while the copy of the providers
+        is held (the gangs' searches: ``placement.gangs``)."""
+        with collector_paused(), self._replica.current(conn) as world:
+            return search(self._nodes.read(conn, world, device_naming(naming), None))
+
     def explain(
         self,
         conn: Connection,
@@ -297,7 +307,7 @@ class DeviceSearch:
             choose=choose,
             standing=_standing,
             allocations=lambda candidate: candidate.allocations(request),
-            confirm=lambda candidate: self._still_healthy(conn, candidate),
+            confirm=lambda candidate: self.still_healthy(conn, candidate),
         )
         return claim_best(
             conn, claimant, NewConsumer(consumer_uuid, project_id, user_id, consumer_type),
@@ -305,22 +315,26 @@ class DeviceSearch:
         )
 
 
-    def _still_healthy(self, conn: Connection, candidate: DeviceCandidate) -> None:
+    def still_healthy(self, conn: Connection, *candidates: DeviceCandidate) -> None:
         """Conflict (choose again) when an import committed since the choice marked a
         chosen device unhealthy. Read once the claim holds its devices' rows, which such
-        an import locks too: whichever commits first, the other sees it."""
-        node = candidate.node
-        document = device_topologies.read_documents(conn, [node.name]).get(node.name)
-        topology = self._stored.read(document).topology if document is not None else None
-        for index, _amounts in candidate.pick.takes:
-            device = node.devices[index].device
-            now = topology.device(device.type, device.minor) if topology else None
-            if now is None or not now.healthy:
-                raise errors.Conflict(
-                    f"Device {device.name} of node {node.name} was found unhealthy (or "
-                    "removed) since it was chosen.",
-                    code=errors.CONCURRENT_UPDATE,
-                )
+        an import locks too: whichever commits first, the other sees it. (Several
+        candidates: a gang's members, their nodes' documents read at once.)"""
+        names = sorted({candidate.node.name for candidate in candidates})
+        documents = device_topologies.read_documents(conn, names)
+        for candidate in candidates:
+            node = candidate.node
+            document = documents.get(node.name)
+            topology = self._stored.read(document).topology if document is not None else None
+            for index, _amounts in candidate.pick.takes:
+                device = node.devices[index].device
+                now = topology.device(device.type, device.minor) if topology else None
+                if now is None or not now.healthy:
+                    raise errors.Conflict(
+                        f"Device {device.name} of node {node.name} was found unhealthy (or "
+                        "removed) since it was chosen.",
+                        code=errors.CONCURRENT_UPDATE,
+                    )
 
 
 def _standing(candidate: DeviceCandidate) -> tuple:

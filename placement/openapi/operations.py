@@ -17,6 +17,7 @@ from placement.handlers import (
     allocation,
     allocation_candidate,
     devices,
+    gangs,
     group_resources,
     health,
     inventory,
@@ -32,6 +33,7 @@ from placement.handlers import (
 from placement.schemas import aggregate as aggregate_schemas
 from placement.schemas import allocation as allocation_schemas
 from placement.schemas import devices as device_schemas
+from placement.schemas import gangs as gang_schemas
 from placement.schemas import group_resources as group_schemas
 from placement.schemas import inventory as inventory_schemas
 from placement.schemas import k8s_scheduler as extender_schemas
@@ -44,6 +46,7 @@ PAGES = {
     "allocation": "allocations",
     "allocation_candidate": "allocation_candidates",
     "devices": "devices",
+    "gangs": "gangs",
     "group_resources": "group_resources",
     "health": "root",
     "inventory": "inventories",
@@ -89,6 +92,11 @@ def request_bodies() -> dict[Callable, marshmallow.Schema | marshmallow.fields.F
         devices.find_candidates: device_schemas.DeviceQuery(),
         devices.explain_candidates: device_schemas.DeviceQuery(),
         devices.claim: device_schemas.DeviceClaim(),
+        gangs.set_network: gang_schemas.Network(),
+        gangs.set_network_node: gang_schemas.NetworkNode(),
+        gangs.find_candidates: gang_schemas.GangQuery(),
+        gangs.explain_candidates: gang_schemas.GangQuery(),
+        gangs.claim: gang_schemas.GangClaim(),
         k8s_scheduler.filter_nodes: extender_schemas.ExtenderArgs(),
         k8s_scheduler.prioritize_nodes: extender_schemas.ExtenderArgs(),
         k8s_scheduler.bind_pod: extender_schemas.ExtenderBindingArgs(),
@@ -335,6 +343,41 @@ ANSWERS: dict[Callable, dict[int, str]] = {
         404: "A checkpoint for a node that is gone.",
         409: "A checkpointed device another consumer holds; a concurrent change.",
     },
+    gangs.show_network: {200: "The levels and every node's domains."},
+    gangs.set_network: {
+        200: "The network as stored.",
+        400: "The body does not validate; an unknown or missing level; a domain with two "
+        "parents.",
+    },
+    gangs.show_network_node: {200: "The node's domains.", 404: "No node of that name in "
+                              "the network."},
+    gangs.set_network_node: {
+        200: "The node's domains (it was in the network).",
+        201: "The node's domains (it is new to the network).",
+        400: "The body does not validate; no levels; an unknown or missing level; a domain "
+        "with two parents.",
+    },
+    gangs.delete_network_node: {
+        204: Empty("The node left the network."),
+        404: "No node of that name in the network.",
+    },
+    gangs.find_candidates: {
+        200: "The best gang of each domain of the required level, best first (also when "
+        "none fits: then the closest domains).",
+        400: "The body does not validate; an unknown level; a bad member request.",
+    },
+    gangs.explain_candidates: {
+        200: "The domains of the required level that came closest, with what they lacked.",
+        400: "The body does not validate; an unknown level; a bad member request.",
+    },
+    gangs.claim: {
+        200: "The claimed gang: every member's consumer, node and devices.",
+        400: "The body does not validate; an unknown level; a bad member request.",
+        409: "A consumer or the gang exists; no domain of the required level holds the gang; "
+        "concurrent claims.",
+    },
+    gangs.show_gang: {200: "The gang's members and their allocations.", 404: "No such gang."},
+    gangs.release_gang: {204: Empty("Released."), 404: "No such gang."},
     # kube-scheduler's extender verbs: an error of what was sent is a 200 whose Error
     # says it (the scheduler reads no other body), but for prioritize.
     k8s_scheduler.filter_nodes: {

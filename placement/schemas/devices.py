@@ -178,18 +178,12 @@ _scorer = StrictString(validate=validate.OneOf(sorted(SCORER_NAMES)))
 _node_names = fields.List(StrictString(max_length=200), validate=validate.Length(min=1))
 
 
-class DeviceRequestBody(ExtensionSchema):
-    """A device request: resources and annotations, or a whole Pod."""
+class MemberRequest(ExtensionSchema):
+    """What is asked: resources and annotations, or a whole Pod (also a gang's member)."""
 
     resources = fields.Dict()
     annotations = fields.Dict(keys=StrictString(max_length=317))
     pod = fields.Dict()
-    nodes = _node_names
-    scorer = _scorer
-    # Also answer each candidate as the value of ALLOCATED_ANNOTATION (default false)
-    device_allocated = StrictBoolean()
-    # The search's time budget in milliseconds (``placement.nodes.search_budget``)
-    budget_ms = StrictInteger(minimum=1, maximum=MAX_BUDGET_MS)
 
     @validates_schema
     def _one_request(self, data, **kwargs):
@@ -197,6 +191,17 @@ class DeviceRequestBody(ExtensionSchema):
             raise ValidationError("give either 'pod' or 'resources' (with 'annotations').")
         if "pod" not in data and "resources" not in data:
             raise ValidationError("give 'resources' (with 'annotations'), or a whole 'pod'.")
+
+
+class DeviceRequestBody(MemberRequest):
+    """A device request: resources and annotations, or a whole Pod."""
+
+    nodes = _node_names
+    scorer = _scorer
+    # Also answer each candidate as the value of ALLOCATED_ANNOTATION (default false)
+    device_allocated = StrictBoolean()
+    # The search's time budget in milliseconds (``placement.nodes.search_budget``)
+    budget_ms = StrictInteger(minimum=1, maximum=MAX_BUDGET_MS)
 
 
 class DeviceQuery(DeviceRequestBody):
