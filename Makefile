@@ -10,7 +10,7 @@ UPSTREAM_STAMP := $(UPSTREAM_VENV)/.installed
 KEYSTONE_VENV := .venv-keystone
 KEYSTONE_STAMP := $(KEYSTONE_VENV)/.installed
 
-.PHONY: help lock run test lint typing sample-config openapi clean
+.PHONY: help lock run test lint format typing sample-config openapi clean
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -50,12 +50,19 @@ $(KEYSTONE_STAMP): tests/keystone/constraints.txt
 run: $(STAMP)  ## run the service on SQLite at http://127.0.0.1:8780
 	$(BIN)/placement serve
 
-test: $(STAMP) $(UPSTREAM_STAMP) $(KEYSTONE_STAMP)  ## run the whole test suite on SQLite, PostgreSQL and MariaDB, against upstream and a real Keystone
+test: $(STAMP) $(UPSTREAM_STAMP) $(KEYSTONE_STAMP)  ## lint, format and type checks, then the whole test suite on SQLite, PostgreSQL and MariaDB, against upstream and a real Keystone
+	$(BIN)/ruff check placement tests benchmarks migrations
+	$(BIN)/ruff format --check placement tests benchmarks migrations
+	$(BIN)/mypy placement
 	$(BIN)/python -m tests.mysqlserver
 	$(BIN)/pytest -n auto
 
-lint: $(STAMP)  ## ruff
+lint: $(STAMP)  ## ruff: the checks and the format
 	$(BIN)/ruff check placement tests benchmarks migrations
+	$(BIN)/ruff format --check placement tests benchmarks migrations
+
+format: $(STAMP)  ## ruff format, in place
+	$(BIN)/ruff format placement tests benchmarks migrations
 
 typing: $(STAMP)  ## mypy on placement/
 	$(BIN)/mypy placement

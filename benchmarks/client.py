@@ -115,8 +115,9 @@ class Timing:
         }
 
 
-def _timed_call(request: Request, session: requests.Session, index: int, timing: Timing,
-                lock: threading.Lock) -> None:
+def _timed_call(
+    request: Request, session: requests.Session, index: int, timing: Timing, lock: threading.Lock
+) -> None:
     start = time.perf_counter()
     try:
         response = request(session, index)
@@ -213,9 +214,12 @@ def load_in_parallel(
             finished = done
         if progress and (finished % every == 0 or finished == count):
             elapsed = time.perf_counter() - start
-            print(f"  {finished}/{count} {what} ({finished / elapsed:.1f}/s) in "
-                  f"{elapsed:.0f} s, about {elapsed / finished * (count - finished):.0f} s left",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  {finished}/{count} {what} ({finished / elapsed:.1f}/s) in "
+                f"{elapsed:.0f} s, about {elapsed / finished * (count - finished):.0f} s left",
+                file=sys.stderr,
+                flush=True,
+            )
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         # list() re-raises the first failure; the items not started yet are skipped.
@@ -226,15 +230,21 @@ def load_in_parallel(
 def add_timing_options(parser, requests: int, warm_up: int, max_seconds: float) -> None:
     """The options every runner times its requests with (``--concurrent-requests``
     defaults to ``--requests``: see ``checked_timing_options``)."""
-    parser.add_argument("--requests", type=int, default=requests,
-                        help="sequential requests per candidates query")
-    parser.add_argument("--concurrent-requests", type=int,
-                        help="requests per candidates query at --concurrency (default: --requests)")
+    parser.add_argument(
+        "--requests", type=int, default=requests, help="sequential requests per candidates query"
+    )
+    parser.add_argument(
+        "--concurrent-requests",
+        type=int,
+        help="requests per candidates query at --concurrency (default: --requests)",
+    )
     parser.add_argument("--concurrency", type=int, default=10, help="threads for req/s")
-    parser.add_argument("--warm-up", type=int, default=warm_up,
-                        help="untimed requests per scenario")
-    parser.add_argument("--max-seconds", type=float, default=max_seconds,
-                        help="time limit of each timed loop")
+    parser.add_argument(
+        "--warm-up", type=int, default=warm_up, help="untimed requests per scenario"
+    )
+    parser.add_argument(
+        "--max-seconds", type=float, default=max_seconds, help="time limit of each timed loop"
+    )
 
 
 def checked_timing_options(parser, args) -> None:

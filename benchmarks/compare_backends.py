@@ -22,8 +22,16 @@ from benchmarks.service import BACKENDS
 
 def _run(runner: str, backend: str, arguments: list[str], folder: str) -> dict | None:
     path = os.path.join(folder, f"{backend}.json")
-    command = [sys.executable, "-m", f"benchmarks.{runner}", "--backend", backend,
-               "--json", path, *arguments]
+    command = [
+        sys.executable,
+        "-m",
+        f"benchmarks.{runner}",
+        "--backend",
+        backend,
+        "--json",
+        path,
+        *arguments,
+    ]
     print(f"# {backend}: {' '.join(command[1:])} (load average {load_average()})", flush=True)
     finished = subprocess.run(command)
     if not os.path.exists(path):
@@ -53,8 +61,7 @@ def side_by_side(by_backend: dict[str, dict]) -> str:
     rows = {r["scenario"]: r for r in by_backend[first]["results"]}
     other = {r["scenario"]: r for r in by_backend[second]["results"]}
     lines = [
-        f"| scenario | {first} p50 ms | {second} p50 ms | ratio | {first} req/s "
-        f"| {second} req/s |",
+        f"| scenario | {first} p50 ms | {second} p50 ms | ratio | {first} req/s | {second} req/s |",
         "|---|--:|--:|--:|--:|--:|",
     ]
     for scenario, row in rows.items():

@@ -62,22 +62,38 @@ def dgx_a100(node_index: int = 0) -> dict:
         for slot in range(GPUS_PER_SWITCH):
             minor = switch * GPUS_PER_SWITCH + slot
             gpu_id = uuid.uuid5(uuid.NAMESPACE_OID, f"bench-gpu-{node_index}-{minor}")
-            devices.append({
-                "type": "gpu", "minor": minor, "id": f"GPU-{gpu_id}", "numa": numa,
-                "bridge": switch, "pcie": switch, "memory": GPU_MEMORY,
-                "labels": {"model": "A100"},
-            })
+            devices.append(
+                {
+                    "type": "gpu",
+                    "minor": minor,
+                    "id": f"GPU-{gpu_id}",
+                    "numa": numa,
+                    "bridge": switch,
+                    "pcie": switch,
+                    "memory": GPU_MEMORY,
+                    "labels": {"model": "A100"},
+                }
+            )
     for switch in range(SWITCHES):
         numa = switch // SWITCHES_PER_NUMA
         for slot in range(NICS_PER_SWITCH):
             minor = switch * NICS_PER_SWITCH + slot
-            devices.append({
-                "type": "rdma", "minor": minor, "id": f"mlx5_{minor}", "numa": numa,
-                "bridge": switch, "pcie": switch, "vfs": NIC_VFS,
-                "labels": {"model": "ConnectX-6"}, "vfLabels": {"type": "fullmode"},
-            })
-    nvlinks = [{"gpus": [a, b], "links": NVLINKS}
-               for a, b in itertools.combinations(range(GPUS), 2)]
+            devices.append(
+                {
+                    "type": "rdma",
+                    "minor": minor,
+                    "id": f"mlx5_{minor}",
+                    "numa": numa,
+                    "bridge": switch,
+                    "pcie": switch,
+                    "vfs": NIC_VFS,
+                    "labels": {"model": "ConnectX-6"},
+                    "vfLabels": {"type": "fullmode"},
+                }
+            )
+    nvlinks = [
+        {"gpus": [a, b], "links": NVLINKS} for a, b in itertools.combinations(range(GPUS), 2)
+    ]
     return {"devices": devices, "nvlinks": nvlinks, "resources": dict(NODE_RESOURCES)}
 
 
@@ -115,8 +131,9 @@ def node_name(prefix: str, index: int) -> str:
     return f"{prefix}-n{index:05d}"
 
 
-def import_node(session: requests.Session, base_url: str, name: str,
-                document: dict | None = None) -> DeviceNode:
+def import_node(
+    session: requests.Session, base_url: str, name: str, document: dict | None = None
+) -> DeviceNode:
     """Create device node ``name`` (201 expected) and check the devices the answer lists."""
     response = session.put(
         f"{base_url}/group_resources/device_nodes/{name}",
@@ -124,20 +141,21 @@ def import_node(session: requests.Session, base_url: str, name: str,
         timeout=TIMEOUT_S,
     )
     if response.status_code != 201:
-        raise LoadError(f"import {name}: {response.status_code} (expected 201) "
-                        f"{response.text[:500]}")
+        raise LoadError(
+            f"import {name}: {response.status_code} (expected 201) {response.text[:500]}"
+        )
     body = response.json()
     providers: dict[str, dict[int, str]] = {"gpu": {}, "rdma": {}}
     for device in body.get("devices", []):
         if "provider" in device:
             providers.setdefault(device["type"], {})[device["minor"]] = device["provider"]
-    if (not body.get("in_sync") or len(providers["gpu"]) != GPUS
-            or len(providers["rdma"]) != NICS):
-        raise LoadError(f"import {name}: in_sync {body.get('in_sync')}, "
-                        f"{len(providers['gpu'])} GPU and {len(providers['rdma'])} NIC "
-                        f"providers, expected {GPUS} and {NICS}")
-    return DeviceNode(name=name, uuid=body["uuid"], gpus=providers["gpu"],
-                      nics=providers["rdma"])
+    if not body.get("in_sync") or len(providers["gpu"]) != GPUS or len(providers["rdma"]) != NICS:
+        raise LoadError(
+            f"import {name}: in_sync {body.get('in_sync')}, "
+            f"{len(providers['gpu'])} GPU and {len(providers['rdma'])} NIC "
+            f"providers, expected {GPUS} and {NICS}"
+        )
+    return DeviceNode(name=name, uuid=body["uuid"], gpus=providers["gpu"], nics=providers["rdma"])
 
 
 def load_device_nodes(
@@ -170,11 +188,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--prefix", help="node name prefix (default: dev-<random>)")
     args = parser.parse_args(argv)
-    loaded = load_device_nodes(args.url.rstrip("/"), args.nodes, args.threads,
-                               prefix=args.prefix, progress=True)
-    print(f"{len(loaded.nodes)} device nodes {node_name(loaded.prefix, 0)}.. "
-          f"({loaded.providers} providers) in {loaded.seconds:.1f} s "
-          f"({len(loaded.nodes) / loaded.seconds:.1f} nodes/s, {args.threads} threads)")
+    loaded = load_device_nodes(
+        args.url.rstrip("/"), args.nodes, args.threads, prefix=args.prefix, progress=True
+    )
+    print(
+        f"{len(loaded.nodes)} device nodes {node_name(loaded.prefix, 0)}.. "
+        f"({loaded.providers} providers) in {loaded.seconds:.1f} s "
+        f"({len(loaded.nodes) / loaded.seconds:.1f} nodes/s, {args.threads} threads)"
+    )
     return 0
 
 

@@ -84,8 +84,9 @@ def node_name(prefix: str, index: int) -> str:
     return f"{prefix}-n{index:05d}"
 
 
-def sync_node(session: requests.Session, base_url: str, name: str,
-              resources: dict | None = None) -> GroupNode:
+def sync_node(
+    session: requests.Session, base_url: str, name: str, resources: dict | None = None
+) -> GroupNode:
     """Create node ``name`` (201 expected) and check the groups the answer lists."""
     response = session.put(
         f"{base_url}/group_resources/nodes/{name}",
@@ -93,13 +94,13 @@ def sync_node(session: requests.Session, base_url: str, name: str,
         timeout=TIMEOUT_S,
     )
     if response.status_code != 201:
-        raise LoadError(f"sync {name}: {response.status_code} (expected 201) "
-                        f"{response.text[:500]}")
+        raise LoadError(f"sync {name}: {response.status_code} (expected 201) {response.text[:500]}")
     body = response.json()
     groups = {group["key"]: group for group in body["groups"]}
     if len(groups) != GROUPS_PER_NODE:
-        raise LoadError(f"sync {name}: {len(groups)} groups, expected {GROUPS_PER_NODE}: "
-                        f"{sorted(groups)}")
+        raise LoadError(
+            f"sync {name}: {len(groups)} groups, expected {GROUPS_PER_NODE}: {sorted(groups)}"
+        )
     gpus = {}
     for device in range(DEVICES):
         group = groups.get(gpu_group(device))
@@ -141,10 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--prefix", help="node name prefix (default: gr-<random>)")
     args = parser.parse_args(argv)
-    loaded = load_group_nodes(args.url.rstrip("/"), args.nodes, args.threads,
-                              prefix=args.prefix, progress=True)
-    print(f"{len(loaded.nodes)} nodes {node_name(loaded.prefix, 0)}.. "
-          f"({loaded.providers} providers) in {loaded.seconds:.1f} s")
+    loaded = load_group_nodes(
+        args.url.rstrip("/"), args.nodes, args.threads, prefix=args.prefix, progress=True
+    )
+    print(
+        f"{len(loaded.nodes)} nodes {node_name(loaded.prefix, 0)}.. "
+        f"({loaded.providers} providers) in {loaded.seconds:.1f} s"
+    )
     return 0
 
 

@@ -83,46 +83,60 @@ class Shape:
         return sorted({t for node in self.nodes for t in node.traits if t.startswith("CUSTOM_")})
 
     def custom_classes(self) -> list[str]:
-        return sorted({rc for node in self.nodes for rc in node.inventories
-                       if rc.startswith("CUSTOM_")})
+        return sorted(
+            {rc for node in self.nodes for rc in node.inventories if rc.startswith("CUSTOM_")}
+        )
 
 
 def total(amount: int, **extra) -> dict:
     return {"total": amount, **extra}
 
 
-FLAT = Shape("flat", (
-    Node(
-        "cn",
-        inventories={
-            "VCPU": total(64, allocation_ratio=16.0),
-            "MEMORY_MB": total(65536),
-            "DISK_GB": total(4096),
-        },
-        traits=(AVX2,),
-        in_aggregate=True,
+FLAT = Shape(
+    "flat",
+    (
+        Node(
+            "cn",
+            inventories={
+                "VCPU": total(64, allocation_ratio=16.0),
+                "MEMORY_MB": total(65536),
+                "DISK_GB": total(4096),
+            },
+            traits=(AVX2,),
+            in_aggregate=True,
+        ),
     ),
-), unit="nodes")
+    unit="nodes",
+)
 
 _NUMA = {"VCPU": total(32, allocation_ratio=16.0), "MEMORY_MB": total(32768)}
 _ONE_FPGA = {"FPGA": total(1)}
 
-NESTED = Shape("nested", (
-    Node("cn", inventories={"DISK_GB": total(4096)}, traits=(MULTI_ATTACH,)),
-    Node("numa0", parent=0, inventories=_NUMA, traits=(NUMA_ROOT, FOO)),
-    Node("numa1", parent=0, inventories=_NUMA, traits=(NUMA_ROOT,)),
-    Node("fpga0", parent=1, inventories=_ONE_FPGA),
-    Node("fpga1", parent=1, inventories=_ONE_FPGA),
-    Node("fpga2", parent=2, inventories=_ONE_FPGA),
-    Node("pgpu", parent=0, inventories={"PGPU": total(1)}),
-))
+NESTED = Shape(
+    "nested",
+    (
+        Node("cn", inventories={"DISK_GB": total(4096)}, traits=(MULTI_ATTACH,)),
+        Node("numa0", parent=0, inventories=_NUMA, traits=(NUMA_ROOT, FOO)),
+        Node("numa1", parent=0, inventories=_NUMA, traits=(NUMA_ROOT,)),
+        Node("fpga0", parent=1, inventories=_ONE_FPGA),
+        Node("fpga1", parent=1, inventories=_ONE_FPGA),
+        Node("fpga2", parent=2, inventories=_ONE_FPGA),
+        Node("pgpu", parent=0, inventories={"PGPU": total(1)}),
+    ),
+)
 
 
 def gpu_host_shape() -> Shape:
     """Host > 2 NUMA > 2 PCIe switches each > 2 GPUs + 1 NIC: 8 GPUs, 4 NICs."""
-    nodes = [Node("host", inventories={
-        "VCPU": total(128, allocation_ratio=4.0), "MEMORY_MB": total(524288),
-    })]
+    nodes = [
+        Node(
+            "host",
+            inventories={
+                "VCPU": total(128, allocation_ratio=4.0),
+                "MEMORY_MB": total(524288),
+            },
+        )
+    ]
     for numa in range(2):
         nodes.append(Node(f"numa{numa}", parent=0, traits=(NUMA_ROOT,)))
         numa_index = len(nodes) - 1
@@ -130,12 +144,22 @@ def gpu_host_shape() -> Shape:
             nodes.append(Node(f"sw{numa}{switch}", parent=numa_index, traits=(PCIE_SWITCH,)))
             switch_index = len(nodes) - 1
             nodes += [
-                Node(f"gpu{numa}{switch}{gpu}", parent=switch_index,
-                     inventories={"PGPU": total(1)}, traits=(GPU,))
+                Node(
+                    f"gpu{numa}{switch}{gpu}",
+                    parent=switch_index,
+                    inventories={"PGPU": total(1)},
+                    traits=(GPU,),
+                )
                 for gpu in range(2)
             ]
-            nodes.append(Node(f"nic{numa}{switch}", parent=switch_index,
-                              inventories={"SRIOV_NET_VF": total(8)}, traits=(NIC,)))
+            nodes.append(
+                Node(
+                    f"nic{numa}{switch}",
+                    parent=switch_index,
+                    inventories={"SRIOV_NET_VF": total(8)},
+                    traits=(NIC,),
+                )
+            )
     return Shape("gpu", tuple(nodes), unit="hosts")
 
 
@@ -174,8 +198,10 @@ def ensure_custom_names(session: requests.Session, base_url: str, shape: Shape) 
     for trait in shape.custom_traits():
         _check(session.put(f"{base_url}/traits/{trait}", timeout=TIMEOUT_S), f"trait {trait}")
     for rc in shape.custom_classes():
-        _check(session.put(f"{base_url}/resource_classes/{rc}", timeout=TIMEOUT_S),
-               f"resource class {rc}")
+        _check(
+            session.put(f"{base_url}/resource_classes/{rc}", timeout=TIMEOUT_S),
+            f"resource class {rc}",
+        )
 
 
 def _put(session: requests.Session, url: str, body: dict, what: str) -> int:
@@ -186,8 +212,12 @@ def _put(session: requests.Session, url: str, body: dict, what: str) -> int:
 
 
 def create_node(
-    session: requests.Session, base_url: str, node: Node, name: str,
-    parent: str | None, aggregate: str,
+    session: requests.Session,
+    base_url: str,
+    node: Node,
+    name: str,
+    parent: str | None,
+    aggregate: str,
 ) -> str:
     """Create one provider with its inventories, aggregate and traits; return its uuid."""
     body = {"name": name}
@@ -200,30 +230,52 @@ def create_node(
     rp_url = f"{base_url}/resource_providers/{created['uuid']}"
     generation = created["generation"]
     if node.inventories:
-        generation = _put(session, f"{rp_url}/inventories", {
-            "resource_provider_generation": generation,
-            "inventories": {rc: dict(inv) for rc, inv in node.inventories.items()},
-        }, f"inventories of {name}")
+        generation = _put(
+            session,
+            f"{rp_url}/inventories",
+            {
+                "resource_provider_generation": generation,
+                "inventories": {rc: dict(inv) for rc, inv in node.inventories.items()},
+            },
+            f"inventories of {name}",
+        )
     if node.in_aggregate:
-        generation = _put(session, f"{rp_url}/aggregates", {
-            "resource_provider_generation": generation, "aggregates": [aggregate],
-        }, f"aggregates of {name}")
+        generation = _put(
+            session,
+            f"{rp_url}/aggregates",
+            {
+                "resource_provider_generation": generation,
+                "aggregates": [aggregate],
+            },
+            f"aggregates of {name}",
+        )
     if node.traits:
-        _put(session, f"{rp_url}/traits", {
-            "resource_provider_generation": generation, "traits": list(node.traits),
-        }, f"traits of {name}")
+        _put(
+            session,
+            f"{rp_url}/traits",
+            {
+                "resource_provider_generation": generation,
+                "traits": list(node.traits),
+            },
+            f"traits of {name}",
+        )
     return created["uuid"]
 
 
 def create_tree(
-    session: requests.Session, base_url: str, shape: Shape, prefix: str, aggregate: str,
+    session: requests.Session,
+    base_url: str,
+    shape: Shape,
+    prefix: str,
+    aggregate: str,
 ) -> list[str]:
     """Create one tree of ``shape``, parents first; return the uuids in shape order."""
     uuids: list[str] = []
     for node in shape.nodes:
         parent = None if node.parent is None else uuids[node.parent]
-        uuids.append(create_node(session, base_url, node, f"{prefix}-{node.name}", parent,
-                                 aggregate))
+        uuids.append(
+            create_node(session, base_url, node, f"{prefix}-{node.name}", parent, aggregate)
+        )
     return uuids
 
 
@@ -249,7 +301,8 @@ class _Progress:
                 f"({done * len(self.shape.nodes)} providers, "
                 f"{done * self.shape.requests_per_tree / elapsed:.0f} req/s) "
                 f"in {elapsed:.0f} s, about {left:.0f} s left",
-                file=sys.stderr, flush=True,
+                file=sys.stderr,
+                flush=True,
             )
 
 
@@ -282,8 +335,11 @@ def load_trees(
             local.session = new_session()
         try:
             trees[index] = create_tree(
-                local.session, base_url, shape,
-                f"{prefix}-{shape.name}-{first + index:05d}", loaded.aggregate,
+                local.session,
+                base_url,
+                shape,
+                f"{prefix}-{shape.name}-{first + index:05d}",
+                loaded.aggregate,
             )
         except Exception:
             failed.set()
@@ -312,8 +368,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=8)
     args = parser.parse_args(argv)
     loaded = load_trees(
-        args.url.rstrip("/"), SHAPES[args.shape], args.trees, args.threads,
-        prefix=f"bench-{uuid.uuid4().hex[:6]}", progress=True,
+        args.url.rstrip("/"),
+        SHAPES[args.shape],
+        args.trees,
+        args.threads,
+        prefix=f"bench-{uuid.uuid4().hex[:6]}",
+        progress=True,
     )
     print(
         f"{len(loaded.roots)} {args.shape} trees ({loaded.providers} providers, "

@@ -58,15 +58,21 @@ def requests_for(scenario: str, loaded: load.Loaded, count: int):
     rng = random.Random(42)
     if scenario == "list":
         resources = ",".join(f"{rc}:{n}" for rc, n in CLAIM.items())
-        path = (f"/resource_providers?resources={resources}&member_of={loaded.aggregate}"
-                f"&required={load.AVX2}")
+        path = (
+            f"/resource_providers?resources={resources}&member_of={loaded.aggregate}"
+            f"&required={load.AVX2}"
+        )
         return [("GET", path, None)] * count
     if scenario == "show":
-        return [("GET", f"/resource_providers/{rng.choice(loaded.providers)}", None)
-                for _ in range(count)]
+        return [
+            ("GET", f"/resource_providers/{rng.choice(loaded.providers)}", None)
+            for _ in range(count)
+        ]
     if scenario == "claim":
-        return [("PUT", f"/allocations/{uuid.uuid4()}", claim_body(rng.choice(loaded.providers)))
-                for _ in range(count)]
+        return [
+            ("PUT", f"/allocations/{uuid.uuid4()}", claim_body(rng.choice(loaded.providers)))
+            for _ in range(count)
+        ]
     raise ValueError(scenario)
 
 
@@ -78,8 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25, help="functions to print")
     parser.add_argument("--statements", type=int, default=5, help="SQL statements to print")
     parser.add_argument("--sort", default="cumulative", help="pstats sort key")
-    parser.add_argument("--explain", action="store_true",
-                        help="EXPLAIN ANALYZE the statement that took the most time")
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="EXPLAIN ANALYZE the statement that took the most time",
+    )
     parser.add_argument("--database-url", help="migrate, load and profile this database")
     args = parser.parse_args(argv)
 
@@ -119,11 +128,15 @@ def main(argv: list[str] | None = None) -> int:
         engine.dispose()
 
     n = len(todo)
-    print(f"{args.scenario}: {n} requests in process on {args.providers} providers "
-          f"(answers {statuses}): {plain * 1000:.1f} ms/request without profiler, "
-          f"{total / n * 1000:.1f} ms/request under cProfile (which inflates the Python part)")
-    print(f"  SQL: {timer.statements / n:.1f} statements, {timer.seconds / n * 1000:.1f} ms "
-          f"per request ({timer.seconds / total:.0%} of the time)")
+    print(
+        f"{args.scenario}: {n} requests in process on {args.providers} providers "
+        f"(answers {statuses}): {plain * 1000:.1f} ms/request without profiler, "
+        f"{total / n * 1000:.1f} ms/request under cProfile (which inflates the Python part)"
+    )
+    print(
+        f"  SQL: {timer.statements / n:.1f} statements, {timer.seconds / n * 1000:.1f} ms "
+        f"per request ({timer.seconds / total:.0%} of the time)"
+    )
     slowest = sorted(timer.by_statement.items(), key=lambda kv: -sum(kv[1]))[: args.statements]
     for statement, times in slowest:
         print(f"    {sum(times) / n * 1000:6.2f} ms/request  x{len(times) / n:.0f}  {statement}")

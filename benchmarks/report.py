@@ -50,8 +50,17 @@ def _statuses(row: Row) -> str:
 
 def table(rows: list[Row], concurrency: int) -> str:
     header = [
-        "scenario", "seq n", "seq p50 ms", "seq p95 ms", "seq p99 ms",
-        "conc n", f"req/s @{concurrency}", "conc p50 ms", "conc p95 ms", "answers", "note",
+        "scenario",
+        "seq n",
+        "seq p50 ms",
+        "seq p95 ms",
+        "seq p99 ms",
+        "conc n",
+        f"req/s @{concurrency}",
+        "conc p50 ms",
+        "conc p95 ms",
+        "answers",
+        "note",
     ]
     lines = [
         "| " + " | ".join(header) + " |",
@@ -126,8 +135,10 @@ def unexpected(rows: list[Row]) -> list[str]:
                 continue
             bad = {k: v for k, v in timing.statuses.items() if k not in (200, 204)}
             if bad or timing.errors or timing.truncated:
-                problems.append(f"{row.scenario}: {timing.status_text()}"
-                                + (" (stopped by time limit)" if timing.truncated else ""))
+                problems.append(
+                    f"{row.scenario}: {timing.status_text()}"
+                    + (" (stopped by time limit)" if timing.truncated else "")
+                )
     return problems
 
 

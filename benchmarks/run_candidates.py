@@ -148,22 +148,26 @@ def gpu_suffixes(count: int) -> str:
 
 
 def flat_queries(loaded: LoadedTrees) -> list[Query]:
-    return [Query(
-        "flat",
-        f"resources=VCPU:1,DISK_GB:10,MEMORY_MB:256&member_of={loaded.aggregate}"
-        f"&required={load_trees.AVX2}",
-        per_tree=1,
-    )]
+    return [
+        Query(
+            "flat",
+            f"resources=VCPU:1,DISK_GB:10,MEMORY_MB:256&member_of={loaded.aggregate}"
+            f"&required={load_trees.AVX2}",
+            per_tree=1,
+        )
+    ]
 
 
 def nested_queries(loaded: LoadedTrees) -> list[Query]:
-    return [Query(
-        "nested",
-        "resources=DISK_GB:10&required=COMPUTE_VOLUME_MULTI_ATTACH"
-        "&resources_COMPUTE=VCPU:1,MEMORY_MB:256&required_COMPUTE=CUSTOM_FOO"
-        "&resources_FPGA=FPGA:1&group_policy=none&same_subtree=_COMPUTE,_FPGA",
-        per_tree=2,  # the two FPGAs under NUMA0
-    )]
+    return [
+        Query(
+            "nested",
+            "resources=DISK_GB:10&required=COMPUTE_VOLUME_MULTI_ATTACH"
+            "&resources_COMPUTE=VCPU:1,MEMORY_MB:256&required_COMPUTE=CUSTOM_FOO"
+            "&resources_FPGA=FPGA:1&group_policy=none&same_subtree=_COMPUTE,_FPGA",
+            per_tree=2,  # the two FPGAs under NUMA0
+        )
+    ]
 
 
 def nested_preference_query(loaded: LoadedTrees) -> Query:
@@ -192,7 +196,7 @@ def gpu_preference_query(loaded: LoadedTrees) -> Query:
     return replace(
         switch_query,
         label="gpu: 2 GPUs + NIC under one switch, preferences (prefer half, avoid a third, "
-              "spread)",
+        "spread)",
         params=f"{switch_query.params}&prefer_SW={PREFERENCES}&utilization=spread",
         scores_of=scores_of,
     )
@@ -281,8 +285,13 @@ def probe_note(found: Probe, expected: int) -> str:
     return note
 
 
-def query_row(ctx: Context, loaded: LoadedTrees, query: Query, limit: int | None,
-              full: frozenset[str] = frozenset()) -> report.Row:
+def query_row(
+    ctx: Context,
+    loaded: LoadedTrees,
+    query: Query,
+    limit: int | None,
+    full: frozenset[str] = frozenset(),
+) -> report.Row:
     """Probe and time one query; the trees of ``full`` are expected to answer nothing."""
     args = ctx.args
     url = f"{ctx.base_url}/allocation_candidates?{query.params}"
@@ -307,8 +316,7 @@ def query_row(ctx: Context, loaded: LoadedTrees, query: Query, limit: int | None
     if args.warm_up:
         client.warm_up(request, args.warm_up)
     seq = client.sequential(request, args.requests, args.max_seconds)
-    conc = client.concurrent(request, args.concurrent_requests, args.concurrency,
-                             args.max_seconds)
+    conc = client.concurrent(request, args.concurrent_requests, args.concurrency, args.max_seconds)
     if seq.errors or conc.errors:
         settle(ctx.base_url, max(seq.latencies + conc.latencies))
     return report.Row(name, seq, conc, note)
@@ -328,11 +336,12 @@ def scores_note(found: Probe, query: Query, loaded: LoadedTrees) -> str:
     for score, root in zip(scores, found.trees, strict=True):
         possible = query.scores_of(index[root]) if root in index else []
         if not any(abs(score - p) <= SCORE_TOLERANCE for p in possible):
-            return (f"a candidate of tree {root} scores {score}, not one of {sorted(possible)} "
-                    "(EXPECTED)")
-    every = sorted((s for i in range(len(loaded.roots)) for s in query.scores_of(i)),
-                   reverse=True)
-    best = every[:len(scores)]
+            return (
+                f"a candidate of tree {root} scores {score}, not one of {sorted(possible)} "
+                "(EXPECTED)"
+            )
+    every = sorted((s for i in range(len(loaded.roots)) for s in query.scores_of(i)), reverse=True)
+    best = every[: len(scores)]
     if any(abs(a - b) > SCORE_TOLERANCE for a, b in zip(scores, best, strict=True)):
         return f"scores {scores} (EXPECTED the best: {best})"
     return f"scores {scores[0]:g} to {scores[-1]:g}, the best"
@@ -348,16 +357,16 @@ def traits_term(index: int) -> int:
     return len(preferred) - len(avoided)
 
 
-def mark_trees(ctx: Context, loaded: LoadedTrees,
-               marks: Callable[[int], dict[str, tuple[str, ...]]]) -> str:
+def mark_trees(
+    ctx: Context, loaded: LoadedTrees, marks: Callable[[int], dict[str, tuple[str, ...]]]
+) -> str:
     """Add ``marks(i)`` (node name -> traits) to the providers of tree i, keeping the traits
     its shape gives them; on ``--load-threads`` threads. Returns what was done."""
     base_url = ctx.base_url
     shape_traits = {node.name: node.traits for node in loaded.shape.nodes}
     with client.new_session() as session:
         for trait in (PREFERRED, AVOIDED):
-            response = session.put(f"{base_url}/traits/{trait}",
-                                   timeout=client.REQUEST_TIMEOUT_S)
+            response = session.put(f"{base_url}/traits/{trait}", timeout=client.REQUEST_TIMEOUT_S)
             if response.status_code not in (201, 204):
                 raise LoadError(f"trait {trait}: {response.status_code} {response.text[:500]}")
 
@@ -366,35 +375,49 @@ def mark_trees(ctx: Context, loaded: LoadedTrees,
         if not wanted:
             return 0
         root = loaded.roots[index]
-        response = session.get(f"{base_url}/resource_providers?in_tree={root}",
-                               timeout=client.REQUEST_TIMEOUT_S)
+        response = session.get(
+            f"{base_url}/resource_providers?in_tree={root}", timeout=client.REQUEST_TIMEOUT_S
+        )
         if response.status_code != 200:
-            raise LoadError(f"providers of tree {root}: {response.status_code} "
-                            f"{response.text[:500]}")
+            raise LoadError(
+                f"providers of tree {root}: {response.status_code} {response.text[:500]}"
+            )
         marked = 0
         for rp in response.json()["resource_providers"]:
             node = rp["name"].rsplit("-", 1)[-1]
             if node not in wanted:
                 continue
-            response = session.put(f"{base_url}/resource_providers/{rp['uuid']}/traits", json={
-                "resource_provider_generation": rp["generation"],
-                "traits": sorted({*shape_traits[node], *wanted[node]}),
-            }, timeout=client.REQUEST_TIMEOUT_S)
+            response = session.put(
+                f"{base_url}/resource_providers/{rp['uuid']}/traits",
+                json={
+                    "resource_provider_generation": rp["generation"],
+                    "traits": sorted({*shape_traits[node], *wanted[node]}),
+                },
+                timeout=client.REQUEST_TIMEOUT_S,
+            )
             if response.status_code != 200:
-                raise LoadError(f"traits of {rp['name']}: {response.status_code} "
-                                f"{response.text[:500]}")
+                raise LoadError(
+                    f"traits of {rp['name']}: {response.status_code} {response.text[:500]}"
+                )
             marked += 1
         if marked != len(wanted):
             raise LoadError(f"tree {root} lacks providers {sorted(wanted)}")
         return marked
 
     count = len(loaded.roots)
-    print(f"marking {count} {loaded.shape.unit} with {PREFERRED} (even) and {AVOIDED} "
-          "(every third)...", file=sys.stderr, flush=True)
-    marked, seconds = client.load_in_parallel(count, ctx.args.load_threads, mark,
-                                              f"{loaded.shape.unit} marked", progress=True)
-    return (f"preferences: {sum(marked)} {loaded.shape.name} providers given {PREFERRED} "
-            f"or {AVOIDED} in {seconds:.0f} s")
+    print(
+        f"marking {count} {loaded.shape.unit} with {PREFERRED} (even) and {AVOIDED} "
+        "(every third)...",
+        file=sys.stderr,
+        flush=True,
+    )
+    marked, seconds = client.load_in_parallel(
+        count, ctx.args.load_threads, mark, f"{loaded.shape.unit} marked", progress=True
+    )
+    return (
+        f"preferences: {sum(marked)} {loaded.shape.name} providers given {PREFERRED} "
+        f"or {AVOIDED} in {seconds:.0f} s"
+    )
 
 
 def preference_row(ctx: Context, loaded: LoadedTrees, query: Query) -> report.Row:
@@ -403,8 +426,9 @@ def preference_row(ctx: Context, loaded: LoadedTrees, query: Query) -> report.Ro
     row = query_row(ctx, loaded, query, LIMIT)
     if row.sequential is not None and row.sequential.count:
         p50 = row.sequential.p50_ms
-        row.note += (f"; target p50 <= {PREFERENCES_TARGET_MS:g} ms"
-                     + (" (missed)" if p50 > PREFERENCES_TARGET_MS else " (met)"))
+        row.note += f"; target p50 <= {PREFERENCES_TARGET_MS:g} ms" + (
+            " (missed)" if p50 > PREFERENCES_TARGET_MS else " (met)"
+        )
     return row
 
 
@@ -424,13 +448,19 @@ def settle(base_url: str, longest: float) -> None:
     except requests.RequestException:
         pass  # the next probe will say whether the service is still there
     time.sleep(min(longest, client.REQUEST_TIMEOUT_S))
-    print(f"  waited {time.perf_counter() - start:.0f} s for abandoned requests",
-          file=sys.stderr, flush=True)
+    print(
+        f"  waited {time.perf_counter() - start:.0f} s for abandoned requests",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
-def query_rows(ctx: Context, loaded: LoadedTrees,
-               queries: Callable[[LoadedTrees], list[Query]],
-               full: frozenset[str] = frozenset()) -> list[report.Row]:
+def query_rows(
+    ctx: Context,
+    loaded: LoadedTrees,
+    queries: Callable[[LoadedTrees], list[Query]],
+    full: frozenset[str] = frozenset(),
+) -> list[report.Row]:
     """Every query, without then with ``limit``."""
     return [
         query_row(ctx, loaded, query, limit, full)
@@ -439,13 +469,24 @@ def query_rows(ctx: Context, loaded: LoadedTrees,
     ]
 
 
-def load(ctx: Context, shape: Shape, count: int, first: int = 0,
-         aggregate: str | None = None) -> LoadedTrees:
-    print(f"loading {count} {shape.name} {shape.unit} ({count * len(shape.nodes)} providers, "
-          f"{count * shape.requests_per_tree} requests)...", file=sys.stderr, flush=True)
+def load(
+    ctx: Context, shape: Shape, count: int, first: int = 0, aggregate: str | None = None
+) -> LoadedTrees:
+    print(
+        f"loading {count} {shape.name} {shape.unit} ({count * len(shape.nodes)} providers, "
+        f"{count * shape.requests_per_tree} requests)...",
+        file=sys.stderr,
+        flush=True,
+    )
     return load_trees.load_trees(
-        ctx.base_url, shape, count, ctx.args.load_threads,
-        prefix=f"bench-{ctx.run_id}", first=first, aggregate=aggregate, progress=True,
+        ctx.base_url,
+        shape,
+        count,
+        ctx.args.load_threads,
+        prefix=f"bench-{ctx.run_id}",
+        first=first,
+        aggregate=aggregate,
+        progress=True,
     )
 
 
@@ -458,8 +499,9 @@ def scenario_flat(ctx: Context, loads: list[str]) -> list[report.Row]:
 def _capacity(node: str, rc: str) -> int:
     """What a NESTED provider can give of a class: (total - reserved) x allocation_ratio."""
     inventory = next(n for n in load_trees.NESTED.nodes if n.name == node).inventories[rc]
-    return int((inventory["total"] - inventory.get("reserved", 0))
-               * inventory.get("allocation_ratio", 1.0))
+    return int(
+        (inventory["total"] - inventory.get("reserved", 0)) * inventory.get("allocation_ratio", 1.0)
+    )
 
 
 def busy_full(index: int) -> bool:
@@ -486,39 +528,51 @@ def busy_usage(index: int) -> dict[str, dict[str, int]]:
 
 def claim_busy(session: requests.Session, base_url: str, root: str, index: int) -> None:
     """Find the providers of tree ``index`` by name, then claim its ``busy_usage``."""
-    response = session.get(f"{base_url}/resource_providers?in_tree={root}",
-                           timeout=client.REQUEST_TIMEOUT_S)
+    response = session.get(
+        f"{base_url}/resource_providers?in_tree={root}", timeout=client.REQUEST_TIMEOUT_S
+    )
     if response.status_code != 200:
-        raise LoadError(f"providers of tree {root}: {response.status_code} "
-                        f"{response.text[:500]}")
-    by_node = {rp["name"].rsplit("-", 1)[-1]: rp["uuid"]
-               for rp in response.json()["resource_providers"]}
+        raise LoadError(f"providers of tree {root}: {response.status_code} {response.text[:500]}")
+    by_node = {
+        rp["name"].rsplit("-", 1)[-1]: rp["uuid"] for rp in response.json()["resource_providers"]
+    }
     usage = busy_usage(index)
     if not usage.keys() <= by_node.keys():
         raise LoadError(f"tree {root} lacks providers {sorted(usage.keys() - by_node.keys())}")
     consumer = uuid.uuid4()
-    response = session.put(f"{base_url}/allocations/{consumer}", json={
-        "allocations": {by_node[node]: {"resources": resources}
-                        for node, resources in usage.items()},
-        "project_id": "bench-project",
-        "user_id": "bench-user",
-        "consumer_generation": None,
-        "consumer_type": "INSTANCE",
-    }, timeout=client.REQUEST_TIMEOUT_S)
+    response = session.put(
+        f"{base_url}/allocations/{consumer}",
+        json={
+            "allocations": {
+                by_node[node]: {"resources": resources} for node, resources in usage.items()
+            },
+            "project_id": "bench-project",
+            "user_id": "bench-user",
+            "consumer_generation": None,
+            "consumer_type": "INSTANCE",
+        },
+        timeout=client.REQUEST_TIMEOUT_S,
+    )
     if response.status_code != 204:
-        raise LoadError(f"allocations of tree {root} ({consumer}): {response.status_code} "
-                        f"{response.text[:500]}")
+        raise LoadError(
+            f"allocations of tree {root} ({consumer}): {response.status_code} {response.text[:500]}"
+        )
 
 
 def make_busy(ctx: Context, loaded: LoadedTrees) -> Busy:
     """One consumer per loaded tree (``busy_usage``), on ``--load-threads`` threads."""
     count = len(loaded.roots)
-    print(f"claiming {count} consumers, one per nested tree ({2 * count} requests)...",
-          file=sys.stderr, flush=True)
+    print(
+        f"claiming {count} consumers, one per nested tree ({2 * count} requests)...",
+        file=sys.stderr,
+        flush=True,
+    )
     _, seconds = client.load_in_parallel(
-        count, ctx.args.load_threads,
+        count,
+        ctx.args.load_threads,
         lambda session, index: claim_busy(session, ctx.base_url, loaded.roots[index], index),
-        "claims", progress=True,
+        "claims",
+        progress=True,
     )
     full = frozenset(root for index, root in enumerate(loaded.roots) if busy_full(index))
     return Busy(full, count, seconds)
@@ -540,13 +594,16 @@ def scenario_nested(ctx: Context, loads: list[str]) -> list[report.Row]:
         rows += [explain_row(ctx, loaded, query) for query in explained_queries(loaded)]
     loads.append(describe_load(loaded))
     if ctx.args.preferences:
-        loads.append(mark_trees(ctx, loaded, lambda index: {"cn": sum(
-            preference_traits(index), ())}))
+        loads.append(
+            mark_trees(ctx, loaded, lambda index: {"cn": sum(preference_traits(index), ())})
+        )
         rows.append(preference_row(ctx, loaded, nested_preference_query(loaded)))
     if ctx.args.busy:
         busy = make_busy(ctx, loaded)
-        loads.append(f"busy: {busy.claims} consumers, one per nested tree, "
-                     f"{len(busy.full)} trees full, in {busy.seconds:.0f} s")
+        loads.append(
+            f"busy: {busy.claims} consumers, one per nested tree, "
+            f"{len(busy.full)} trees full, in {busy.seconds:.0f} s"
+        )
         rows += query_rows(ctx, loaded, busy_queries, busy.full)
     return rows
 
@@ -554,8 +611,15 @@ def scenario_nested(ctx: Context, loads: list[str]) -> list[report.Row]:
 def explained_queries(loaded: LoadedTrees) -> list[Query]:
     """The nested query, and one no tree can answer (3 FPGAs under one NUMA node)."""
     [nested] = nested_queries(loaded)
-    return [nested, replace(nested, label="nested, no tree answers",
-                            params=nested.params.replace("FPGA:1", "FPGA:3"), per_tree=0)]
+    return [
+        nested,
+        replace(
+            nested,
+            label="nested, no tree answers",
+            params=nested.params.replace("FPGA:1", "FPGA:3"),
+            per_tree=0,
+        ),
+    ]
 
 
 def explain_row(ctx: Context, loaded: LoadedTrees, query: Query) -> report.Row:
@@ -571,8 +635,9 @@ def explain_row(ctx: Context, loaded: LoadedTrees, query: Query) -> report.Row:
     body = answer.json()
     answering = body["trees"][-1]["passing"]
     expected = len(loaded.roots) if query.per_tree else 0
-    note = f"{answering} trees answer" + ("" if answering >= expected else
-                                          f" (EXPECTED at least {expected})")
+    note = f"{answering} trees answer" + (
+        "" if answering >= expected else f" (EXPECTED at least {expected})"
+    )
     note += f"; empties at: {body['empties_at']}" if body["empties_at"] else ""
 
     def request(session, index):
@@ -587,8 +652,13 @@ def scenario_gpu(ctx: Context, loads: list[str]) -> list[report.Row]:
     loads.append(describe_load(loaded))
     rows = query_rows(ctx, loaded, gpu_queries)
     if ctx.args.preferences:
-        loads.append(mark_trees(ctx, loaded, lambda index: dict(zip(
-            ("sw00", "sw01"), preference_traits(index), strict=True))))
+        loads.append(
+            mark_trees(
+                ctx,
+                loaded,
+                lambda index: dict(zip(("sw00", "sw01"), preference_traits(index), strict=True)),
+            )
+        )
         rows.append(preference_row(ctx, loaded, gpu_preference_query(loaded)))
     return rows
 
@@ -597,8 +667,10 @@ SCENARIOS = {"flat": scenario_flat, "nested": scenario_nested, "gpu": scenario_g
 
 
 def describe_load(loaded: LoadedTrees) -> str:
-    return (f"{len(loaded.roots)} {loaded.shape.name} {loaded.shape.unit}, "
-            f"{loaded.providers} providers in {loaded.seconds:.0f} s")
+    return (
+        f"{len(loaded.roots)} {loaded.shape.name} {loaded.shape.unit}, "
+        f"{loaded.providers} providers in {loaded.seconds:.0f} s"
+    )
 
 
 def tree_sizes(text: str) -> list[int]:
@@ -614,27 +686,47 @@ def parse_args(argv):
     )
     parser.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="all")
     parser.add_argument("--nodes", type=int, default=1000, help="flat: compute nodes")
-    parser.add_argument("--trees", type=tree_sizes, default=[1000],
-                        help="nested: trees, or increasing sizes to grow to (1000,5000,10000)")
+    parser.add_argument(
+        "--trees",
+        type=tree_sizes,
+        default=[1000],
+        help="nested: trees, or increasing sizes to grow to (1000,5000,10000)",
+    )
     parser.add_argument("--hosts", type=int, default=250, help="gpu: hosts")
-    parser.add_argument("--busy", action="store_true",
-                        help="nested: after the last size, give every tree its own usage "
-                             f"({100 // BUSY_FULL_EVERY}%% of them full) and ask again")
-    parser.add_argument("--preferences", action=argparse.BooleanOptionalAction, default=True,
-                        help="nested and gpu: mark the trees and ask one query with soft "
-                             "preferences (this service's extension; --no-preferences for "
-                             "upstream)")
+    parser.add_argument(
+        "--busy",
+        action="store_true",
+        help="nested: after the last size, give every tree its own usage "
+        f"({100 // BUSY_FULL_EVERY}%% of them full) and ask again",
+    )
+    parser.add_argument(
+        "--preferences",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="nested and gpu: mark the trees and ask one query with soft "
+        "preferences (this service's extension; --no-preferences for "
+        "upstream)",
+    )
     parser.add_argument("--requests", type=int, default=30, help="sequential requests per query")
-    parser.add_argument("--concurrent-requests", type=int,
-                        help="requests per query at --concurrency (default: --requests)")
+    parser.add_argument(
+        "--concurrent-requests",
+        type=int,
+        help="requests per query at --concurrency (default: --requests)",
+    )
     parser.add_argument("--concurrency", type=int, default=10, help="threads for req/s")
-    parser.add_argument("--warm-up", type=int, default=5,
-                        help="untimed requests per query after the probe")
-    parser.add_argument("--max-seconds", type=float, default=60.0,
-                        help="time limit of each timed loop")
-    parser.add_argument("--max-candidates", type=int, default=10000,
-                        help="the service's max_allocation_candidates (-1: none); "
-                             "passed to the service the runner starts")
+    parser.add_argument(
+        "--warm-up", type=int, default=5, help="untimed requests per query after the probe"
+    )
+    parser.add_argument(
+        "--max-seconds", type=float, default=60.0, help="time limit of each timed loop"
+    )
+    parser.add_argument(
+        "--max-candidates",
+        type=int,
+        default=10000,
+        help="the service's max_allocation_candidates (-1: none); "
+        "passed to the service the runner starts",
+    )
     add_service_options(parser)
     args = parser.parse_args(argv)
     if args.busy and args.scenario not in ("nested", "all"):
@@ -666,7 +758,7 @@ def main(argv: list[str] | None = None) -> int:
             **service.configuration(),
             "loaded through the API": f"{'; '.join(loads)} ({args.load_threads} threads)",
             "requests": f"{args.requests} sequential, {args.concurrent_requests} concurrent "
-                        f"per query, after {args.warm_up} untimed warm-up",
+            f"per query, after {args.warm_up} untimed warm-up",
             "concurrency": args.concurrency,
             "max seconds per loop": args.max_seconds,
             "max_allocation_candidates": args.max_candidates,

@@ -104,24 +104,56 @@ class Query:
         return body
 
 
-WHOLE_GPU = {"kubernetes.io/gpu-core": 100, "kubernetes.io/gpu-memory-ratio": 100,
-             "kubernetes.io/gpu-memory": f"{GPU_MEMORY_MB}Mi", "exclusive": True}
-HALF_GPU = {"kubernetes.io/gpu-core": 50, "kubernetes.io/gpu-memory-ratio": 50,
-            "kubernetes.io/gpu-memory": f"{GPU_MEMORY_MB // 2}Mi"}
+WHOLE_GPU = {
+    "kubernetes.io/gpu-core": 100,
+    "kubernetes.io/gpu-memory-ratio": 100,
+    "kubernetes.io/gpu-memory": f"{GPU_MEMORY_MB}Mi",
+    "exclusive": True,
+}
+HALF_GPU = {
+    "kubernetes.io/gpu-core": 50,
+    "kubernetes.io/gpu-memory-ratio": 50,
+    "kubernetes.io/gpu-memory": f"{GPU_MEMORY_MB // 2}Mi",
+}
 JOINT_4 = Query(
-    key="joint", label="(a) 4 GPUs + NICs, SamePCIe",
+    key="joint",
+    label="(a) 4 GPUs + NICs, SamePCIe",
     resources={"nvidia.com/gpu": 4, "koordinator.sh/rdma": 1},
-    annotations={JOINT_ANNOTATION: json.dumps({"deviceTypes": ["gpu", "rdma"],
-                                               "requiredScope": SAME_PCIE})},
-    limit=1, gpus=4, nics=2, scope=SAME_PCIE, gpu_gives=WHOLE_GPU,
+    annotations={
+        JOINT_ANNOTATION: json.dumps({"deviceTypes": ["gpu", "rdma"], "requiredScope": SAME_PCIE})
+    },
+    limit=1,
+    gpus=4,
+    nics=2,
+    scope=SAME_PCIE,
+    gpu_gives=WHOLE_GPU,
     nic_gives={"koordinator.sh/rdma": 1},
 )
-JOINT_4_ALL = dataclasses.replace(JOINT_4, key="joint-all", label="(b) " + JOINT_4.label[4:],
-                                 limit=None)
-WHOLE_8 = Query(key="whole8", label="(c) 8 whole GPUs", resources={"nvidia.com/gpu": 8},
-                annotations={}, limit=10, gpus=8, nics=0, scope=None, gpu_gives=WHOLE_GPU)
-HALF = Query(key="half", label="(d) half a GPU", resources={"kubernetes.io/gpu": 50},
-             annotations={}, limit=1, gpus=1, nics=0, scope=None, gpu_gives=HALF_GPU)
+JOINT_4_ALL = dataclasses.replace(
+    JOINT_4, key="joint-all", label="(b) " + JOINT_4.label[4:], limit=None
+)
+WHOLE_8 = Query(
+    key="whole8",
+    label="(c) 8 whole GPUs",
+    resources={"nvidia.com/gpu": 8},
+    annotations={},
+    limit=10,
+    gpus=8,
+    nics=0,
+    scope=None,
+    gpu_gives=WHOLE_GPU,
+)
+HALF = Query(
+    key="half",
+    label="(d) half a GPU",
+    resources={"kubernetes.io/gpu": 50},
+    annotations={},
+    limit=1,
+    gpus=1,
+    nics=0,
+    scope=None,
+    gpu_gives=HALF_GPU,
+)
 QUERIES = {q.key: q for q in (JOINT_4, JOINT_4_ALL, WHOLE_8, HALF)}
 
 
@@ -145,8 +177,13 @@ class Context:
 
 # A pair's link strength, as the service documents it (placement.devices.chooser): per
 # NVLink, then the closest of one PCIe switch, one host bridge, one NUMA node, or across.
-PAIR_WEIGHTS = {"nvlinks": 100, "samePCIe": 50, "sameHostBridge": 30, "sameNUMA": 20,
-                "crossNUMA": 10}
+PAIR_WEIGHTS = {
+    "nvlinks": 100,
+    "samePCIe": 50,
+    "sameHostBridge": 30,
+    "sameNUMA": 20,
+    "crossNUMA": 10,
+}
 
 
 def link_counts(gpus: list[dict]) -> dict[str, int]:
@@ -174,8 +211,9 @@ def strength(links: dict[str, int]) -> int:
 def tightest_links(count: int) -> dict[str, int]:
     """The links of the ``count`` GPUs of the loaded topology linked most tightly."""
     gpus = [d for d in dgx_a100()["devices"] if d["type"] == "gpu"]
-    return max((link_counts(list(chosen)) for chosen in itertools.combinations(gpus, count)),
-               key=strength)
+    return max(
+        (link_counts(list(chosen)) for chosen in itertools.combinations(gpus, count)), key=strength
+    )
 
 
 def rank_key(candidate: dict) -> tuple:
@@ -187,16 +225,19 @@ def rank_key(candidate: dict) -> tuple:
     return (SCOPES.index(scope) if scope else 0, -strength(gpu_links), -candidate["score"])
 
 
-def check_candidate(ctx: Context, candidate: dict, query: Query,
-                    taken: AbstractSet[str] = frozenset()) -> list[str]:
+def check_candidate(
+    ctx: Context, candidate: dict, query: Query, taken: AbstractSet[str] = frozenset()
+) -> list[str]:
     """Problems of one candidate (or claim answer) for ``query``; ``taken``: GPU providers
     already claimed, which a whole GPU may not be."""
     problems = []
     devices = candidate.get("devices", {})
     gpus, nics = devices.get("gpu", []), devices.get("rdma", [])
     if (len(gpus), len(nics)) != (query.gpus, query.nics) or set(devices) - {"gpu", "rdma"}:
-        problems.append(f"devices {[(t, len(d)) for t, d in devices.items()]}, expected "
-                        f"{query.gpus} gpu, {query.nics} rdma")
+        problems.append(
+            f"devices {[(t, len(d)) for t, d in devices.items()]}, expected "
+            f"{query.gpus} gpu, {query.nics} rdma"
+        )
     if candidate.get("scope") != query.scope:
         problems.append(f"scope {candidate.get('scope')}, expected {query.scope}")
     if any(gpu["resources"] != query.gpu_gives for gpu in gpus):
@@ -204,11 +245,15 @@ def check_candidate(ctx: Context, candidate: dict, query: Query,
     if any(nic["resources"] != query.nic_gives for nic in nics):
         problems.append(f"NIC resources {[nic['resources'] for nic in nics][:2]}")
     if query.nics and sorted(nic["pcie"] for nic in nics) != sorted({g["pcie"] for g in gpus}):
-        problems.append(f"NICs on switches {[n['pcie'] for n in nics]}, GPUs on "
-                        f"{[g['pcie'] for g in gpus]}: not one NIC per switch of the GPUs")
+        problems.append(
+            f"NICs on switches {[n['pcie'] for n in nics]}, GPUs on "
+            f"{[g['pcie'] for g in gpus]}: not one NIC per switch of the GPUs"
+        )
     if gpus and candidate.get("links", {}).get("gpu") != tightest_links(len(gpus)):
-        problems.append(f"GPU links {candidate.get('links', {}).get('gpu')}, the tightest are "
-                        f"{tightest_links(len(gpus))}")
+        problems.append(
+            f"GPU links {candidate.get('links', {}).get('gpu')}, the tightest are "
+            f"{tightest_links(len(gpus))}"
+        )
     if query.gpu_gives.get("exclusive") and taken & {gpu["provider"] for gpu in gpus}:
         problems.append("a whole GPU that a claim holds")
     node = ctx.loaded.by_name().get(candidate.get("node", ""))
@@ -227,8 +272,9 @@ def check_candidate(ctx: Context, candidate: dict, query: Query,
     return [f"{candidate.get('node')}: {p}" for p in problems]
 
 
-def check_answer(ctx: Context, query: Query, answer: dict, expected: int, unplaced: int,
-                 taken: AbstractSet[str]) -> list[str]:
+def check_answer(
+    ctx: Context, query: Query, answer: dict, expected: int, unplaced: int, taken: AbstractSet[str]
+) -> list[str]:
     """Problems of a whole answer: counts, order, the first candidate."""
     problems = []
     candidates = answer.get("candidates", [])
@@ -255,22 +301,33 @@ def check_answer(ctx: Context, query: Query, answer: dict, expected: int, unplac
 def same_as_unlimited(ctx: Context, query: Query, candidates: list[dict]) -> list[str]:
     """A limited answer must be the head of the answer without limit."""
     with client.new_session() as session:
-        response = post(session, f"{ctx.base_url}/group_resources/device_candidates",
-                        query.body(with_limit=False))
+        response = post(
+            session,
+            f"{ctx.base_url}/group_resources/device_candidates",
+            query.body(with_limit=False),
+        )
     if response.status_code != 200:
         return [f"the same query without limit: {response.status_code}"]
     head = response.json()["candidates"][: len(candidates)]
     if [(c["node"], c["score"]) for c in head] != [(c["node"], c["score"]) for c in candidates]:
-        return [f"not the best: {[(c['node'], c['score']) for c in candidates][:3]} where the "
-                f"answer without limit starts {[(c['node'], c['score']) for c in head][:3]}"]
+        return [
+            f"not the best: {[(c['node'], c['score']) for c in candidates][:3]} where the "
+            f"answer without limit starts {[(c['node'], c['score']) for c in head][:3]}"
+        ]
     return []
 
 
 # --- timing ----------------------------------------------------------------------------
 
 
-def candidates_row(ctx: Context, query: Query, label: str, expected: int, unplaced: int = 0,
-                   taken: AbstractSet[str] = frozenset()) -> report.Row:
+def candidates_row(
+    ctx: Context,
+    query: Query,
+    label: str,
+    expected: int,
+    unplaced: int = 0,
+    taken: AbstractSet[str] = frozenset(),
+) -> report.Row:
     """Probe (one checked answer), then time; the note says what the answer held."""
     args = ctx.args
     name = f"{label}, {ctx.nodes} nodes" + (f", limit={query.limit}" if query.limit else "")
@@ -285,22 +342,29 @@ def candidates_row(ctx: Context, query: Query, label: str, expected: int, unplac
         return report.Row(name, None, None, f"first answer: {type(exc).__name__} (EXPECTED 200)")
     took = time.perf_counter() - start
     if response.status_code != 200:
-        return report.Row(name, None, None, f"first answer {response.status_code} "
-                                            f"{error_code(response)} (EXPECTED 200)")
+        return report.Row(
+            name,
+            None,
+            None,
+            f"first answer {response.status_code} {error_code(response)} (EXPECTED 200)",
+        )
     answer = response.json()
     candidates = answer["candidates"]
     problems = check_answer(ctx, query, answer, expected, unplaced, taken)
     if query.limit is not None:
         problems += same_as_unlimited(ctx, query, candidates)
-    note = (f"{len(candidates)} candidates (expected {'' if ctx.fresh else 'at least '}"
-            f"{expected if query.limit is None else min(query.limit, expected)}), "
-            f"{sum(u['nodes'] for u in answer['unplaced'])} nodes unplaced, "
-            f"{len(response.content) // 1024} KiB, first answer {took * 1000:.0f} ms")
+    note = (
+        f"{len(candidates)} candidates (expected {'' if ctx.fresh else 'at least '}"
+        f"{expected if query.limit is None else min(query.limit, expected)}), "
+        f"{sum(u['nodes'] for u in answer['unplaced'])} nodes unplaced, "
+        f"{len(response.content) // 1024} KiB, first answer {took * 1000:.0f} ms"
+    )
     if candidates:
         first = candidates[0]
         devices = ", ".join(f"{len(d)} {t}" for t, d in first["devices"].items())
         note += f"; first: {first['node']} {devices}" + (
-            f", scope {first['scope']}" if "scope" in first else "")
+            f", scope {first['scope']}" if "scope" in first else ""
+        )
     if problems:
         note += f"; {len(problems)} problems (EXPECTED none): " + "; ".join(problems[:3])
 
@@ -310,8 +374,7 @@ def candidates_row(ctx: Context, query: Query, label: str, expected: int, unplac
     if args.warm_up:
         client.warm_up(request, args.warm_up)
     seq = client.sequential(request, args.requests, args.max_seconds)
-    conc = client.concurrent(request, args.concurrent_requests, args.concurrency,
-                             args.max_seconds)
+    conc = client.concurrent(request, args.concurrent_requests, args.concurrency, args.max_seconds)
     return report.Row(name, seq, conc, note)
 
 
@@ -320,8 +383,12 @@ def claim_request(ctx: Context, consumers: list[str]) -> client.Request:
     url = f"{ctx.base_url}/group_resources/device_claims"
 
     def request(session, index):
-        body = {**HALF.body(with_limit=False), "consumer_uuid": consumers[index],
-                "project_id": "bench-project", "user_id": "bench-user"}
+        body = {
+            **HALF.body(with_limit=False),
+            "consumer_uuid": consumers[index],
+            "project_id": "bench-project",
+            "user_id": "bench-user",
+        }
         response = post(session, url, body)
         with ctx.lock:
             if response.status_code == 200:
@@ -339,10 +406,15 @@ def claims_row(ctx: Context) -> report.Row:
     print(f"running {name}...", file=sys.stderr, flush=True)
     if args.warm_up:
         client.warm_up(claim_request(ctx, new_consumers(args.warm_up)), args.warm_up)
-    seq = client.sequential(claim_request(ctx, new_consumers(args.claims)), args.claims,
-                            args.max_seconds)
-    conc = client.concurrent(claim_request(ctx, new_consumers(args.claims)), args.claims,
-                             args.concurrency, args.max_seconds)
+    seq = client.sequential(
+        claim_request(ctx, new_consumers(args.claims)), args.claims, args.max_seconds
+    )
+    conc = client.concurrent(
+        claim_request(ctx, new_consumers(args.claims)),
+        args.claims,
+        args.concurrency,
+        args.max_seconds,
+    )
     return report.Row(name, seq, conc, verify_claims(ctx))
 
 
@@ -361,8 +433,9 @@ def verify_claims(ctx: Context) -> str:
     problems = []
     if ctx.failed_claims:
         refused = Counter(ctx.failed_claims)
-        problems.append("not granted: " + ", ".join(f"{n} x {what}"
-                                                    for what, n in refused.most_common()))
+        problems.append(
+            "not granted: " + ", ".join(f"{n} x {what}" for what, n in refused.most_common())
+        )
     for answer in ctx.claims.values():
         problems += check_candidate(ctx, answer, HALF)
     cores = claimed_cores(ctx)
@@ -376,11 +449,13 @@ def verify_claims(ctx: Context) -> str:
     read = read_back(ctx, sample_nodes, sample_consumers, cores)
     problems += read.problems
     nodes_used = len(claimed_nodes)
-    note = (f"{len(ctx.claims)} granted (incl. {ctx.args.warm_up} warm-up) on {nodes_used} "
-            f"nodes, {len(cores)} GPUs; over capacity: {len(over)} in the answers, "
-            f"{read.over_capacity} read back ({len(sample_nodes)} nodes' device views, "
-            f"{read.usages} GPU usages); allocations read back: {len(sample_consumers)}, "
-            f"all as answered: {not read.differing}")
+    note = (
+        f"{len(ctx.claims)} granted (incl. {ctx.args.warm_up} warm-up) on {nodes_used} "
+        f"nodes, {len(cores)} GPUs; over capacity: {len(over)} in the answers, "
+        f"{read.over_capacity} read back ({len(sample_nodes)} nodes' device views, "
+        f"{read.usages} GPU usages); allocations read back: {len(sample_consumers)}, "
+        f"all as answered: {not read.differing}"
+    )
     if problems:
         note += f"; {len(problems)} problems (EXPECTED none): " + "; ".join(problems[:3])
     return note
@@ -394,8 +469,9 @@ class ReadBack:
     differing: int = 0  # consumers whose stored allocations differ from the answer
 
 
-def read_back(ctx: Context, nodes: list[str], consumers: list[str],
-              cores: dict[str, int]) -> ReadBack:
+def read_back(
+    ctx: Context, nodes: list[str], consumers: list[str], cores: dict[str, int]
+) -> ReadBack:
     """The device views of ``nodes``, the usages of their claimed GPUs, and the allocations
     of ``consumers``, compared with what the claims answered."""
     local = threading.local()
@@ -410,45 +486,60 @@ def read_back(ctx: Context, nodes: list[str], consumers: list[str],
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         views = list(pool.map(lambda n: get(f"/group_resources/device_nodes/{n}"), nodes))
-        gpus = [d["provider"] for view in views for d in view["devices"]
-                if d["provider"] in cores]
-        usages = dict(zip(gpus, pool.map(
-            lambda p: get(f"/resource_providers/{p}/usages")["usages"].get(GPU_CORE, 0), gpus),
-            strict=True))
-        stored = dict(zip(consumers, pool.map(lambda c: get(f"/allocations/{c}"), consumers),
-                          strict=True))
+        gpus = [d["provider"] for view in views for d in view["devices"] if d["provider"] in cores]
+        usages = dict(
+            zip(
+                gpus,
+                pool.map(
+                    lambda p: get(f"/resource_providers/{p}/usages")["usages"].get(GPU_CORE, 0),
+                    gpus,
+                ),
+                strict=True,
+            )
+        )
+        stored = dict(
+            zip(consumers, pool.map(lambda c: get(f"/allocations/{c}"), consumers), strict=True)
+        )
     for view in views:
         for device in view["devices"]:
             for base, inventory in device.get("inventories", {}).items():
                 if inventory["used"] > inventory["total"]:
                     found.over_capacity += 1
-                    found.problems.append(f"{view['name']} {device['path']} {base} over "
-                                          f"capacity: {inventory}")
+                    found.problems.append(
+                        f"{view['name']} {device['path']} {base} over capacity: {inventory}"
+                    )
             used_core = device.get("inventories", {}).get("core", {}).get("used", 0)
             if device["type"] == "gpu" and used_core != cores.get(device["provider"], 0):
-                found.problems.append(f"{view['name']} {device['path']} core used {used_core}, "
-                                      f"the claims took {cores.get(device['provider'], 0)}")
+                found.problems.append(
+                    f"{view['name']} {device['path']} core used {used_core}, "
+                    f"the claims took {cores.get(device['provider'], 0)}"
+                )
     found.usages = len(usages)
     for provider, used in usages.items():
         if used != cores[provider]:
-            found.problems.append(f"usages of GPU {provider}: {used}, claims took "
-                                  f"{cores[provider]}")
+            found.problems.append(
+                f"usages of GPU {provider}: {used}, claims took {cores[provider]}"
+            )
     for consumer, body in stored.items():
         allocations = {u: a["resources"] for u, a in body["allocations"].items()}
         answered = {u: a["resources"] for u, a in ctx.claims[consumer]["allocations"].items()}
         if allocations != answered:
             found.differing += 1
     if found.differing:
-        found.problems.append(f"{found.differing} consumers' stored allocations differ from "
-                              "the answer")
+        found.problems.append(
+            f"{found.differing} consumers' stored allocations differ from the answer"
+        )
     return found
 
 
 def unfit_after_claims(ctx: Context) -> tuple[int, set[str]]:
     """This run's nodes left with fewer than 4 GPUs nobody uses, and the GPUs in use."""
     taken = set(claimed_cores(ctx))
-    unfit = sum(1 for node in ctx.loaded.nodes
-                if sum(p not in taken for p in node.gpus.values()) < JOINT_4.gpus)
+    unfit = sum(
+        1
+        for node in ctx.loaded.nodes
+        if sum(p not in taken for p in node.gpus.values()) < JOINT_4.gpus
+    )
     return unfit, taken
 
 
@@ -465,8 +556,11 @@ def run(ctx: Context) -> list[report.Row]:
         claims_row(ctx),
     ]
     unfit, taken = unfit_after_claims(ctx)
-    rows.append(candidates_row(ctx, JOINT_4, "(f) " + JOINT_4.label[4:] + ", after the claims",
-                               n - unfit, unfit, taken))
+    rows.append(
+        candidates_row(
+            ctx, JOINT_4, "(f) " + JOINT_4.label[4:] + ", after the claims", n - unfit, unfit, taken
+        )
+    )
     return rows
 
 
@@ -483,12 +577,21 @@ def profile(service, loaded: LoadedDevices, args: argparse.Namespace) -> None:
 
     def todo() -> list[tuple[str, dict]]:
         if args.profile == "claim":
-            return [("/group_resources/device_claims",
-                     {**HALF.body(with_limit=False), "consumer_uuid": str(uuid.uuid4()),
-                      "project_id": "bench-project", "user_id": "bench-user"})
-                    for _ in range(args.requests)]
-        return [("/group_resources/device_candidates", QUERIES[args.profile].body())
-                ] * args.requests
+            return [
+                (
+                    "/group_resources/device_claims",
+                    {
+                        **HALF.body(with_limit=False),
+                        "consumer_uuid": str(uuid.uuid4()),
+                        "project_id": "bench-project",
+                        "user_id": "bench-user",
+                    },
+                )
+                for _ in range(args.requests)
+            ]
+        return [
+            ("/group_resources/device_candidates", QUERIES[args.profile].body())
+        ] * args.requests
 
     def send(path, body) -> int:
         return test_client.post(path, json=body, headers=client.HEADERS).status_code
@@ -510,11 +613,15 @@ def profile(service, loaded: LoadedDevices, args: argparse.Namespace) -> None:
     total = time.perf_counter() - started
     engine.dispose()
     n = args.requests
-    print(f"{args.profile}: {n} requests in process on {len(loaded.nodes)} device nodes "
-          f"(answers {dict(statuses)}): {plain * 1000:.1f} ms/request without profiler, "
-          f"{total / n * 1000:.1f} ms/request under cProfile (which inflates the Python part)")
-    print(f"  SQL: {timer.statements / n:.1f} statements, {timer.seconds / n * 1000:.1f} ms "
-          f"per request ({timer.seconds / total:.0%} of the time)")
+    print(
+        f"{args.profile}: {n} requests in process on {len(loaded.nodes)} device nodes "
+        f"(answers {dict(statuses)}): {plain * 1000:.1f} ms/request without profiler, "
+        f"{total / n * 1000:.1f} ms/request under cProfile (which inflates the Python part)"
+    )
+    print(
+        f"  SQL: {timer.statements / n:.1f} statements, {timer.seconds / n * 1000:.1f} ms "
+        f"per request ({timer.seconds / total:.0%} of the time)"
+    )
     for statement, times in sorted(timer.by_statement.items(), key=lambda kv: -sum(kv[1]))[:6]:
         print(f"    {sum(times) / n * 1000:7.2f} ms/request  x{len(times) / n:.0f}  {statement}")
     for sort in ("cumulative", "tottime"):
@@ -529,13 +636,24 @@ def parse_args(argv):
     )
     parser.add_argument("--nodes", type=int, default=1000, help="DGX A100-like nodes to load")
     add_timing_options(parser, requests=20, warm_up=3, max_seconds=120.0)
-    parser.add_argument("--claims", type=int, default=50,
-                        help="half-GPU claims sequentially, and as many concurrently")
-    parser.add_argument("--read-back", type=int, default=50,
-                        help="claimed nodes and consumers read back after the claims")
+    parser.add_argument(
+        "--claims",
+        type=int,
+        default=50,
+        help="half-GPU claims sequentially, and as many concurrently",
+    )
+    parser.add_argument(
+        "--read-back",
+        type=int,
+        default=50,
+        help="claimed nodes and consumers read back after the claims",
+    )
     parser.add_argument("--seed", type=int, default=42, help="of the read-back sample")
-    parser.add_argument("--profile", choices=[*QUERIES, "claim"],
-                        help="profile this scenario in process instead of timing (see above)")
+    parser.add_argument(
+        "--profile",
+        choices=[*QUERIES, "claim"],
+        help="profile this scenario in process instead of timing (see above)",
+    )
     parser.add_argument("--top", type=int, default=30, help="functions of the profile to print")
     add_service_options(parser)
     parser.set_defaults(load_threads=4)  # two gunicorn workers: more threads only queue
@@ -544,9 +662,11 @@ def parse_args(argv):
     if min(args.nodes, args.claims) < 1:
         parser.error("--nodes and --claims must be >= 1")
     if args.warm_up + 2 * args.claims > HALF_GPU_CLAIMS_PER_GPU * GPUS * args.nodes:
-        parser.error(f"{args.warm_up} + 2 x {args.claims} claims do not fit the "
-                     f"{HALF_GPU_CLAIMS_PER_GPU * GPUS * args.nodes} half GPUs of "
-                     f"{args.nodes} nodes")
+        parser.error(
+            f"{args.warm_up} + 2 x {args.claims} claims do not fit the "
+            f"{HALF_GPU_CLAIMS_PER_GPU * GPUS * args.nodes} half GPUs of "
+            f"{args.nodes} nodes"
+        )
     if args.profile and args.url:
         parser.error("--profile needs the database: not with --url")
     return args
@@ -560,9 +680,13 @@ def main(argv: list[str] | None = None) -> int:
         args.workers, args.database_url, args.url, args.log_dir, args.backend
     ) as service:
         print(f"service at {service.base_url}", file=sys.stderr, flush=True)
-        print(f"loading {args.nodes} device nodes "
-              f"({args.nodes * load_device_nodes.PROVIDERS_PER_NODE} providers, "
-              f"{args.nodes} requests)...", file=sys.stderr, flush=True)
+        print(
+            f"loading {args.nodes} device nodes "
+            f"({args.nodes * load_device_nodes.PROVIDERS_PER_NODE} providers, "
+            f"{args.nodes} requests)...",
+            file=sys.stderr,
+            flush=True,
+        )
         loaded = load_device_nodes.load_device_nodes(
             service.base_url, args.nodes, args.load_threads, progress=True
         )
@@ -585,8 +709,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"nodes/s, {args.load_threads} threads)"
             ),
             "requests": f"{args.requests} sequential, {args.concurrent_requests} concurrent "
-                        f"per candidates query; {args.claims} + {args.claims} claims; "
-                        f"{args.warm_up} untimed warm-up each",
+            f"per candidates query; {args.claims} + {args.claims} claims; "
+            f"{args.warm_up} untimed warm-up each",
             "concurrency": args.concurrency,
             "max seconds per loop": args.max_seconds,
             "counts exact (fresh service)": fresh,

@@ -33,17 +33,28 @@ from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine
 from placement.devices import service as device_service
 from placement.group_resources import service as group_service
 
-JOINT = {"resources": {"nvidia.com/gpu": 4, "koordinator.sh/rdma": 1}, "annotations": {
-    "scheduling.koordinator.sh/device-joint-allocate":
-        json.dumps({"deviceTypes": ["gpu", "rdma"], "requiredScope": "SamePCIe"})}}
+JOINT = {
+    "resources": {"nvidia.com/gpu": 4, "koordinator.sh/rdma": 1},
+    "annotations": {
+        "scheduling.koordinator.sh/device-joint-allocate": json.dumps(
+            {"deviceTypes": ["gpu", "rdma"], "requiredScope": "SamePCIe"}
+        )
+    },
+}
 # (the search's path, label, body): each body is asked of the search and of its explanation
 REQUESTS = [
     ("/group_resources/candidates", "translator: 4-GPU affinity", {"resources": AFFINITY_4}),
-    ("/group_resources/candidates", "translator: 4-GPU affinity, 512GiB (no node fits)",
-     {"resources": {**AFFINITY_4, "memory": "512GiB"}}),
+    (
+        "/group_resources/candidates",
+        "translator: 4-GPU affinity, 512GiB (no node fits)",
+        {"resources": {**AFFINITY_4, "memory": "512GiB"}},
+    ),
     ("/group_resources/device_candidates", "devices: 4 GPUs + NICs, SamePCIe", JOINT),
-    ("/group_resources/device_candidates", "devices: 9 GPUs (no node fits)",
-     {"resources": {"nvidia.com/gpu": 9}}),
+    (
+        "/group_resources/device_candidates",
+        "devices: 9 GPUs (no node fits)",
+        {"resources": {"nvidia.com/gpu": 9}},
+    ),
 ]
 
 
@@ -61,8 +72,11 @@ def load(engine, config: Config, nodes: int, distinct: bool) -> float:
                         device_node["devices"][0]["memory"] = f"{80 * 1024 + index}Mi"
                     group_service.sync_node(conn, f"g{index:05d}", group_node, naming)
                     device_service.import_node(
-                        conn, f"d{index:05d}", device_service.topology_from_body(device_node),
-                        naming)
+                        conn,
+                        f"d{index:05d}",
+                        device_service.topology_from_body(device_node),
+                        naming,
+                    )
     return time.perf_counter() - start
 
 
@@ -93,17 +107,20 @@ def main(argv: list[str] | None = None) -> int:
         client.environ_base["HTTP_X_AUTH_TOKEN"] = "admin"
         client.environ_base["HTTP_OPENSTACK_API_VERSION"] = "placement latest"
         seconds = load(engine, config, args.nodes, args.distinct)
-        print(f"{args.nodes} translator and {args.nodes} device nodes"
-              f"{', no two alike' if args.distinct else ''}, loaded in {seconds:.0f} s; "
-              f"load average {load_average()}\n")
+        print(
+            f"{args.nodes} translator and {args.nodes} device nodes"
+            f"{', no two alike' if args.distinct else ''}, loaded in {seconds:.0f} s; "
+            f"load average {load_average()}\n"
+        )
         print("| request | explain p50 ms | search p50 ms | the explanation |")
         print("|---|--:|--:|---|")
         for path, label, body in REQUESTS:
             explain_ms, explained = p50_ms(client, f"{path}/explain", body, args.requests)
             search_ms, _ = p50_ms(client, path, body, args.requests)
             last = explained["nodes"][-1]["passing"]
-            says = f"{last} nodes answer" + (f"; empties at {explained['empties_at']}"
-                                             if explained["empties_at"] else "")
+            says = f"{last} nodes answer" + (
+                f"; empties at {explained['empties_at']}" if explained["empties_at"] else ""
+            )
             print(f"| {label} | {explain_ms:.1f} | {search_ms:.1f} | {says} |")
         engine.dispose()
     return 0

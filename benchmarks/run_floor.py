@@ -74,8 +74,10 @@ def requests_of(nodes: list[str], aggregate: str) -> dict[str, str]:
     return {
         "root": "/",
         "provider": f"/resource_providers/{nodes[len(nodes) // 2]}",
-        "candidates": (f"/allocation_candidates?resources={resources}&member_of={aggregate}"
-                       f"&required={load_trees.AVX2}&limit=10"),
+        "candidates": (
+            f"/allocation_candidates?resources={resources}&member_of={aggregate}"
+            f"&required={load_trees.AVX2}&limit=10"
+        ),
     }
 
 
@@ -94,20 +96,25 @@ def timed(client, path: str, warm_up: int, count: int) -> list[float]:
 def over_http(args) -> None:
     with running_service(args.workers, args.database_url, backend=args.backend) as service:
         loaded = load_trees.load_trees(service.base_url, load_trees.FLAT, args.nodes)
-        print(f"{args.nodes} flat nodes, {service.database}, gunicorn {args.workers} workers; "
-              f"load average {load_average()}\n")
+        print(
+            f"{args.nodes} flat nodes, {service.database}, gunicorn {args.workers} workers; "
+            f"load average {load_average()}\n"
+        )
         print(f"| request | p50 ms | p95 ms | req/s @{args.concurrency} | answers |")
         print("|---|--:|--:|--:|---|")
         for name, path in requests_of(loaded.roots, loaded.aggregate).items():
+
             def request(session, _index, url=service.base_url + path):
                 return session.get(url, timeout=REQUEST_TIMEOUT_S)
 
             http_client.sequential(request, args.warm_up)
             alone = http_client.sequential(request, args.requests)
             together = http_client.concurrent(request, args.requests, args.concurrency)
-            print(f"| {name} | {alone.p50_ms:.2f} | {alone.p95_ms:.2f} | "
-                  f"{together.per_second:.0f} | {alone.status_text()}; "
-                  f"{together.status_text()} |")
+            print(
+                f"| {name} | {alone.p50_ms:.2f} | {alone.p95_ms:.2f} | "
+                f"{together.per_second:.0f} | {alone.status_text()}; "
+                f"{together.status_text()} |"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,8 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--http", action="store_true", help="over HTTP, gunicorn and PostgreSQL")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--backend", choices=BACKENDS, default="postgresql",
-                        help="--http: the throwaway database server (without --database-url)")
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="postgresql",
+        help="--http: the throwaway database server (without --database-url)",
+    )
     parser.add_argument("--concurrency", type=int, default=10)
     args = parser.parse_args(argv)
     if args.http:
@@ -134,11 +145,16 @@ def main(argv: list[str] | None = None) -> int:
         client = create_app(Config(database_url=url), engine=engine).test_client()
         aggregate = str(uuid.uuid4())
         started = time.perf_counter()
-        nodes = [load_trees.create_tree(InProcessSession(client), "", load_trees.FLAT,
-                                        f"floor-{index:05d}", aggregate)[0]
-                 for index in range(args.nodes)]
-        print(f"{args.nodes} flat nodes on {engine.dialect.name}, loaded in "
-              f"{time.perf_counter() - started:.0f} s; load average {load_average()}\n")
+        nodes = [
+            load_trees.create_tree(
+                InProcessSession(client), "", load_trees.FLAT, f"floor-{index:05d}", aggregate
+            )[0]
+            for index in range(args.nodes)
+        ]
+        print(
+            f"{args.nodes} flat nodes on {engine.dialect.name}, loaded in "
+            f"{time.perf_counter() - started:.0f} s; load average {load_average()}\n"
+        )
         print("| request | p50 us | mean us | statements | round trips |")
         print("|---|--:|--:|--:|--:|")
         paths = requests_of(nodes, aggregate)
@@ -149,8 +165,10 @@ def main(argv: list[str] | None = None) -> int:
             with log.counting() as seen:
                 client.get(path, headers=HEADERS)
             log.close()
-            print(f"| {name} | {statistics.median(seconds) * 1e6:.0f} | "
-                  f"{statistics.mean(seconds) * 1e6:.0f} | {len(seen)} | {log.round_trips} |")
+            print(
+                f"| {name} | {statistics.median(seconds) * 1e6:.0f} | "
+                f"{statistics.mean(seconds) * 1e6:.0f} | {len(seen)} | {log.round_trips} |"
+            )
         if args.profile:
             profiler = cProfile.Profile()
             profiler.runcall(timed, client, paths[args.profile], 0, args.requests)

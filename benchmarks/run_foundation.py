@@ -131,16 +131,22 @@ def scenario_claim_one(ctx: Context, args) -> report.Row:
     provider = ctx.contention_provider
     conc = client.concurrent(
         lambda s, i: claim(ctx.base_url, s, provider),
-        args.requests, args.concurrency, args.max_seconds,
+        args.requests,
+        args.concurrency,
+        args.max_seconds,
     )
     granted = conc.statuses.get(204, 0)
     note = f"409s: {conc.statuses.get(409, 0)}"
     try:
         with client.new_session() as session:
-            usage = session.get(
-                f"{ctx.base_url}/resource_providers/{provider}/usages",
-                timeout=client.REQUEST_TIMEOUT_S,
-            ).json()["usages"].get("VCPU", 0)
+            usage = (
+                session.get(
+                    f"{ctx.base_url}/resource_providers/{provider}/usages",
+                    timeout=client.REQUEST_TIMEOUT_S,
+                )
+                .json()["usages"]
+                .get("VCPU", 0)
+            )
     except (requests.RequestException, ValueError, KeyError) as exc:
         return report.Row(scenario_name, None, conc, f"{note}; usage check EXPECTED, got {exc!r}")
     note += f"; usage VCPU {usage}"
@@ -168,7 +174,9 @@ def scenario_candidates_after_each_claim(ctx: Context, args) -> report.Row:
     timing.elapsed = sum(timing.latencies)
     return report.Row(
         "GET /allocation_candidates?resources=VCPU:1&limit=10 after each PUT /allocations",
-        timing, None, "the PUT untimed",
+        timing,
+        None,
+        "the PUT untimed",
     )
 
 
@@ -186,8 +194,10 @@ def contention_inventory(args) -> load.Inventory:
     """Room for every claim of the contention scenario, twice over."""
     claims = 2 * args.requests
     return load.Inventory(
-        vcpu=claims * CLAIM["VCPU"], vcpu_ratio=1.0,
-        memory_mb=claims * CLAIM["MEMORY_MB"], disk_gb=1,
+        vcpu=claims * CLAIM["VCPU"],
+        vcpu_ratio=1.0,
+        memory_mb=claims * CLAIM["MEMORY_MB"],
+        disk_gb=1,
     )
 
 
@@ -196,12 +206,17 @@ def parse_args(argv):
         description="Foundation benchmarks (see benchmarks/README.md)."
     )
     parser.add_argument("--providers", type=int, default=1000, help="compute nodes to load")
-    parser.add_argument("--requests", type=int, default=300,
-                        help="requests per scenario and mode (sequential, concurrent)")
+    parser.add_argument(
+        "--requests",
+        type=int,
+        default=300,
+        help="requests per scenario and mode (sequential, concurrent)",
+    )
     parser.add_argument("--concurrency", type=int, default=10, help="threads for req/s")
     add_service_options(parser)
-    parser.add_argument("--max-seconds", type=float, default=60.0,
-                        help="time limit of each timed loop")
+    parser.add_argument(
+        "--max-seconds", type=float, default=60.0, help="time limit of each timed loop"
+    )
     parser.add_argument("--seed", type=int, default=42, help="seed of the random picks")
     return parser.parse_args(argv)
 
@@ -213,16 +228,24 @@ def main(argv: list[str] | None = None) -> int:
     with running_service(
         args.workers, args.database_url, args.url, args.log_dir, args.backend
     ) as service:
-        print(f"service at {service.base_url}; loading {args.providers} providers...",
-              file=sys.stderr, flush=True)
+        print(
+            f"service at {service.base_url}; loading {args.providers} providers...",
+            file=sys.stderr,
+            flush=True,
+        )
         run_id = uuid.uuid4().hex[:6]
         loaded = load.load_compute_nodes(
-            service.base_url, args.providers, args.load_threads,
-            prefix=f"bench-{run_id}-cn", progress=True,
+            service.base_url,
+            args.providers,
+            args.load_threads,
+            prefix=f"bench-{run_id}-cn",
+            progress=True,
         )
         with client.new_session() as session:
             contention = load.create_provider(
-                session, service.base_url, f"bench-{run_id}-contention",
+                session,
+                service.base_url,
+                f"bench-{run_id}-contention",
                 contention_inventory(args),
             )
         ctx = Context(service.base_url, loaded, contention, random.Random(args.seed))
@@ -236,10 +259,9 @@ def main(argv: list[str] | None = None) -> int:
             "command": command,
             **service.configuration(),
             "providers": f"{len(loaded.providers)} (+1 contention provider), "
-                         f"loaded through the API in {loaded.seconds:.1f} s "
-                         f"with {args.load_threads} threads",
-            "requests": f"{args.requests} per scenario and mode, "
-                        f"{WARM_UP} untimed warm-up first",
+            f"loaded through the API in {loaded.seconds:.1f} s "
+            f"with {args.load_threads} threads",
+            "requests": f"{args.requests} per scenario and mode, {WARM_UP} untimed warm-up first",
             "concurrency": args.concurrency,
             "max seconds per loop": args.max_seconds,
             "seed": args.seed,

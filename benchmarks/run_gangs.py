@@ -37,10 +37,21 @@ from benchmarks.service import add_service_options, running_service
 
 LEVELS = ["spine", "leaf", "nvlink_domain"]
 EIGHT_GPUS = {"resources": {"nvidia.com/gpu": 8}}
-NVLINK_GANG = {"members": 16, "member": EIGHT_GPUS, "required": "nvlink_domain",
-               "scorer": "pack", "limit": 1}
-SPINE_GANG = {"members": 64, "member": EIGHT_GPUS, "required": "spine", "preferred": "leaf",
-              "scorer": "pack", "limit": 1}
+NVLINK_GANG = {
+    "members": 16,
+    "member": EIGHT_GPUS,
+    "required": "nvlink_domain",
+    "scorer": "pack",
+    "limit": 1,
+}
+SPINE_GANG = {
+    "members": 64,
+    "member": EIGHT_GPUS,
+    "required": "spine",
+    "preferred": "leaf",
+    "scorer": "pack",
+    "limit": 1,
+}
 
 
 def network(names: list[str], spines: int, leaves: int, domains: int) -> dict:
@@ -51,8 +62,11 @@ def network(names: list[str], spines: int, leaves: int, domains: int) -> dict:
     for index, name in enumerate(names):
         domain = index // size
         leaf = domain * leaves // domains
-        nodes[name] = {"spine": f"spine-{leaf * spines // leaves}", "leaf": f"leaf-{leaf}",
-                       "nvlink_domain": f"nvl-{domain}"}
+        nodes[name] = {
+            "spine": f"spine-{leaf * spines // leaves}",
+            "leaf": f"leaf-{leaf}",
+            "nvlink_domain": f"nvl-{domain}",
+        }
     return {"levels": LEVELS, "nodes": nodes}
 
 
@@ -74,18 +88,24 @@ def _check_gang(body: dict, query: dict, placed: dict, fewest_leaves: int | None
     return ""
 
 
-def query_row(base: str, args, name: str, query: dict, placed: dict,
-              fewest_leaves: int | None) -> report.Row:
+def query_row(
+    base: str, args, name: str, query: dict, placed: dict, fewest_leaves: int | None
+) -> report.Row:
     print(f"running {name}...", file=sys.stderr, flush=True)
     with client.new_session() as session:
-        first = session.post(f"{base}/group_resources/gang_candidates", json=query,
-                             timeout=client.REQUEST_TIMEOUT_S)
-    note = (f"EXPECTED 200, got {first.status_code}" if first.status_code != 200
-            else _check_gang(first.json(), query, placed, fewest_leaves))
+        first = session.post(
+            f"{base}/group_resources/gang_candidates", json=query, timeout=client.REQUEST_TIMEOUT_S
+        )
+    note = (
+        f"EXPECTED 200, got {first.status_code}"
+        if first.status_code != 200
+        else _check_gang(first.json(), query, placed, fewest_leaves)
+    )
 
     def ask(session: requests.Session, _index: int) -> requests.Response:
-        return session.post(f"{base}/group_resources/gang_candidates", json=query,
-                            timeout=client.REQUEST_TIMEOUT_S)
+        return session.post(
+            f"{base}/group_resources/gang_candidates", json=query, timeout=client.REQUEST_TIMEOUT_S
+        )
 
     if args.warm_up:
         client.warm_up(ask, args.warm_up, 1)
@@ -95,9 +115,13 @@ def query_row(base: str, args, name: str, query: dict, placed: dict,
 
 def _claim_body() -> dict:
     body = {key: value for key, value in SPINE_GANG.items() if key != "limit"}
-    return {**body, "gang_uuid": str(uuid.uuid4()),
-            "consumer_uuids": [str(uuid.uuid4()) for _ in range(SPINE_GANG["members"])],
-            "project_id": "bench", "user_id": "bench"}
+    return {
+        **body,
+        "gang_uuid": str(uuid.uuid4()),
+        "consumer_uuids": [str(uuid.uuid4()) for _ in range(SPINE_GANG["members"])],
+        "project_id": "bench",
+        "user_id": "bench",
+    }
 
 
 def claims_row(base: str, args, concurrency: int) -> report.Row:
@@ -110,8 +134,9 @@ def claims_row(base: str, args, concurrency: int) -> report.Row:
     def claim(session: requests.Session, _index: int) -> requests.Response:
         body = _claim_body()
         sent.append(body)
-        response = session.post(f"{base}/group_resources/gang_claims", json=body,
-                                timeout=client.REQUEST_TIMEOUT_S)
+        response = session.post(
+            f"{base}/group_resources/gang_claims", json=body, timeout=client.REQUEST_TIMEOUT_S
+        )
         answers[body["gang_uuid"]] = response.status_code
         return response
 
@@ -128,21 +153,28 @@ def _read_back(base: str, sent: list[dict], answers: dict[str, int]) -> str:
     holders: dict[str, str] = {}
     with client.new_session() as session:
         for body in sent:
-            shown = session.get(f"{base}/group_resources/gangs/{body['gang_uuid']}",
-                                timeout=client.REQUEST_TIMEOUT_S)
+            shown = session.get(
+                f"{base}/group_resources/gangs/{body['gang_uuid']}",
+                timeout=client.REQUEST_TIMEOUT_S,
+            )
             granted = answers.get(body["gang_uuid"]) == 200
             if shown.status_code != (200 if granted else 404):
                 return f"EXPECTED gang {body['gang_uuid']} {'held' if granted else 'absent'}"
             if not granted:
                 continue
             for member in shown.json()["members"]:
-                gpus = [p for p, a in member["allocations"].items()
-                        if "CUSTOM_GPU_CORE" in a["resources"]]
+                gpus = [
+                    p
+                    for p, a in member["allocations"].items()
+                    if "CUSTOM_GPU_CORE" in a["resources"]
+                ]
                 if len(gpus) != 8:
                     return f"EXPECTED 8 GPUs held by {member['consumer_uuid']}, got {len(gpus)}"
                 for provider in gpus:
-                    if holders.setdefault(provider, member["consumer_uuid"]) != \
-                            member["consumer_uuid"]:
+                    if (
+                        holders.setdefault(provider, member["consumer_uuid"])
+                        != member["consumer_uuid"]
+                    ):
                         return f"EXPECTED GPU {provider} given once"
     return ""
 
@@ -150,8 +182,10 @@ def _read_back(base: str, sent: list[dict], answers: dict[str, int]) -> str:
 def release(base: str, bodies: list[dict]) -> None:
     with client.new_session() as session:
         for body in bodies:
-            session.delete(f"{base}/group_resources/gangs/{body['gang_uuid']}",
-                           timeout=client.REQUEST_TIMEOUT_S)
+            session.delete(
+                f"{base}/group_resources/gangs/{body['gang_uuid']}",
+                timeout=client.REQUEST_TIMEOUT_S,
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,43 +201,55 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     checked_timing_options(parser, args)
     load_before = report.load_average()
-    with running_service(args.workers, args.database_url, args.url, args.log_dir,
-                         args.backend) as service:
+    with running_service(
+        args.workers, args.database_url, args.url, args.log_dir, args.backend
+    ) as service:
         base = service.base_url
         print(f"loading {args.nodes} device nodes...", file=sys.stderr, flush=True)
-        loaded = load_device_nodes.load_device_nodes(base, args.nodes, args.load_threads,
-                                                     progress=True)
+        loaded = load_device_nodes.load_device_nodes(
+            base, args.nodes, args.load_threads, progress=True
+        )
         names = [node.name for node in loaded.nodes]
         described = network(names, args.spines, args.leaves, args.nvlink_domains)
         with client.new_session() as session:
-            put = session.put(f"{base}/group_resources/network", json=described,
-                              timeout=client.REQUEST_TIMEOUT_S)
+            put = session.put(
+                f"{base}/group_resources/network", json=described, timeout=client.REQUEST_TIMEOUT_S
+            )
         if put.status_code != 200:
             print(f"PUT /group_resources/network: {put.status_code} {put.text[:300]}")
             return 1
-        placed = {name: [d["spine"], d["leaf"], d["nvlink_domain"]]
-                  for name, d in described["nodes"].items()}
+        placed = {
+            name: [d["spine"], d["leaf"], d["nvlink_domain"]]
+            for name, d in described["nodes"].items()
+        }
         placed = {name: dict(zip(LEVELS, path, strict=True)) for name, path in placed.items()}
         per_leaf: dict[str, int] = {}
         for path in placed.values():
             per_leaf[path["leaf"]] = per_leaf.get(path["leaf"], 0) + 1
         fewest_leaves = math.ceil(SPINE_GANG["members"] / max(per_leaf.values()))
         rows = [
-            query_row(base, args, "(a) 16 x 8 GPUs, required nvlink_domain", NVLINK_GANG,
-                      placed, None),
-            query_row(base, args, "(b) 64 x 8 GPUs, required spine, preferred leaf",
-                      SPINE_GANG, placed, fewest_leaves),
+            query_row(
+                base, args, "(a) 16 x 8 GPUs, required nvlink_domain", NVLINK_GANG, placed, None
+            ),
+            query_row(
+                base,
+                args,
+                "(b) 64 x 8 GPUs, required spine, preferred leaf",
+                SPINE_GANG,
+                placed,
+                fewest_leaves,
+            ),
             claims_row(base, args, 1),
             claims_row(base, args, args.concurrency),
         ]
         config = {
             **service.configuration(),
             "nodes": f"{len(names)} device nodes, {args.spines} spines, {args.leaves} leaves, "
-                     f"{args.nvlink_domains} NVLink domains",
-            "load average (1, 5 min) before / after": f"{load_before} / "
-                                                      f"{report.load_average()}",
-            "quiet": "yes" if float(load_before.split(",")[0]) < 1.5 else
-                     "NO: not measured quietly (load average 1.5 or more at the start)",
+            f"{args.nvlink_domains} NVLink domains",
+            "load average (1, 5 min) before / after": f"{load_before} / {report.load_average()}",
+            "quiet": "yes"
+            if float(load_before.split(",")[0]) < 1.5
+            else "NO: not measured quietly (load average 1.5 or more at the start)",
             "command": report.command_line("benchmarks.run_gangs", argv),
         }
     return report.finish(config, rows, args.concurrency, args.json)

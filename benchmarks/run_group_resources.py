@@ -95,8 +95,9 @@ def parse_gpu_key(key: str) -> tuple[str, str, str] | None:
     return parts[1], parts[3], "/".join(parts[:6])
 
 
-def check_placement(ctx: Context, candidate: dict, resources: dict, pairs: list[list[str]],
-                    one_group1: bool) -> list[str]:
+def check_placement(
+    ctx: Context, candidate: dict, resources: dict, pairs: list[list[str]], one_group1: bool
+) -> list[str]:
     """Problems of one candidate or claim answer for ``resources``.
 
     ``pairs``: requested GPU keys that must share a Gpugrp0 (different pairs,
@@ -155,12 +156,19 @@ def post(session: requests.Session, url: str, body: dict) -> requests.Response:
     return session.post(url, json=body, timeout=client.REQUEST_TIMEOUT_S)
 
 
-def timed(ctx: Context, request: client.Request, seq_count: int | None = None,
-          conc_count: int | None = None) -> tuple[client.Timing | None, client.Timing | None]:
+def timed(
+    ctx: Context,
+    request: client.Request,
+    seq_count: int | None = None,
+    conc_count: int | None = None,
+) -> tuple[client.Timing | None, client.Timing | None]:
     args = ctx.args
     seq = client.sequential(request, seq_count, args.max_seconds) if seq_count else None
-    conc = (client.concurrent(request, conc_count, args.concurrency, args.max_seconds)
-            if conc_count else None)
+    conc = (
+        client.concurrent(request, conc_count, args.concurrency, args.max_seconds)
+        if conc_count
+        else None
+    )
     return seq, conc
 
 
@@ -188,8 +196,12 @@ def candidates_row(
         return report.Row(name, None, None, f"first answer: {type(exc).__name__} (EXPECTED 200)")
     took = time.perf_counter() - start
     if response.status_code != 200:
-        return report.Row(name, None, None, f"first answer: {response.status_code} "
-                          f"{response.text[:200]} (EXPECTED 200)")
+        return report.Row(
+            name,
+            None,
+            None,
+            f"first answer: {response.status_code} {response.text[:200]} (EXPECTED 200)",
+        )
     answer = response.json()
     # feasible_nodes is omitted when a limit stopped the search before every node was seen.
     candidates, feasible = answer["candidates"], answer.get("feasible_nodes")
@@ -215,9 +227,11 @@ def candidates_row(
     if limit is not None:
         problems += same_as_unlimited(ctx, url, body, candidates)
     counted = "omitted (search stopped early)" if feasible is None else feasible
-    note = (f"{len(candidates)} candidates, feasible_nodes {counted} "
-            f"(expected {'' if ctx.fresh else 'at least '}{expected_feasible}), "
-            f"{len(response.content) // 1024} KiB, first answer {took * 1000:.0f} ms")
+    note = (
+        f"{len(candidates)} candidates, feasible_nodes {counted} "
+        f"(expected {'' if ctx.fresh else 'at least '}{expected_feasible}), "
+        f"{len(response.content) // 1024} KiB, first answer {took * 1000:.0f} ms"
+    )
     if candidates:
         note += f"; best: {candidates[0]['node']} score {candidates[0]['score']}"
     if problems:
@@ -241,13 +255,16 @@ def same_as_unlimited(ctx: Context, url: str, body: dict, candidates: list[dict]
         return [f"the same query without limit: {response.status_code}"]
     head = response.json()["candidates"][: len(candidates)]
     if [(c["node"], c["score"]) for c in head] != [(c["node"], c["score"]) for c in candidates]:
-        return [f"not the best: {[(c['node'], c['score']) for c in candidates]} where the answer "
-                f"without limit starts {[(c['node'], c['score']) for c in head]}"]
+        return [
+            f"not the best: {[(c['node'], c['score']) for c in candidates]} where the answer "
+            f"without limit starts {[(c['node'], c['score']) for c in head]}"
+        ]
     return []
 
 
-def claim_request(ctx: Context, resources: dict, consumers: list[str],
-                  nodes: list[str] | None = None) -> client.Request:
+def claim_request(
+    ctx: Context, resources: dict, consumers: list[str], nodes: list[str] | None = None
+) -> client.Request:
     """A claim per index, each for its own consumer; 200 answers are kept in ``ctx.claims``."""
     url = f"{ctx.base_url}/group_resources/claims"
 
@@ -294,8 +311,10 @@ def claims_row(ctx: Context) -> report.Row:
         claim_request(ctx, PAIR_2, new_consumers(args.claims)), args.claims, args.max_seconds
     )
     conc = client.concurrent(
-        claim_request(ctx, PAIR_2, new_consumers(args.claims)), args.claims,
-        args.concurrency, args.max_seconds,
+        claim_request(ctx, PAIR_2, new_consumers(args.claims)),
+        args.claims,
+        args.concurrency,
+        args.max_seconds,
     )
     return report.Row(name, seq, conc, verify_claims(ctx))
 
@@ -305,8 +324,9 @@ def verify_claims(ctx: Context) -> str:
     problems = []
     if ctx.failed_claims:
         refused = Counter(ctx.failed_claims)
-        problems.append("not granted: " + ", ".join(f"{n} x {what}"
-                                                    for what, n in refused.most_common()))
+        problems.append(
+            "not granted: " + ", ".join(f"{n} x {what}" for what, n in refused.most_common())
+        )
     holders: Counter[str] = Counter()
     for answer in ctx.claims.values():
         problems += check_placement(ctx, answer, PAIR_2, [list(PAIR_2)], one_group1=True)
@@ -319,18 +339,23 @@ def verify_claims(ctx: Context) -> str:
     usages, stored = read_back(ctx, sorted(holders))
     wrong_usage = {p: u for p, u in usages.items() if u != 1}
     if wrong_usage:
-        problems.append(f"{len(wrong_usage)} claimed GPUs with usage != 1: "
-                        f"{list(wrong_usage.items())[:3]}")
-    differing = [c for c, allocations in stored.items()
-                 if allocations != {u: a["resources"]
-                                    for u, a in ctx.claims[c]["allocations"].items()}]
+        problems.append(
+            f"{len(wrong_usage)} claimed GPUs with usage != 1: {list(wrong_usage.items())[:3]}"
+        )
+    differing = [
+        c
+        for c, allocations in stored.items()
+        if allocations != {u: a["resources"] for u, a in ctx.claims[c]["allocations"].items()}
+    ]
     if differing:
         problems.append(f"{len(differing)} consumers' stored allocations differ from the answer")
     nodes_used = len({answer["node"] for answer in ctx.claims.values()})
-    note = (f"{len(ctx.claims)} granted (incl. {ctx.args.warm_up} warm-up) on {nodes_used} nodes, "
-            f"{len(holders)} GPUs; GPUs in two claims: {len(doubled)}; usages read back: "
-            f"{len(usages)} GPUs, all 1: {not wrong_usage}; allocations read back: "
-            f"{len(stored)}, all as answered: {not differing}")
+    note = (
+        f"{len(ctx.claims)} granted (incl. {ctx.args.warm_up} warm-up) on {nodes_used} nodes, "
+        f"{len(holders)} GPUs; GPUs in two claims: {len(doubled)}; usages read back: "
+        f"{len(usages)} GPUs, all 1: {not wrong_usage}; allocations read back: "
+        f"{len(stored)}, all as answered: {not differing}"
+    )
     if problems:
         note += f"; {len(problems)} problems (EXPECTED none): " + "; ".join(problems[:3])
     return note
@@ -346,14 +371,16 @@ def read_back(ctx: Context, gpus: list[str]) -> tuple[dict[str, int], dict[str, 
         return local.session
 
     def usage(provider: str) -> tuple[str, int]:
-        response = session().get(f"{ctx.base_url}/resource_providers/{provider}/usages",
-                                 timeout=client.REQUEST_TIMEOUT_S)
+        response = session().get(
+            f"{ctx.base_url}/resource_providers/{provider}/usages", timeout=client.REQUEST_TIMEOUT_S
+        )
         response.raise_for_status()
         return provider, response.json()["usages"].get(GPU_CARDS, 0)
 
     def allocations(consumer: str) -> tuple[str, dict]:
-        response = session().get(f"{ctx.base_url}/allocations/{consumer}",
-                                 timeout=client.REQUEST_TIMEOUT_S)
+        response = session().get(
+            f"{ctx.base_url}/allocations/{consumer}", timeout=client.REQUEST_TIMEOUT_S
+        )
         response.raise_for_status()
         stored = response.json()["allocations"]
         return consumer, {u: a["resources"] for u, a in stored.items()}
@@ -386,10 +413,17 @@ def exhaustion_row(ctx: Context) -> report.Row:
         url = f"{ctx.base_url}/group_resources/claims"
         statuses, granted, problems = [], [], []
         for _ in range(PAIRS_PER_NODE + 1):
-            response = post(session, url, {
-                "resources": PAIR_2, "consumer_uuid": str(uuid.uuid4()),
-                "project_id": "bench-project", "user_id": "bench-user", "nodes": [full_name],
-            })
+            response = post(
+                session,
+                url,
+                {
+                    "resources": PAIR_2,
+                    "consumer_uuid": str(uuid.uuid4()),
+                    "project_id": "bench-project",
+                    "user_id": "bench-user",
+                    "nodes": [full_name],
+                },
+            )
             statuses.append(response.status_code)
             if response.status_code == 200:
                 granted.append(response.json())
@@ -437,8 +471,16 @@ def run(ctx: Context) -> list[report.Row]:
             problems.append(f"{candidate['node']}: offers a GPU already claimed")
         return problems
 
-    rows.append(candidates_row(ctx, "candidates: 4-GPU affinity, after the claims",
-                               AFFINITY_4, 1, affinity_free, feasible_after_claims(ctx)))
+    rows.append(
+        candidates_row(
+            ctx,
+            "candidates: 4-GPU affinity, after the claims",
+            AFFINITY_4,
+            1,
+            affinity_free,
+            feasible_after_claims(ctx),
+        )
+    )
     rows.append(exhaustion_row(ctx))
     return rows
 
@@ -449,16 +491,22 @@ def parse_args(argv):
     )
     parser.add_argument("--nodes", type=int, default=1000, help="8-GPU nodes to load")
     add_timing_options(parser, requests=50, warm_up=5, max_seconds=120.0)
-    parser.add_argument("--claims", type=int, default=100,
-                        help="2-GPU claims sequentially, and as many concurrently")
+    parser.add_argument(
+        "--claims",
+        type=int,
+        default=100,
+        help="2-GPU claims sequentially, and as many concurrently",
+    )
     add_service_options(parser)
     args = parser.parse_args(argv)
     checked_timing_options(parser, args)
     if min(args.nodes, args.claims) < 1:
         parser.error("--nodes and --claims must be >= 1")
     if args.warm_up + 2 * args.claims > PAIRS_PER_NODE * args.nodes:
-        parser.error(f"{args.warm_up} + 2 x {args.claims} claims do not fit the "
-                     f"{PAIRS_PER_NODE * args.nodes} GPU pairs of {args.nodes} nodes")
+        parser.error(
+            f"{args.warm_up} + 2 x {args.claims} claims do not fit the "
+            f"{PAIRS_PER_NODE * args.nodes} GPU pairs of {args.nodes} nodes"
+        )
     return args
 
 
@@ -470,8 +518,12 @@ def main(argv: list[str] | None = None) -> int:
         args.workers, args.database_url, args.url, args.log_dir, args.backend
     ) as service:
         print(f"service at {service.base_url}", file=sys.stderr, flush=True)
-        print(f"loading {args.nodes} 8-GPU nodes ({args.nodes * 15} providers, "
-              f"{args.nodes} requests)...", file=sys.stderr, flush=True)
+        print(
+            f"loading {args.nodes} 8-GPU nodes ({args.nodes * 15} providers, "
+            f"{args.nodes} requests)...",
+            file=sys.stderr,
+            flush=True,
+        )
         loaded = load_group_nodes.load_group_nodes(
             service.base_url, args.nodes, args.load_threads, progress=True
         )
@@ -489,8 +541,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"({args.nodes / loaded.seconds:.1f} nodes/s, {args.load_threads} threads)"
             ),
             "requests": f"{args.requests} sequential, {args.concurrent_requests} concurrent "
-                        f"per candidates query; {args.claims} + {args.claims} claims; "
-                        f"{args.warm_up} untimed warm-up each",
+            f"per candidates query; {args.claims} + {args.claims} claims; "
+            f"{args.warm_up} untimed warm-up each",
             "concurrency": args.concurrency,
             "max seconds per loop": args.max_seconds,
             "counts exact (fresh service)": fresh,

@@ -42,16 +42,21 @@ FLAT_QUERY = "resources=VCPU:1&limit=10"
 
 def queries(base_url: str) -> dict[str, client.Request]:
     def device(session, index):
-        return session.post(f"{base_url}/group_resources/device_candidates",
-                            json=JOINT_4.body(), timeout=client.REQUEST_TIMEOUT_S)
+        return session.post(
+            f"{base_url}/group_resources/device_candidates",
+            json=JOINT_4.body(),
+            timeout=client.REQUEST_TIMEOUT_S,
+        )
 
     def nested(session, index):
-        return session.get(f"{base_url}/allocation_candidates?{NESTED_QUERY}",
-                           timeout=client.REQUEST_TIMEOUT_S)
+        return session.get(
+            f"{base_url}/allocation_candidates?{NESTED_QUERY}", timeout=client.REQUEST_TIMEOUT_S
+        )
 
     def flat(session, index):
-        return session.get(f"{base_url}/allocation_candidates?{FLAT_QUERY}",
-                           timeout=client.REQUEST_TIMEOUT_S)
+        return session.get(
+            f"{base_url}/allocation_candidates?{FLAT_QUERY}", timeout=client.REQUEST_TIMEOUT_S
+        )
 
     return {
         f"devices {JOINT_4.label}, limit=1": device,
@@ -66,14 +71,21 @@ def refresh_after_a_write(base_url: str, trees: list[str], count: int) -> client
     with client.new_session() as session:
         for index in range(count):
             root = trees[index % len(trees)]
-            session.put(f"{base_url}/allocations/{uuid.uuid4()}", json={
-                "allocations": {root: {"resources": {"DISK_GB": 1}}},
-                "project_id": "scale", "user_id": "scale", "consumer_generation": None,
-                "consumer_type": "INSTANCE",
-            }, timeout=client.REQUEST_TIMEOUT_S)
+            session.put(
+                f"{base_url}/allocations/{uuid.uuid4()}",
+                json={
+                    "allocations": {root: {"resources": {"DISK_GB": 1}}},
+                    "project_id": "scale",
+                    "user_id": "scale",
+                    "consumer_generation": None,
+                    "consumer_type": "INSTANCE",
+                },
+                timeout=client.REQUEST_TIMEOUT_S,
+            )
             started = time.perf_counter()
-            response = session.get(f"{base_url}/allocation_candidates?{NESTED_QUERY}",
-                                   timeout=client.REQUEST_TIMEOUT_S)
+            response = session.get(
+                f"{base_url}/allocation_candidates?{NESTED_QUERY}", timeout=client.REQUEST_TIMEOUT_S
+            )
             timing.latencies.append(time.perf_counter() - started)
             timing.statuses[response.status_code] += 1
     timing.elapsed = sum(timing.latencies)
@@ -88,7 +100,8 @@ def loaded_nested_roots(base_url: str) -> list[str]:
         response = session.get(
             f"{base_url}/resource_providers?required={trait}",
             headers={**client.HEADERS, "OpenStack-API-Version": "placement 1.18"},
-            timeout=client.REQUEST_TIMEOUT_S)
+            timeout=client.REQUEST_TIMEOUT_S,
+        )
     response.raise_for_status()
     return [p["uuid"] for p in response.json()["resource_providers"]]
 
@@ -127,8 +140,10 @@ def first_answers(database_url: str, log_dir: str, requests_of) -> list[str]:
                 before = time.perf_counter()
                 request(session, 1)
                 second = time.perf_counter() - before
-                lines.append(f"{name}: first answer {first * 1000:.0f} ms ({status}), "
-                             f"second {second * 1000:.1f} ms")
+                lines.append(
+                    f"{name}: first answer {first * 1000:.0f} ms ({status}), "
+                    f"second {second * 1000:.1f} ms"
+                )
     return lines
 
 
@@ -145,8 +160,10 @@ def parse_args(argv):
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.url:
-        print("run_scale starts its own services (a new worker is part of it): no --url",
-              file=sys.stderr)
+        print(
+            "run_scale starts its own services (a new worker is part of it): no --url",
+            file=sys.stderr,
+        )
         return 2
     command = report.command_line("benchmarks.run_scale", argv)
     machine = report.environment()
@@ -156,19 +173,31 @@ def main(argv: list[str] | None = None) -> int:
         base = service.base_url
         print(f"loading {args.device_nodes} device nodes...", file=sys.stderr, flush=True)
         devices = load_device_nodes.load_device_nodes(
-            base, args.device_nodes, args.load_threads, progress=True)
+            base, args.device_nodes, args.load_threads, progress=True
+        )
         print(f"loading {args.trees} nested trees...", file=sys.stderr, flush=True)
-        trees = load_trees.load_trees(base, load_trees.NESTED, args.trees, args.load_threads,
-                                      prefix=f"scale-{uuid.uuid4().hex[:6]}", progress=True)
+        trees = load_trees.load_trees(
+            base,
+            load_trees.NESTED,
+            args.trees,
+            args.load_threads,
+            prefix=f"scale-{uuid.uuid4().hex[:6]}",
+            progress=True,
+        )
         roots = list(trees.roots) or loaded_nested_roots(base)
         rows = []
         for name, request in queries(base).items():
             client.warm_up(request, 3)  # every worker's copy holds everything
-            rows.append(report.Row(name, client.sequential(
-                request, args.requests, args.max_seconds)))
-        rows.append(report.Row("nested candidates, limit=10, after each PUT /allocations",
-                               refresh_after_a_write(base, roots, args.requests),
-                               note="the PUT untimed"))
+            rows.append(
+                report.Row(name, client.sequential(request, args.requests, args.max_seconds))
+            )
+        rows.append(
+            report.Row(
+                "nested candidates, limit=10, after each PUT /allocations",
+                refresh_after_a_write(base, roots, args.requests),
+                note="the PUT untimed",
+            )
+        )
         memory = worker_memory(base)
         log_dir = args.log_dir or os.path.dirname(service.log_path or "/tmp/x")
         new_worker = first_answers(service.database_url, log_dir, queries)
@@ -176,8 +205,8 @@ def main(argv: list[str] | None = None) -> int:
             "command": command,
             **service.configuration(),
             "providers": f"{devices.providers + trees.providers} loaded ({len(devices.nodes)} "
-                         f"device nodes in {devices.seconds:.0f} s, {len(trees.roots)} nested "
-                         f"trees); {len(roots)} nested trees in all",
+            f"device nodes in {devices.seconds:.0f} s, {len(trees.roots)} nested "
+            f"trees); {len(roots)} nested trees in all",
             "worker memory after the queries": "; ".join(memory),
             "a new worker": "; ".join(new_worker),
             **machine,

@@ -86,8 +86,12 @@ def add_service_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--load-threads", type=int, default=8, help="threads of the loader")
     parser.add_argument("--json", metavar="PATH", help="also write configuration and results")
     parser.add_argument("--log-dir", help="keep gunicorn.log in this folder")
-    parser.add_argument("--backend", choices=BACKENDS, default="postgresql",
-                        help="the throwaway database server (without --database-url)")
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="postgresql",
+        help="the throwaway database server (without --database-url)",
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--database-url", help="migrate and serve this database")
     where.add_argument("--url", help="benchmark this running service (loopback only)")
@@ -167,7 +171,10 @@ def wait_until_up(base_url: str, process: subprocess.Popen | None, timeout: floa
 
 @contextlib.contextmanager
 def gunicorn(
-    database_url: str, workers: int, log_path: str, extra_env: dict | None = None,
+    database_url: str,
+    workers: int,
+    log_path: str,
+    extra_env: dict | None = None,
     extra_args: tuple[str, ...] = (),
 ):
     """Run gunicorn on a free loopback port (with ``extra_args`` among its options);
@@ -177,11 +184,15 @@ def gunicorn(
     # The access log would cost the workers time; errors still go to the log file.
     env.setdefault("PLACEMENT_LOG_LEVEL", "WARNING")
     command = [
-        sys.executable, "-m", "gunicorn",
+        sys.executable,
+        "-m",
+        "gunicorn",
         # The workers of `placement serve` (threaded, with its client timeout).
         *server.worker_arguments(Config(workers=workers)),
-        "--bind", f"127.0.0.1:{port}",
-        "--graceful-timeout", "10",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--graceful-timeout",
+        "10",
     ]
     if "control_socket" in {setting.name for setting in KNOWN_SETTINGS}:
         # gunicorn 25+ listens on ~/.gunicorn/gunicorn.ctl by default, shared with every
@@ -246,7 +257,8 @@ def running_service(
             log_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="placement-bench-"))
         log_path = os.path.join(log_dir, "gunicorn.log")
         base_url = stack.enter_context(
-            gunicorn(database_url, workers, log_path, extra_env=extra_env))
+            gunicorn(database_url, workers, log_path, extra_env=extra_env)
+        )
         yield Service(base_url, workers, description, log_path, database_url)
 
 

@@ -79,8 +79,9 @@ def freeze_startup_objects() -> None:
 def create_app(config: Config | None = None, engine: Engine | None = None) -> flask.Flask:
     config = config or load_config()
     for option in config.unused_options:
-        LOG.warning("Configuration: %s in %s is not used by this service", option,
-                    config.source_file)
+        LOG.warning(
+            "Configuration: %s in %s is not used by this service", option, config.source_file
+        )
     if engine is None:
         engine = make_engine(config.database_url, config.database())
         wait_until_reachable(engine, config.database())
@@ -104,12 +105,15 @@ def create_app(config: Config | None = None, engine: Engine | None = None) -> fl
 
         assert config.source_file is not None  # enforced by Config
         app.wsgi_app = keystone.protect(  # type: ignore[method-assign]
-            app.wsgi_app, config.source_file,
+            app.wsgi_app,
+            config.source_file,
             OPEN_PATHS | ({METRICS_PATH} if config.metrics_unauthenticated else set()),
             # kube-scheduler sends no token: from its addresses, ``_admit_scheduler`` admits it.
             trusted_paths=set(scheduler_extender_routes(config.k8s_scheduler_prefix)),
             trusted=lambda environ: _is_scheduler_client(
-                config.k8s_scheduler_clients, environ.get("REMOTE_ADDR")))
+                config.k8s_scheduler_clients, environ.get("REMOTE_ADDR")
+            ),
+        )
     register_routes(app, config.k8s_scheduler_prefix)
     app.before_request(_before_request)
     app.after_request(_after_request)
@@ -186,7 +190,7 @@ def _admit_scheduler(services, request: flask.Request) -> None:
     _refuse_remote_noauth(config, request)
     credentials = services.authenticator.authenticate(request.headers)
     flask.g.credentials = credentials
-    verb = request.url_rule.rule[len(config.k8s_scheduler_prefix):]  # type: ignore[union-attr]
+    verb = request.url_rule.rule[len(config.k8s_scheduler_prefix) :]  # type: ignore[union-attr]
     rule = services.policy.rule_of_extender_verb(verb)
     target = {"project_id": credentials.project_id, "user_id": credentials.user_id}
     services.policy.authorize(rule, credentials.policy_values(), target)
@@ -277,9 +281,7 @@ def _accepts_json(request: flask.Request) -> bool:
 def _has_nul(request: flask.Request) -> bool:
     if "\x00" in request.path:
         return True
-    return any(
-        "\x00" in key or "\x00" in value for key, value in request.args.items(multi=True)
-    )
+    return any("\x00" in key or "\x00" in value for key, value in request.args.items(multi=True))
 
 
 def _after_request(response: flask.Response) -> flask.Response:
@@ -355,9 +357,7 @@ def _as_placement_error(exc: Exception) -> errors.PlacementError:
             # route also answers, is left out like upstream's).
             allowed = [m for m in exc.valid_methods if m != "HEAD"]  # type: ignore[attr-defined]
             error.headers["Allow"] = ", ".join(allowed)
-            error.detail = (
-                f"The method {flask.request.method} is not allowed for this resource."
-            )
+            error.detail = f"The method {flask.request.method} is not allowed for this resource."
         return error
     if isinstance(exc, DRIVER_ERRORS):
         # A driver's error SQLAlchemy did not wrap (raised where it works on the DBAPI

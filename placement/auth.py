@@ -65,9 +65,7 @@ class NoAuth2:
             roles = frozenset({"admin"}) if user == "admin" else frozenset()
         system_scope = headers.get(SYSTEM_SCOPE_HEADER) or None
         project_id = None if system_scope else headers.get("X-Project-Id") or project or user
-        return Credentials(
-            roles, project_id=project_id, user_id=user, system_scope=system_scope
-        )
+        return Credentials(roles, project_id=project_id, user_id=user, system_scope=system_scope)
 
 
 class KeystoneAuth:
@@ -77,8 +75,9 @@ class KeystoneAuth:
     def authenticate(self, headers: Mapping[str, str]) -> Credentials:
         if headers.get("X-Identity-Status") != "Confirmed":
             raise errors.Unauthorized("This request needs a valid token.")
-        environ = {f"HTTP_{name.upper().replace('-', '_')}": value
-                   for name, value in headers.items()}
+        environ = {
+            f"HTTP_{name.upper().replace('-', '_')}": value for name, value in headers.items()
+        }
         values = oslo_context.RequestContext.from_environ(environ).to_policy_values()
         return Credentials(
             frozenset(role.lower() for role in values["roles"]),

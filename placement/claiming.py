@@ -91,7 +91,9 @@ def claim_best(
 
 
 def claim_all(
-    conn: Connection, claimant: Claimant[Choice], consumers: Sequence[NewConsumer],
+    conn: Connection,
+    claimant: Claimant[Choice],
+    consumers: Sequence[NewConsumer],
     recorder: ClaimRecorder,
 ) -> Choice:
     """Claim for every one of ``consumers`` at once: ``claimant.allocations`` gives a
@@ -107,7 +109,9 @@ def claim_all(
 
 
 def _claim(
-    conn: Connection, claimant: Claimant[Choice], consumers: Sequence[NewConsumer],
+    conn: Connection,
+    claimant: Claimant[Choice],
+    consumers: Sequence[NewConsumer],
     recorder: ClaimRecorder,
 ) -> Choice:
     who = ", ".join(consumer.uuid for consumer in consumers)
@@ -137,8 +141,7 @@ def _claim(
                 generation=None,
                 consumer_type=consumer.consumer_type,
             )
-            for consumer, allocations in zip(
-                consumers, claimant.allocations(best), strict=True)
+            for consumer, allocations in zip(consumers, claimant.allocations(best), strict=True)
         ]
         try:
             with conn.begin_nested():
@@ -152,7 +155,11 @@ def _claim(
             if attempt + 1 < CLAIM_ATTEMPTS:
                 LOG.warning(
                     "Claim (%s) for consumer(s) %s lost a race on attempt %d of %d, choosing "
-                    "again: %s", claimant.kind, who, attempt + 1, CLAIM_ATTEMPTS,
+                    "again: %s",
+                    claimant.kind,
+                    who,
+                    attempt + 1,
+                    CLAIM_ATTEMPTS,
                     exc.detail,
                 )
                 recorder.claim_retried(claimant.kind)

@@ -100,11 +100,13 @@ class Config:
                 f"not {self.auth_strategy!r}"
             )
         if self.log_format not in LOG_FORMATS:
-            raise ConfigError(f"[logging] format must be one of {', '.join(LOG_FORMATS)}, "
-                              f"not {self.log_format!r}")
+            raise ConfigError(
+                f"[logging] format must be one of {', '.join(LOG_FORMATS)}, not {self.log_format!r}"
+            )
         if self.log_level.upper() not in LOG_LEVELS:
-            raise ConfigError(f"[logging] level must be one of {', '.join(LOG_LEVELS)}, "
-                              f"not {self.log_level!r}")
+            raise ConfigError(
+                f"[logging] level must be one of {', '.join(LOG_LEVELS)}, not {self.log_level!r}"
+            )
         if self.auth_strategy == "token" and not self.tokens_file:
             raise ConfigError("auth_strategy = token needs tokens_file")
         if self.auth_strategy == "keystone" and not self.source_file:
@@ -113,11 +115,14 @@ class Config:
                 "[keystone_authtoken] section"
             )
         if self.database_max_pool_size < 0 or self.database_max_overflow < 0:
-            raise ConfigError("[placement_database] max_pool_size and max_overflow must be "
-                              "0 or more")
+            raise ConfigError(
+                "[placement_database] max_pool_size and max_overflow must be 0 or more"
+            )
         if self.database_max_retries < -1 or self.database_retry_interval < 0:
-            raise ConfigError("[placement_database] max_retries must be -1 (forever) or "
-                              "more, retry_interval 0 or more")
+            raise ConfigError(
+                "[placement_database] max_retries must be -1 (forever) or "
+                "more, retry_interval 0 or more"
+            )
         if self.threads < 1:
             raise ConfigError("threads must be 1 or more")
         if not self.client_timeout_seconds > 0:
@@ -129,22 +134,25 @@ class Config:
         if self.allocation_candidates_budget_ms < 0:
             raise ConfigError("allocation_candidates_budget_ms must be 0 or more")
         if not 0 <= self.group_candidates_budget_ms <= MAX_BUDGET_MS:
-            raise ConfigError(f"[group_resources] candidates_budget_ms must be 0 (none) to "
-                              f"{MAX_BUDGET_MS}")
+            raise ConfigError(
+                f"[group_resources] candidates_budget_ms must be 0 (none) to {MAX_BUDGET_MS}"
+            )
         if self.max_allocation_candidates == 0 or self.max_allocation_candidates < -1:
             raise ConfigError("max_allocation_candidates must be -1 (no bound) or 1 or more")
         _check_k8s(self)
         for option, values in CHOICES.items():
             value = getattr(self, f"group_{option}")
             if value not in values:
-                raise ConfigError(f"[group_resources] {option} must be one of "
-                                  f"{', '.join(values)}, not {value!r}")
+                raise ConfigError(
+                    f"[group_resources] {option} must be one of {', '.join(values)}, not {value!r}"
+                )
         for name, unit in self.group_resource_byte_units.items():
             if unit not in ("MB", "GB"):
                 raise ConfigError(f"group_resources byte_units: {name}:{unit} is not MB or GB")
         for name, class_name in self.group_resource_classes.items():
-            if not class_name or not all(c.isupper() or c.isdigit() or c == "_"
-                                         for c in class_name):
+            if not class_name or not all(
+                c.isupper() or c.isdigit() or c == "_" for c in class_name
+            ):
                 raise ConfigError(
                     f"group_resources standard_classes: {name}:{class_name} is not a class name"
                 )
@@ -195,8 +203,9 @@ class Config:
 def _check_k8s(config: "Config") -> None:
     prefix = config.k8s_scheduler_prefix
     if not prefix.startswith("/") or prefix.endswith("/") or "<" in prefix:
-        raise ConfigError(f"[k8s] scheduler_prefix must be a path such as /k8s/scheduler, "
-                          f"not {prefix!r}")
+        raise ConfigError(
+            f"[k8s] scheduler_prefix must be a path such as /k8s/scheduler, not {prefix!r}"
+        )
     for network in config.k8s_scheduler_clients:
         try:
             ipaddress.ip_network(network, strict=False)
@@ -215,9 +224,7 @@ class ConfigError(ValueError):
 MOVED_KEYS = {"log_level": ("DEFAULT", "log_level"), "database_url": ("database", "connection")}
 
 
-def load_config(
-    path: str | None = None, environ: Mapping[str, str] | None = None
-) -> Config:
+def load_config(path: str | None = None, environ: Mapping[str, str] | None = None) -> Config:
     """Build a Config from defaults, the INI file at ``path`` and ``environ``.
 
     Without ``path``, ``PLACEMENT_CONFIG_FILE`` names the file, else ``placement.conf``
@@ -247,8 +254,7 @@ def load_config(
             values[option.field] = _parse(option, environ[option.env])
     unused = _unused_options(path) if path else ()
     named = not path or "database_url" in values
-    return Config(**values, source_file=path or None, unused_options=unused,
-                  database_named=named)
+    return Config(**values, source_file=path or None, unused_options=unused, database_named=named)
 
 
 # Sections read whole by the libraries the service hands the file to.
@@ -263,8 +269,10 @@ def _unused_options(path: str) -> tuple[str, ...]:
     read = {(o.section, o.key) for o in OPTIONS} | set(MOVED_KEYS.values())
     return tuple(
         f"[{section}] {key}"
-        for section in parser.sections() if section not in LIBRARY_SECTIONS
-        for key in parser[section] if (section, key) not in read
+        for section in parser.sections()
+        if section not in LIBRARY_SECTIONS
+        for key in parser[section]
+        if (section, key) not in read
     )
 
 

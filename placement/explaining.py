@@ -31,8 +31,9 @@ class Tally:
             self._passing[index] += weight
 
     def steps(self) -> list[Step]:
-        return [Step(name, passing) for name, passing in zip(self.names, self._passing,
-                                                              strict=True)]
+        return [
+            Step(name, passing) for name, passing in zip(self.names, self._passing, strict=True)
+        ]
 
 
 def empties_at(

@@ -127,9 +127,7 @@ def requires_json_below(major: int, minor: int) -> Callable:
     return checked_first(refuse)
 
 
-def load_body(
-    ctx: RequestContext, schema: marshmallow.Schema | marshmallow.fields.Field
-) -> Any:
+def load_body(ctx: RequestContext, schema: marshmallow.Schema | marshmallow.fields.Field) -> Any:
     """Read the JSON body and validate it with a marshmallow ``schema`` (or a field
     standing for the whole body)."""
     data = read_json(ctx)

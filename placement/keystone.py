@@ -17,8 +17,12 @@ from oslo_config import cfg
 
 class _AuthTokenExceptOpenPaths(auth_token.AuthProtocol):
     def __init__(
-        self, app: Callable, conf: dict, open_paths: Collection[str],
-        trusted_paths: Collection[str], trusted: Callable[[dict], bool],
+        self,
+        app: Callable,
+        conf: dict,
+        open_paths: Collection[str],
+        trusted_paths: Collection[str],
+        trusted: Callable[[dict], bool],
     ) -> None:
         self._protected_app = app
         self._open_paths = frozenset(open_paths)
@@ -34,8 +38,11 @@ class _AuthTokenExceptOpenPaths(auth_token.AuthProtocol):
 
 
 def protect(
-    wsgi_app: Callable, config_file: str, open_paths: Collection[str],
-    trusted_paths: Collection[str] = (), trusted: Callable[[dict], bool] = lambda environ: False,
+    wsgi_app: Callable,
+    config_file: str,
+    open_paths: Collection[str],
+    trusted_paths: Collection[str] = (),
+    trusted: Callable[[dict], bool] = lambda environ: False,
 ) -> Callable:
     """``wsgi_app`` behind keystonemiddleware, configured from ``config_file``. Requests for
     ``open_paths`` pass by it, and those for ``trusted_paths`` when ``trusted(environ)``
@@ -45,4 +52,5 @@ def protect(
     conf = cfg.ConfigOpts()
     conf([], project="placement", default_config_files=[config_file], default_config_dirs=[])
     return _AuthTokenExceptOpenPaths(
-        wsgi_app, {"oslo_config_config": conf}, open_paths, trusted_paths, trusted)
+        wsgi_app, {"oslo_config_config": conf}, open_paths, trusted_paths, trusted
+    )

@@ -131,7 +131,10 @@ class Decisions:
             self._file_time = file_time
 
     def allows(
-        self, rule: str, credentials: Mapping[str, Any], target: Mapping,
+        self,
+        rule: str,
+        credentials: Mapping[str, Any],
+        target: Mapping,
         judge: Callable[[], Any],
     ) -> bool:
         """Whether ``rule`` allows ``credentials`` on ``target``: ``judge()`` (oslo.policy)

@@ -136,15 +136,22 @@ def parse_resources(text: str, param: str = "resources") -> dict[str, int]:
         try:
             amount = int(amount_text)
         except ValueError:
-            raise bad_value(_naming(
-                f"Requested resource {name} expected positive integer amount. "
-                f"Got: {amount_text}.", param, "resources",
-            )) from None
+            raise bad_value(
+                _naming(
+                    f"Requested resource {name} expected positive integer amount. "
+                    f"Got: {amount_text}.",
+                    param,
+                    "resources",
+                )
+            ) from None
         if amount < 1:
-            raise bad_value(_naming(
-                f"Requested resource {name} requires amount >= 1. Got: {amount}.",
-                param, "resources",
-            ))
+            raise bad_value(
+                _naming(
+                    f"Requested resource {name} requires amount >= 1. Got: {amount}.",
+                    param,
+                    "resources",
+                )
+            )
         resources[name] = amount
     return resources
 
@@ -169,15 +176,23 @@ def parse_required(
         bare_forbidden = {n.lstrip(FORBIDDEN_PREFIX) for n in names if n.startswith("!")}
         if not all(names) or not all(bare_forbidden):
             form = TRAITS_FORM_WITH_FORBIDDEN if allow_forbidden else TRAITS_FORM
-            raise bad_value(_naming(
-                f"{INVALID_QUERY}Expected 'required' parameter value of the form: {form}. "
-                f"Got an empty trait in: {value}", param, "required",
-            ))
+            raise bad_value(
+                _naming(
+                    f"{INVALID_QUERY}Expected 'required' parameter value of the form: {form}. "
+                    f"Got an empty trait in: {value}",
+                    param,
+                    "required",
+                )
+            )
         if bare_forbidden and not allow_forbidden:
-            raise bad_value(_naming(
-                f"{INVALID_QUERY}Expected 'required' parameter value of the form: "
-                f"{TRAITS_FORM}. Got: {value}", param, "required",
-            ))
+            raise bad_value(
+                _naming(
+                    f"{INVALID_QUERY}Expected 'required' parameter value of the form: "
+                    f"{TRAITS_FORM}. Got: {value}",
+                    param,
+                    "required",
+                )
+            )
         required.extend(frozenset({n}) for n in names if not n.startswith(FORBIDDEN_PREFIX))
         forbidden |= bare_forbidden
     return TraitFilter(required=tuple(dict.fromkeys(required)), forbidden=frozenset(forbidden))
@@ -185,21 +200,33 @@ def parse_required(
 
 def _any_of_traits(value: str, allow_any_of: bool, param: str) -> frozenset[str]:
     if not allow_any_of:
-        raise bad_value(_naming(
-            f"{INVALID_QUERY}The format 'in:{TRAITS_FORM}' only supported since "
-            f"microversion 1.39. Got: {value}", param, "required",
-        ))
-    names = frozenset(name.strip() for name in value[len(ANY_OF_PREFIX):].split(","))
+        raise bad_value(
+            _naming(
+                f"{INVALID_QUERY}The format 'in:{TRAITS_FORM}' only supported since "
+                f"microversion 1.39. Got: {value}",
+                param,
+                "required",
+            )
+        )
+    names = frozenset(name.strip() for name in value[len(ANY_OF_PREFIX) :].split(","))
     if not all(names):
-        raise bad_value(_naming(
-            f"{INVALID_QUERY}Expected 'required' parameter value of the form: "
-            f"in:{TRAITS_FORM}. Got an empty trait in: {value}", param, "required",
-        ))
+        raise bad_value(
+            _naming(
+                f"{INVALID_QUERY}Expected 'required' parameter value of the form: "
+                f"in:{TRAITS_FORM}. Got an empty trait in: {value}",
+                param,
+                "required",
+            )
+        )
     if any(name.startswith(FORBIDDEN_PREFIX) for name in names):
-        raise bad_value(_naming(
-            f"{INVALID_QUERY}The format 'in:{TRAITS_FORM}' does not support forbidden "
-            f"traits. Got: {value}", param, "required",
-        ))
+        raise bad_value(
+            _naming(
+                f"{INVALID_QUERY}The format 'in:{TRAITS_FORM}' does not support forbidden "
+                f"traits. Got: {value}",
+                param,
+                "required",
+            )
+        )
     return names
 
 
@@ -227,14 +254,18 @@ def parse_member_of(
     forbidden: set[str] = set()
     for value in values:
         if "," in value and not value.startswith((ANY_OF_PREFIX, FORBIDDEN_ANY_OF_PREFIX)):
-            raise bad_value(_naming(
-                "Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' "
-                f"keyword using the valid microversion. Got: {value}", param, "member_of",
-            ))
+            raise bad_value(
+                _naming(
+                    "Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' "
+                    f"keyword using the valid microversion. Got: {value}",
+                    param,
+                    "member_of",
+                )
+            )
         is_forbidden = value.startswith(FORBIDDEN_PREFIX)
         text = value.removeprefix(FORBIDDEN_PREFIX) if is_forbidden else value
         if text.startswith(ANY_OF_PREFIX):
-            text = text[len(ANY_OF_PREFIX):]
+            text = text[len(ANY_OF_PREFIX) :]
         aggregates = frozenset(_aggregate_uuids(text, param))
         if not is_forbidden:
             member_of.append(aggregates)
@@ -252,10 +283,14 @@ def _aggregate_uuids(text: str, param: str) -> list[str]:
     for item in text.split(","):
         normalized = parse_uuid(item)
         if normalized is None:
-            raise bad_value(_naming(
-                f"{INVALID_QUERY}Expected 'member_of' parameter to contain valid UUID(s). "
-                f"Got: {item}", param, "member_of",
-            ))
+            raise bad_value(
+                _naming(
+                    f"{INVALID_QUERY}Expected 'member_of' parameter to contain valid UUID(s). "
+                    f"Got: {item}",
+                    param,
+                    "member_of",
+                )
+            )
         uuids.append(normalized)
     return uuids
 
@@ -264,10 +299,13 @@ def parse_in_tree(text: str, param: str = "in_tree") -> str:
     """``in_tree$S`` of GET /allocation_candidates (blanks around it are dropped)."""
     normalized = parse_uuid(text.strip())
     if normalized is None:
-        raise bad_value(_naming(
-            f"{INVALID_QUERY}Expected 'in_tree' parameter to be a format of uuid. "
-            f"Got: {text}", param, "in_tree",
-        ))
+        raise bad_value(
+            _naming(
+                f"{INVALID_QUERY}Expected 'in_tree' parameter to be a format of uuid. Got: {text}",
+                param,
+                "in_tree",
+            )
+        )
     return normalized
 
 
@@ -293,7 +331,7 @@ def parse_dashed_uuid(text: str) -> str | None:
         uuid_lib.UUID(text)
     except ValueError:
         return None
-    if any(text[position:position + 1] != "-" for position in UUID_DASHES):
+    if any(text[position : position + 1] != "-" for position in UUID_DASHES):
         return None
     return parse_uuid(text) or text
 

@@ -90,7 +90,9 @@ class QuerySchema:
         for name in self.required:
             if name not in params:
                 raise _violation(
-                    f"{name!r} is a required property", "required", None,
+                    f"{name!r} is a required property",
+                    "required",
+                    None,
                     errors.QUERYPARAM_MISSING_VALUE,
                 )
         self._refuse_unknown_keys(params, newer)
@@ -127,7 +129,8 @@ class QuerySchema:
         hints = [
             f"{key!r} needs microversion {version} or later "
             f"(OpenStack-API-Version: placement {version}, or latest)."
-            for key, version in needed if version is not None
+            for key, version in needed
+            if version is not None
         ]
         if hints:
             error.detail = "\n\n".join([error.detail, *hints])

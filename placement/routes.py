@@ -53,6 +53,7 @@ READ_METHODS = frozenset({"GET", "HEAD"})
 # The API's requests answered without a token: the version document.
 ANONYMOUS = frozenset({("GET", "/"), ("HEAD", "/")})
 
+
 class Runs(enum.Flag):
     """How a route's view runs, besides in one transaction of its own."""
 
@@ -107,9 +108,7 @@ API: dict[str, dict[str, Route]] = {
         "DELETE": Route(inventory.delete_inventory),
     },
     "/resource_providers/<uuid>/usages": {"GET": Route(usage.provider_usages, READ)},
-    "/resource_providers/<uuid>/allocations": {
-        "GET": Route(allocation.provider_allocations, READ)
-    },
+    "/resource_providers/<uuid>/allocations": {"GET": Route(allocation.provider_allocations, READ)},
     "/resource_providers/<uuid>/aggregates": {
         "GET": Route(aggregate.show_aggregates, READ),
         "PUT": Route(aggregate.set_aggregates),
@@ -165,9 +164,7 @@ API: dict[str, dict[str, Route]] = {
         "PUT": Route(devices.import_node),
         "DELETE": Route(devices.delete_node),
     },
-    "/group_resources/device_nodes/<name>/checkpoints": {
-        "PUT": Route(devices.hold_checkpoints)
-    },
+    "/group_resources/device_nodes/<name>/checkpoints": {"PUT": Route(devices.hold_checkpoints)},
     # Koordinator's Device object of the node (and its checkpoint annotation).
     "/group_resources/device_nodes/<name>/koordinator_device": {
         "PUT": Route(devices.import_koordinator_device)
@@ -188,9 +185,7 @@ API: dict[str, dict[str, Route]] = {
         "DELETE": Route(gangs.delete_network_node),
     },
     "/group_resources/gang_candidates": {"POST": Route(gangs.find_candidates, SEARCH)},
-    "/group_resources/gang_candidates/explain": {
-        "POST": Route(gangs.explain_candidates, SEARCH)
-    },
+    "/group_resources/gang_candidates/explain": {"POST": Route(gangs.explain_candidates, SEARCH)},
     "/group_resources/gang_claims": {"POST": Route(gangs.claim)},
     "/group_resources/gangs/<gang_uuid>": {
         "GET": Route(gangs.show_gang, READ),
@@ -222,8 +217,10 @@ def scheduler_extender_api(prefix: str = DEFAULT_SCHEDULER_PREFIX) -> dict[str, 
 
 
 def _views(table: dict[str, dict[str, Route]]) -> dict[str, dict[str, Callable]]:
-    return {path: {method: route.view for method, route in methods.items()}
-            for path, methods in table.items()}
+    return {
+        path: {method: route.view for method, route in methods.items()}
+        for path, methods in table.items()
+    }
 
 
 def _views_that(runs: Runs) -> frozenset[Callable]:
@@ -279,10 +276,12 @@ def register_routes(app: flask.Flask, scheduler_prefix: str = DEFAULT_SCHEDULER_
             if Runs.WITHOUT_DATABASE in route.runs:
                 endpoint = _without_database(route.view)
             else:
-                endpoint = _transactional(route.view, write=writes,
-                                          snapshot=Runs.ONE_SNAPSHOT in route.runs)
+                endpoint = _transactional(
+                    route.view, write=writes, snapshot=Runs.ONE_SNAPSHOT in route.runs
+                )
             endpoint.checks_accept = (  # type: ignore[attr-defined]
-                Runs.CHECKS_ACCEPT in route.runs)
+                Runs.CHECKS_ACCEPT in route.runs
+            )
             endpoint.checks_first = checks_first(route.view)  # type: ignore[attr-defined]
             app.add_url_rule(
                 path,
@@ -332,8 +331,12 @@ CONTENTION_BACKOFF_S = 0.02
 def _retried_on_contention(exc: DBAPIError, attempt: int) -> bool:
     if attempt >= CONTENTION_ATTEMPTS or not mysql.lost_a_race(exc):
         return False
-    LOG.info("Request %s lost a race in the database (attempt %d), running it again: %s",
-             flask.g.get("request_id"), attempt, exc.orig)
+    LOG.info(
+        "Request %s lost a race in the database (attempt %d), running it again: %s",
+        flask.g.get("request_id"),
+        attempt,
+        exc.orig,
+    )
     return True
 
 

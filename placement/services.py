@@ -69,10 +69,16 @@ class Services:
         replica = Replica(recorder=metrics)
         devices = DeviceSearch(replica, metrics)
         return cls(
-            config, engine, _authenticator(config),
-            Policy(config.policy_file, config.enforce_new_defaults), replica,
-            CandidateSearch(config, replica, metrics), GroupResourceSearch(replica, metrics),
-            devices, metrics, SchedulerExtender(config, devices),
+            config,
+            engine,
+            _authenticator(config),
+            Policy(config.policy_file, config.enforce_new_defaults),
+            replica,
+            CandidateSearch(config, replica, metrics),
+            GroupResourceSearch(replica, metrics),
+            devices,
+            metrics,
+            SchedulerExtender(config, devices),
         )
 
 

@@ -49,15 +49,17 @@ def _server_url(variable: str, start, unavailable: type[Exception], label: str):
 @pytest.fixture(scope="session")
 def postgres_server_url():
     """URL of a PostgreSQL server's maintenance database."""
-    yield from _server_url("PLACEMENT_TEST_POSTGRES_URL", pgserver.start,
-                           pgserver.PostgresUnavailable, "PostgreSQL")
+    yield from _server_url(
+        "PLACEMENT_TEST_POSTGRES_URL", pgserver.start, pgserver.PostgresUnavailable, "PostgreSQL"
+    )
 
 
 @pytest.fixture(scope="session")
 def mysql_server_url():
     """URL of a MariaDB (or MySQL) server, as its root user."""
-    yield from _server_url("PLACEMENT_TEST_MYSQL_URL", mysqlserver.start,
-                           mysqlserver.MysqlUnavailable, "MariaDB")
+    yield from _server_url(
+        "PLACEMENT_TEST_MYSQL_URL", mysqlserver.start, mysqlserver.MysqlUnavailable, "MariaDB"
+    )
 
 
 def _fresh_mysql_database(server_url: str) -> str:
@@ -67,9 +69,7 @@ def _fresh_mysql_database(server_url: str) -> str:
     with admin.connect() as conn:
         conn.exec_driver_sql(f"CREATE DATABASE `{name}`")
     admin.dispose()
-    return sa.engine.make_url(server_url).set(database=name).render_as_string(
-        hide_password=False
-    )
+    return sa.engine.make_url(server_url).set(database=name).render_as_string(hide_password=False)
 
 
 def _fresh_postgres_database(server_url: str) -> str:
@@ -79,9 +79,7 @@ def _fresh_postgres_database(server_url: str) -> str:
     with admin.connect() as conn:
         conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
     admin.dispose()
-    return sa.engine.make_url(server_url).set(database=name).render_as_string(
-        hide_password=False
-    )
+    return sa.engine.make_url(server_url).set(database=name).render_as_string(hide_password=False)
 
 
 @pytest.fixture(scope="session")

@@ -139,7 +139,7 @@ class Cluster:
         for index in range(1, NODES + 1):
             base = os.path.join(root, f"node{index}")
             os.mkdir(base, 0o755)
-            port, gcomm, ist, sst = ports[4 * (index - 1): 4 * index]
+            port, gcomm, ist, sst = ports[4 * (index - 1) : 4 * index]
             nodes.append(Node(index, base, os.path.join(base, "data"), port, gcomm, ist, sst))
         cluster = cls(root, nodes, database)
         try:
@@ -170,7 +170,9 @@ class Cluster:
         for node in self.nodes[1:]:
             _owned_by_server_user(node.base)
             copy = subprocess.run(
-                ["cp", "-a", first.datadir, node.datadir], capture_output=True, text=True,
+                ["cp", "-a", first.datadir, node.datadir],
+                capture_output=True,
+                text=True,
                 timeout=COMMAND_TIMEOUT_S,
             )
             if copy.returncode != 0:
@@ -266,8 +268,12 @@ class Cluster:
             status = self.status(index)
         except Exception as exc:  # noqa: BLE001 - shown in the error only
             return f"unreachable ({exc})"
-        keys = ("wsrep_ready", "wsrep_cluster_status", "wsrep_local_state_comment",
-                "wsrep_cluster_size")
+        keys = (
+            "wsrep_ready",
+            "wsrep_cluster_status",
+            "wsrep_local_state_comment",
+            "wsrep_cluster_size",
+        )
         return " ".join(status.get(k, "?") for k in keys)
 
     def log_tails(self, chars: int = 1500) -> str:
@@ -289,9 +295,14 @@ def _recovered_position(node: Node, peers: str) -> str | None:
         raise GaleraUnavailable("no mariadbd found")
     log_path = os.path.join(node.base, "recover.log")
     command = [
-        binary, "--no-defaults", f"--datadir={node.datadir}", "--wsrep-recover",
-        "--skip-networking", f"--socket={os.path.join(node.base, 'recover.sock')}",
-        f"--pid-file={os.path.join(node.base, 'recover.pid')}", f"--log-error={log_path}",
+        binary,
+        "--no-defaults",
+        f"--datadir={node.datadir}",
+        "--wsrep-recover",
+        "--skip-networking",
+        f"--socket={os.path.join(node.base, 'recover.sock')}",
+        f"--pid-file={os.path.join(node.base, 'recover.pid')}",
+        f"--log-error={log_path}",
         # Its options as it runs (rsync transfers want the cluster's address even here).
         *node.options(peers, bootstrap=False),
     ]
@@ -310,7 +321,11 @@ def _execute(port: int, statement: str) -> tuple:
     import pymysql
 
     connection = pymysql.connect(
-        host="127.0.0.1", port=port, user="root", connect_timeout=5, read_timeout=30,
+        host="127.0.0.1",
+        port=port,
+        user="root",
+        connect_timeout=5,
+        read_timeout=30,
         autocommit=True,
     )
     try:

@@ -118,8 +118,12 @@ def initialize(base: str) -> str:
     if install_db is None:
         raise MysqlUnavailable("no mariadb-install-db found")
     command = [
-        install_db, "--no-defaults", f"--datadir={datadir}",
-        "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve",
+        install_db,
+        "--no-defaults",
+        f"--datadir={datadir}",
+        "--auth-root-authentication-method=normal",
+        "--skip-test-db",
+        "--skip-name-resolve",
         f"--tmpdir={_tmpdir(base)}",
     ]
     if user is not None:
@@ -151,13 +155,23 @@ def launch(base: str, datadir: str, port: int, extra_options: list[str] | None =
     user = _run_as()
     _make_tmpdir(base, user)
     options = [
-        binary, "--no-defaults", f"--datadir={datadir}", f"--port={port}",
-        "--bind-address=127.0.0.1", f"--socket={os.path.join(base, 'mysqld.sock')}",
-        f"--pid-file={os.path.join(base, 'mysqld.pid')}", "--skip-name-resolve",
-        f"--log-error={os.path.join(base, 'error.log')}", f"--tmpdir={_tmpdir(base)}",
-        "--innodb-flush-log-at-trx-commit=0", "--sync-binlog=0", "--innodb-doublewrite=0",
-        "--innodb-buffer-pool-size=256M", "--max-connections=500",
-        "--character-set-server=utf8mb4", "--collation-server=utf8mb4_general_ci",
+        binary,
+        "--no-defaults",
+        f"--datadir={datadir}",
+        f"--port={port}",
+        "--bind-address=127.0.0.1",
+        f"--socket={os.path.join(base, 'mysqld.sock')}",
+        f"--pid-file={os.path.join(base, 'mysqld.pid')}",
+        "--skip-name-resolve",
+        f"--log-error={os.path.join(base, 'error.log')}",
+        f"--tmpdir={_tmpdir(base)}",
+        "--innodb-flush-log-at-trx-commit=0",
+        "--sync-binlog=0",
+        "--innodb-doublewrite=0",
+        "--innodb-buffer-pool-size=256M",
+        "--max-connections=500",
+        "--character-set-server=utf8mb4",
+        "--collation-server=utf8mb4_general_ci",
         *(extra_options or []),
     ]
     if user is not None:

@@ -21,9 +21,7 @@ class PostgresUnavailable(RuntimeError):
 
 
 def _bindir() -> str:
-    candidates = sorted(
-        glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2])
-    )
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]))
     for path in reversed(candidates):
         if os.path.exists(os.path.join(path, "pg_ctl")):
             return path
@@ -68,14 +66,39 @@ def start() -> Server:
             raise PostgresUnavailable("running as root and there is no 'postgres' user") from exc
         os.chown(base, account.pw_uid, account.pw_gid)
     port = free_port()
-    _run(run_as, [f"{bindir}/initdb", "-D", datadir, "-A", "trust", "-U", "postgres",
-                  "--no-sync", "-E", "UTF8"])
+    _run(
+        run_as,
+        [
+            f"{bindir}/initdb",
+            "-D",
+            datadir,
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "--no-sync",
+            "-E",
+            "UTF8",
+        ],
+    )
     options = (
         f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off "
         "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
     )
-    _run(run_as, [f"{bindir}/pg_ctl", "-D", datadir, "-o", options, "-w", "-l",
-                  os.path.join(base, "log"), "start"])
+    _run(
+        run_as,
+        [
+            f"{bindir}/pg_ctl",
+            "-D",
+            datadir,
+            "-o",
+            options,
+            "-w",
+            "-l",
+            os.path.join(base, "log"),
+            "start",
+        ],
+    )
     return Server(
         url=f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres",
         datadir=datadir,

@@ -72,7 +72,8 @@ class StatementLog:
             self._traces.append((fd, path))
             dbapi_connection.pgconn.trace(fd)
             dbapi_connection.pgconn.set_trace_flags(
-                psycopg.pq.Trace.SUPPRESS_TIMESTAMPS | psycopg.pq.Trace.REGRESS_MODE)
+                psycopg.pq.Trace.SUPPRESS_TIMESTAMPS | psycopg.pq.Trace.REGRESS_MODE
+            )
         elif self.dialect == "mysql":
             send = dbapi_connection._execute_command
 
@@ -90,8 +91,9 @@ class StatementLog:
     def _mysql_command(self, command: int, sql) -> None:
         if self._recording:
             text = sql.decode() if isinstance(sql, bytes) else sql
-            self._seen.append(MYSQL_COMMANDS.get(command, f"command {command}")
-                              + " ".join(text.split())[:100])
+            self._seen.append(
+                MYSQL_COMMANDS.get(command, f"command {command}") + " ".join(text.split())[:100]
+            )
             self.round_trips += 1
 
     def _read_pg_trace(self, path: str, offset: int) -> None:

@@ -194,9 +194,7 @@ def upgrade() -> None:
         sa.Column("generation", sa.Integer(), nullable=False),
         sa.Column("consumer_type_id", Id, nullable=True),
         *_timestamps(),
-        sa.ForeignKeyConstraint(
-            ["project_id"], ["projects.id"], name="fk_consumers_project_id"
-        ),
+        sa.ForeignKeyConstraint(["project_id"], ["projects.id"], name="fk_consumers_project_id"),
         sa.ForeignKeyConstraint(["user_id"], ["users.id"], name="fk_consumers_user_id"),
         sa.ForeignKeyConstraint(
             ["consumer_type_id"],

@@ -164,9 +164,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_provider_changes"),
         sqlite_autoincrement=True,
     )
-    ddl.create_index(
-        "ix_provider_changes_transaction_id", "provider_changes", ["transaction_id"]
-    )
+    ddl.create_index("ix_provider_changes_transaction_id", "provider_changes", ["transaction_id"])
     state = ddl.create_table(
         "provider_changes_state",
         sa.Column("id", sa.Integer(), nullable=False),

@@ -28,11 +28,16 @@ TRAIT = "CUSTOM_GROUP_RESOURCES_DEVICE_NODE"
 traits = sa.table("traits", sa.column("id"), sa.column("name"), sa.column("created_at"))
 provider_traits = sa.table(
     "resource_provider_traits",
-    sa.column("resource_provider_id"), sa.column("trait_id"), sa.column("created_at"),
+    sa.column("resource_provider_id"),
+    sa.column("trait_id"),
+    sa.column("created_at"),
 )
 providers = sa.table(
     "resource_providers",
-    sa.column("id"), sa.column("name"), sa.column("parent_provider_id"), sa.column("revision"),
+    sa.column("id"),
+    sa.column("name"),
+    sa.column("parent_provider_id"),
+    sa.column("revision"),
 )
 documents = sa.table("device_topologies", sa.column("node_name"))
 
@@ -45,23 +50,30 @@ def upgrade() -> None:
         conn.execute(sa.insert(traits).values(name=TRAIT, created_at=now))
         trait_id = conn.execute(sa.select(traits.c.id).where(traits.c.name == TRAIT)).scalar()
     # The roots named like a stored topology that lack the trait.
-    roots = conn.execute(
-        sa.select(providers.c.id)
-        .join(documents, documents.c.node_name == providers.c.name)
-        .where(
-            providers.c.parent_provider_id.is_(None),
-            ~sa.exists().where(
-                provider_traits.c.resource_provider_id == providers.c.id,
-                provider_traits.c.trait_id == trait_id,
-            ),
-        )
-    ).scalars().all()
-    for root_id in roots:
-        conn.execute(sa.insert(provider_traits).values(
-            resource_provider_id=root_id, trait_id=trait_id, created_at=now
-        ))
+    roots = (
         conn.execute(
-            sa.update(providers).where(providers.c.id == root_id)
+            sa.select(providers.c.id)
+            .join(documents, documents.c.node_name == providers.c.name)
+            .where(
+                providers.c.parent_provider_id.is_(None),
+                ~sa.exists().where(
+                    provider_traits.c.resource_provider_id == providers.c.id,
+                    provider_traits.c.trait_id == trait_id,
+                ),
+            )
+        )
+        .scalars()
+        .all()
+    )
+    for root_id in roots:
+        conn.execute(
+            sa.insert(provider_traits).values(
+                resource_provider_id=root_id, trait_id=trait_id, created_at=now
+            )
+        )
+        conn.execute(
+            sa.update(providers)
+            .where(providers.c.id == root_id)
             .values(revision=providers.c.revision + 1)
         )
 

@@ -44,23 +44,35 @@ IN_KIB = "CUSTOM_GPU_MEMORY_KB"
 KIB_PER_MIB = 1024
 MAX_INT = 2**31 - 1
 
-classes = sa.table("resource_classes", sa.column("id"), sa.column("name"),
-                   sa.column("created_at"))
+classes = sa.table("resource_classes", sa.column("id"), sa.column("name"), sa.column("created_at"))
 providers = sa.table(
     "resource_providers",
-    sa.column("id"), sa.column("name"), sa.column("parent_provider_id"),
-    sa.column("root_provider_id"), sa.column("generation"), sa.column("updated_at"),
+    sa.column("id"),
+    sa.column("name"),
+    sa.column("parent_provider_id"),
+    sa.column("root_provider_id"),
+    sa.column("generation"),
+    sa.column("updated_at"),
 )
 inventories = sa.table(
     "inventories",
-    sa.column("id"), sa.column("resource_provider_id"), sa.column("resource_class_id"),
-    sa.column("total"), sa.column("reserved"), sa.column("min_unit"), sa.column("max_unit"),
-    sa.column("step_size"), sa.column("updated_at"),
+    sa.column("id"),
+    sa.column("resource_provider_id"),
+    sa.column("resource_class_id"),
+    sa.column("total"),
+    sa.column("reserved"),
+    sa.column("min_unit"),
+    sa.column("max_unit"),
+    sa.column("step_size"),
+    sa.column("updated_at"),
 )
 allocations = sa.table(
     "allocations",
-    sa.column("id"), sa.column("resource_provider_id"), sa.column("resource_class_id"),
-    sa.column("used"), sa.column("updated_at"),
+    sa.column("id"),
+    sa.column("resource_provider_id"),
+    sa.column("resource_class_id"),
+    sa.column("used"),
+    sa.column("updated_at"),
 )
 documents = sa.table(
     "device_topologies", sa.column("node_name"), sa.column("document"), sa.column("updated_at")
@@ -85,7 +97,8 @@ def downgrade() -> None:
                 changed = True
         if changed:
             conn.execute(
-                sa.update(documents).where(documents.c.node_name == name)
+                sa.update(documents)
+                .where(documents.c.node_name == name)
                 .values(document=json.dumps(document, sort_keys=True), updated_at=now)
             )
 
@@ -109,10 +122,12 @@ def _convert(old_class: str, new_class: str, fields, allocation) -> None:
         .where(root.c.parent_provider_id.is_(None), providers.c.parent_provider_id.isnot(None))
     )
     rows = conn.execute(
-        sa.select(inventories).where(
+        sa.select(inventories)
+        .where(
             inventories.c.resource_class_id == old_id,
             inventories.c.resource_provider_id.in_(device_providers),
-        ).order_by(inventories.c.id)
+        )
+        .order_by(inventories.c.id)
     ).all()
     if not rows:
         return
@@ -129,26 +144,32 @@ def _convert(old_class: str, new_class: str, fields, allocation) -> None:
                 f"does not fit in {new_class}: {values}."
             )
         conn.execute(
-            sa.update(inventories).where(inventories.c.id == row.id)
+            sa.update(inventories)
+            .where(inventories.c.id == row.id)
             .values(resource_class_id=new_id, updated_at=now, **values)
         )
     held = conn.execute(
-        sa.select(allocations.c.id, allocations.c.used).where(
+        sa.select(allocations.c.id, allocations.c.used)
+        .where(
             allocations.c.resource_class_id == old_id,
             allocations.c.resource_provider_id.in_(provider_ids),
-        ).order_by(allocations.c.id)
+        )
+        .order_by(allocations.c.id)
     ).all()
     for allocation_id, used in held:
         if allocation(used) > MAX_INT:
-            raise RuntimeError(f"Allocation {allocation_id} of {old_class} does not fit in "
-                               f"{new_class}: {used}.")
+            raise RuntimeError(
+                f"Allocation {allocation_id} of {old_class} does not fit in {new_class}: {used}."
+            )
         conn.execute(
-            sa.update(allocations).where(allocations.c.id == allocation_id)
+            sa.update(allocations)
+            .where(allocations.c.id == allocation_id)
             .values(resource_class_id=new_id, used=allocation(used), updated_at=now)
         )
     for provider_id in provider_ids:
         conn.execute(
-            sa.update(providers).where(providers.c.id == provider_id)
+            sa.update(providers)
+            .where(providers.c.id == provider_id)
             .values(generation=providers.c.generation + 1, updated_at=now)
         )
 

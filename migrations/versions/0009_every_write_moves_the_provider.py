@@ -52,9 +52,9 @@ PROVIDER_ROWS = {
 # table -> the providers that share one of its rows (NEW: the row updated).
 SHARED_ROWS = {
     "traits": "id IN (SELECT resource_provider_id FROM resource_provider_traits"
-              " WHERE trait_id = NEW.id)",
+    " WHERE trait_id = NEW.id)",
     "placement_aggregates": "id IN (SELECT resource_provider_id"
-                            " FROM resource_provider_aggregates WHERE aggregate_id = NEW.id)",
+    " FROM resource_provider_aggregates WHERE aggregate_id = NEW.id)",
 }
 EVENTS = {"INSERT": ("NEW",), "UPDATE": ("OLD", "NEW"), "DELETE": ("OLD",)}
 BUMP = "UPDATE resource_providers SET revision = revision + 1 WHERE "
@@ -92,8 +92,7 @@ def upgrade() -> None:
         elif dialect == "mysql":
             op.execute(f"DROP TRIGGER IF EXISTS {name}")
             op.execute(
-                f"CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW"
-                f" BEGIN {body}; END"
+                f"CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW BEGIN {body}; END"
             )
         else:
             op.execute(f"DROP TRIGGER IF EXISTS {name}")

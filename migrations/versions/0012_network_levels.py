@@ -39,7 +39,8 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("node_name", "position", name="pk_network_domains"),
     )
     ddl.create_index(
-        "ix_network_domains_position_domain", "network_domains", ["position", "domain"])
+        "ix_network_domains_position_domain", "network_domains", ["position", "domain"]
+    )
     ddl.create_table(
         "gang_members",
         sa.Column("gang_uuid", sa.String(36), nullable=False),

@@ -24,7 +24,10 @@ _PLACEHOLDER = re.compile(r"@(\d+)@")
 
 
 def body(
-    plan: SearchPlan, candidates: list[Candidate], version, summaries: TreeSummaries,
+    plan: SearchPlan,
+    candidates: list[Candidate],
+    version,
+    summaries: TreeSummaries,
     scores: list[float] | None = None,
 ) -> bytes:
     """The body as JSON text, from candidates whose allocation requests
@@ -32,15 +35,17 @@ def body(
     the summaries (the trees' from ``summaries``), then the whole (every further copy
     of a body of hundreds of KiB costs about as much as a join). A ranked request's
     ``scores`` (one per candidate, this service's) follow the allocation requests."""
-    return b"".join([
-        b'{"allocation_requests":[',
-        b",".join([candidate.request for candidate in candidates]),
-        b"]",
-        b"" if scores is None else b',"scores":' + orjson.dumps(rounded_scores(scores)),
-        b',"provider_summaries":{',
-        b",".join(_summaries(plan, candidates, version, summaries)),
-        b"}}",
-    ])
+    return b"".join(
+        [
+            b'{"allocation_requests":[',
+            b",".join([candidate.request for candidate in candidates]),
+            b"]",
+            b"" if scores is None else b',"scores":' + orjson.dumps(rounded_scores(scores)),
+            b',"provider_summaries":{',
+            b",".join(_summaries(plan, candidates, version, summaries)),
+            b"}}",
+        ]
+    )
 
 
 def rounded_scores(scores: list[float]) -> list[float]:

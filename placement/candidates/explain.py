@@ -76,11 +76,13 @@ def explain(plan: SearchPlan) -> Explanation:
         for check in checks_of_slot[position]:
             passing = [p for p in passing if check.test(p, providers[p.root_id])]
             steps.append(Step(check.name, len(passing)))
-        explanation.slots.append(SlotSteps(
-            slot.group.suffix,
-            {plan.class_names[c]: amount for c, amount in slot.amounts},
-            steps,
-        ))
+        explanation.slots.append(
+            SlotSteps(
+                slot.group.suffix,
+                {plan.class_names[c]: amount for c, amount in slot.amounts},
+                steps,
+            )
+        )
     roots = world.roots_in_order()
     explanation.trees.append(Step("trees", len(roots)))
     if plan.root_filter.required or plan.root_filter.forbidden:
@@ -99,11 +101,18 @@ def explain(plan: SearchPlan) -> Explanation:
             missing_one.append((root, empty[0]))
     explanation.trees.append(Step("a provider for every group", len(with_options)))
     chains: dict[int, list[int]] = {}
-    answering = [root for root, options in with_options
-                 if next(tree_candidates(plan, options, chains), None) is not None]
-    explanation.trees.append(Step(
-        "a placement of every group together (group_policy, same_subtree, amounts "
-        "summed on a shared provider)", len(answering)))
+    answering = [
+        root
+        for root, options in with_options
+        if next(tree_candidates(plan, options, chains), None) is not None
+    ]
+    explanation.trees.append(
+        Step(
+            "a placement of every group together (group_policy, same_subtree, amounts "
+            "summed on a shared provider)",
+            len(answering),
+        )
+    )
     explanation.misses = _nearest_misses(plan, missing_one, checks_of_slot)
     return explanation
 
@@ -119,7 +128,8 @@ def _names(plan: SearchPlan) -> dict[str, dict[int, str]]:
     return {
         "traits": {i: n for n, i in world.trait_id_of_name.items() if i in wanted_traits},
         "aggregates": {
-            i: u for u, i in world.aggregate_id_of_uuid.items() if i in wanted_aggregates},
+            i: u for u, i in world.aggregate_id_of_uuid.items() if i in wanted_aggregates
+        },
     }
 
 
@@ -137,8 +147,15 @@ def _nearest_misses(
             failed = [c for c in checks_of_slot[position] if not c.test(provider, root)]
             if len(failed) == 1:
                 check = failed[0]
-                misses.append(Miss(root, provider, plan.slots[position].group.suffix,
-                                   check.name, check.short(provider)))
+                misses.append(
+                    Miss(
+                        root,
+                        provider,
+                        plan.slots[position].group.suffix,
+                        check.name,
+                        check.short(provider),
+                    )
+                )
     misses.sort(key=lambda m: (m.short is None, sum((m.short or {}).values()), m.root.id))
     return misses[:MAX_MISSES]
 

@@ -82,11 +82,19 @@ class SlotFilter:
         traits, aggregates = names["traits"], names["aggregates"]
         if self.forbidden_traits:
             forbidden = self.forbidden_traits
-            checks.append(Check(f"without traits {_listed(forbidden, traits)}",
-                                lambda p, r: forbidden.isdisjoint(p.traits)))
+            checks.append(
+                Check(
+                    f"without traits {_listed(forbidden, traits)}",
+                    lambda p, r: forbidden.isdisjoint(p.traits),
+                )
+            )
         for any_of in self.required_traits:
-            checks.append(Check(f"with {_one_of('trait', any_of, traits)}",
-                                _shares(any_of, lambda p, r: p.traits)))
+            checks.append(
+                Check(
+                    f"with {_one_of('trait', any_of, traits)}",
+                    _shares(any_of, lambda p, r: p.traits),
+                )
+            )
         span = self.aggregates_span_root
 
         def aggregates_of(p: Provider, r: Provider) -> frozenset[int]:
@@ -94,11 +102,18 @@ class SlotFilter:
 
         if self.forbidden_aggregates:
             shunned = self.forbidden_aggregates
-            checks.append(Check(f"in none of aggregates {_listed(shunned, aggregates)}",
-                                lambda p, r: shunned.isdisjoint(aggregates_of(p, r))))
+            checks.append(
+                Check(
+                    f"in none of aggregates {_listed(shunned, aggregates)}",
+                    lambda p, r: shunned.isdisjoint(aggregates_of(p, r)),
+                )
+            )
         for any_of in self.member_of:
-            checks.append(Check(f"in {_one_of('aggregate', any_of, aggregates)}",
-                                _shares(any_of, aggregates_of)))
+            checks.append(
+                Check(
+                    f"in {_one_of('aggregate', any_of, aggregates)}", _shares(any_of, aggregates_of)
+                )
+            )
         return checks
 
 

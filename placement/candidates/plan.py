@@ -23,6 +23,7 @@ from placement.replica.world import ProviderWorld
 
 SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 
+
 @dataclass
 class SearchPlan:
     world: ProviderWorld

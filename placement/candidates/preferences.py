@@ -47,8 +47,10 @@ class GroupPreferences(Generic[T]):
         """The trait and aggregate terms of a score (``scoring``) for providers having
         ``traits`` and ``aggregates`` between them."""
         return (
-            len(self.traits & traits) - len(self.avoided_traits & traits)
-            + len(self.aggregates & aggregates) - len(self.avoided_aggregates & aggregates)
+            len(self.traits & traits)
+            - len(self.avoided_traits & traits)
+            + len(self.aggregates & aggregates)
+            - len(self.avoided_aggregates & aggregates)
         )
 
     def most_terms(self, traits: frozenset[T], aggregates: frozenset[T]) -> int:
@@ -75,7 +77,7 @@ def parse_group_preferences(
         name = parameter_of(key)
         if name is None:
             continue
-        suffix = key[len(name):]
+        suffix = key[len(name) :]
         if suffix not in group_suffixes:
             raise query.bad_value(
                 f"{key} names no request group: give resources{suffix} (or, from 1.36, "
@@ -111,8 +113,7 @@ def parse_utilization(values: list[str] | None) -> str | None:
         return None
     if values[-1] not in UTILIZATION_CHOICES:
         raise query.bad_value(
-            f"{UTILIZATION} must be one of {', '.join(UTILIZATION_CHOICES)}, got "
-            f"{values[-1]!r}."
+            f"{UTILIZATION} must be one of {', '.join(UTILIZATION_CHOICES)}, got {values[-1]!r}."
         )
     return values[-1]
 

@@ -40,8 +40,13 @@ DEADLINE_EVERY = 256
 
 
 def best(
-    plan: SearchPlan, scorer: Scorer, cap: int | None, render: Render, shuffle: bool = False,
-    counts: SearchCounts | None = None, deadline: float | None = None,
+    plan: SearchPlan,
+    scorer: Scorer,
+    cap: int | None,
+    render: Render,
+    shuffle: bool = False,
+    counts: SearchCounts | None = None,
+    deadline: float | None = None,
     kept: TreeBoundsKept | None = None,
 ) -> list[tuple[float, Candidate]]:
     """Up to ``cap`` candidates (all when None) with their scores, best first. ``kept``:
@@ -64,7 +69,11 @@ class _Ranking:
     """The k best placements found so far, and the walks that find them."""
 
     def __init__(
-        self, plan: SearchPlan, scorer: Scorer, cap: int | None, stop: Deadline,
+        self,
+        plan: SearchPlan,
+        scorer: Scorer,
+        cap: int | None,
+        stop: Deadline,
         kept: TreeBoundsKept | None,
     ) -> None:
         self.plan = plan
@@ -151,7 +160,7 @@ class _Ranking:
             if self.cap is None or len(self.kept) < self.cap:
                 return False
             terms = [scorer.value(p, providers[p]) for p in range(position + 1)]
-            terms.extend(bests[position + 1:slots])
+            terms.extend(bests[position + 1 : slots])
             if group_position >= 0:
                 placed = position >= group_position
                 terms.append(scorer.group_value(providers) if placed else group_most)

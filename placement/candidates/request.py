@@ -253,7 +253,7 @@ def _parse_groups(
         name = next((n for n in GROUP_PARAMETERS if key.startswith(n)), None)
         if name is None:
             continue
-        group = parts.setdefault(key[len(name):], _GroupParts())
+        group = parts.setdefault(key[len(name) :], _GroupParts())
         if name == "resources":
             group.resources = tuple(query.parse_resources(value, param=key).items())
         elif name == "in_tree":

@@ -74,9 +74,11 @@ class Scorer:
             liking = liking_of(slot.group) if slot.group.granular else None
             self._liking.append(liking or None)
             classes = len(slot.group.resources)
-            self._shares.append(tuple(
-                (class_id, 1 / classes) for class_id, _ in slot.amounts
-            ) if self.utilization else ())
+            self._shares.append(
+                tuple((class_id, 1 / classes) for class_id, _ in slot.amounts)
+                if self.utilization
+                else ()
+            )
         first_group = next((s.group for s in plan.slots if not s.group.granular), None)
         self._group_liking = liking_of(first_group) if first_group is not None else Liking()
         # Where the unsuffixed group's liking is added: its last slot (-1: never).

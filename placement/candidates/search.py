@@ -24,7 +24,6 @@ valid, and says it was cut (``SearchCounts.cut``). One tree's next candidate is 
 interrupted: the budget is kept to within one walk step of a tree.
 """
 
-
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -77,8 +76,13 @@ class Deadline:
 
 
 def collect(
-    plan: SearchPlan, cap: int | None, render: Render, kept: KeptAnswers | None = None,
-    shuffle: bool = False, counts: SearchCounts | None = None, deadline: float | None = None,
+    plan: SearchPlan,
+    cap: int | None,
+    render: Render,
+    kept: KeptAnswers | None = None,
+    shuffle: bool = False,
+    counts: SearchCounts | None = None,
+    deadline: float | None = None,
 ) -> list[Candidate]:
     """Up to ``cap`` candidates (all when None), round-robin over the trees a candidate
     may be anchored in (``SearchPlan.candidate_roots``), in root id order: the first of
@@ -104,9 +108,7 @@ def collect(
         counts.trees = len(roots)
         if shuffle:
             random.shuffle(roots)
-        found, looked = _collect_by_form(
-            roots, cap, _KindSearch(plan, render), kept, counts, stop
-        )
+        found, looked = _collect_by_form(roots, cap, _KindSearch(plan, render), kept, counts, stop)
         to_look_at.looked_at(plan.root_filter, roots[:looked], every_one=looked == len(roots))
         counts.trees_looked_at += looked
     if shuffle:
@@ -115,8 +117,12 @@ def collect(
 
 
 def _collect_by_form(
-    roots: list[int], cap: int | None, kinds: "_KindSearch",
-    kept: KeptAnswers, counts: SearchCounts, stop: Deadline,
+    roots: list[int],
+    cap: int | None,
+    kinds: "_KindSearch",
+    kept: KeptAnswers,
+    counts: SearchCounts,
+    stop: Deadline,
 ) -> tuple[list[Candidate], int]:
     """Without sharing providers: each tree's answers are those kept, or else those of
     its kind (``_KindSearch``), added to the kept ones as they are found. Also how many
@@ -259,7 +265,11 @@ def tree_key(form: TreeForm, demand: dict[int, int], demand_items) -> object:
 
 
 def _collect_with_sharing(
-    plan: SearchPlan, roots: list[int], cap: int | None, render: Render, counts: SearchCounts,
+    plan: SearchPlan,
+    roots: list[int],
+    cap: int | None,
+    render: Render,
+    counts: SearchCounts,
     stop: Deadline,
 ) -> list[Candidate]:
     """Each tree searched on its own, with the sharing providers that serve it."""
@@ -334,7 +344,6 @@ def identity(plan: SearchPlan, providers: tuple[int, ...]) -> tuple:
         for class_id, amount in plan.slots[position].amounts:
             taken[(provider, class_id)] = taken.get((provider, class_id), 0) + amount
     groups = sorted(
-        (plan.slots[position].group.suffix, provider)
-        for position, provider in enumerate(providers)
+        (plan.slots[position].group.suffix, provider) for position, provider in enumerate(providers)
     )
     return (tuple(sorted(taken.items())), tuple(groups))

@@ -102,7 +102,12 @@ class CandidateSearch:
             cap = self._cap(request.limit)
             if request.ranked:
                 ranked_body, found = self._search_ranked(
-                    plan, Scorer(plan, request), cap, version, counts, _deadline(budget_ms),
+                    plan,
+                    Scorer(plan, request),
+                    cap,
+                    version,
+                    counts,
+                    _deadline(budget_ms),
                     self._kept_bounds(plan, request),
                 )
                 self.bounds.keep_within(self._cache_budget - self.answers.bytes_kept())
@@ -140,14 +145,16 @@ class CandidateSearch:
     def _report(
         self, body_reused: bool, counts: search.SearchCounts, capped_by: str | None
     ) -> None:
-        self._recorder.candidates_searched(SearchReport(
-            body_reused=body_reused,
-            trees_looked_at=counts.trees_looked_at,
-            trees_reused=counts.trees_reused,
-            capped_by=capped_by,
-            requests_kept=len(self.answers),
-            bytes_kept=self.answers.bytes_kept(),
-        ))
+        self._recorder.candidates_searched(
+            SearchReport(
+                body_reused=body_reused,
+                trees_looked_at=counts.trees_looked_at,
+                trees_reused=counts.trees_reused,
+                capped_by=capped_by,
+                requests_kept=len(self.answers),
+                bytes_kept=self.answers.bytes_kept(),
+            )
+        )
 
     def follow(self, world: ProviderWorld) -> None:
         """Drop what is kept of the trees changed since the last search."""
@@ -161,13 +168,23 @@ class CandidateSearch:
         self.summaries.follow(world)
 
     def _search(
-        self, plan: SearchPlan, cap: int | None, kept: KeptAnswers | None, version: Version,
-        counts: search.SearchCounts, deadline: float | None,
+        self,
+        plan: SearchPlan,
+        cap: int | None,
+        kept: KeptAnswers | None,
+        version: Version,
+        counts: search.SearchCounts,
+        deadline: float | None,
     ) -> tuple[bytes | None, int]:
         """The body of the candidates found (None: none), and how many were found."""
         renderer = bodies.AllocationRequests(plan, version)
         candidates = search.collect(
-            plan, cap, renderer.render, kept, shuffle=self._randomize, counts=counts,
+            plan,
+            cap,
+            renderer.render,
+            kept,
+            shuffle=self._randomize,
+            counts=counts,
             deadline=deadline,
         )
         if not candidates:
@@ -176,15 +193,27 @@ class CandidateSearch:
         return bodies.body(plan, candidates, version, self.summaries), len(candidates)
 
     def _search_ranked(
-        self, plan: SearchPlan, scorer: Scorer, cap: int | None, version: Version,
-        counts: search.SearchCounts, deadline: float | None, kept: TreeBoundsKept | None,
+        self,
+        plan: SearchPlan,
+        scorer: Scorer,
+        cap: int | None,
+        version: Version,
+        counts: search.SearchCounts,
+        deadline: float | None,
+        kept: TreeBoundsKept | None,
     ) -> tuple[bytes, int]:
         """The body of the best candidates (``ranked``), with their scores; only the trees'
         bounds are kept (in ``kept``)."""
         renderer = bodies.AllocationRequests(plan, version)
         found = ranked.best(
-            plan, scorer, cap, renderer.render, shuffle=self._randomize, counts=counts,
-            deadline=deadline, kept=kept,
+            plan,
+            scorer,
+            cap,
+            renderer.render,
+            shuffle=self._randomize,
+            counts=counts,
+            deadline=deadline,
+            kept=kept,
         )
         candidates = [candidate for _, candidate in found]
         scores = [score for score, _ in found]
@@ -196,7 +225,9 @@ class CandidateSearch:
         if plan.sharing or plan.in_tree_roots is not None or self._cache_budget == 0:
             return None
         key = (
-            plan.signature(), request.utilization, tuple(sorted(plan.preferred_trait_ids.items()))
+            plan.signature(),
+            request.utilization,
+            tuple(sorted(plan.preferred_trait_ids.items())),
         )
         return self.bounds.kept_for(key)
 

@@ -87,4 +87,3 @@ def slot_filter(slot, trait_ids, aggregate_ids, tree_roots) -> SlotFilter | None
         aggregates_span_root=not group.granular,
         tree_root_id=tree_root,
     )
-

@@ -36,12 +36,18 @@ class TreeSummaries:
             entries = []
             for provider in (providers[p] for p in world.trees[root_id]):
                 parent = providers[provider.parent_id] if provider.parent_id else None
-                entries.append(orjson.dumps(provider.uuid) + b":" + orjson.dumps({
-                    "resources": resources(world, provider, None),
-                    "traits": provider.trait_names(),
-                    "parent_provider_uuid": parent.uuid if parent else None,
-                    "root_provider_uuid": root_uuid,
-                }))
+                entries.append(
+                    orjson.dumps(provider.uuid)
+                    + b":"
+                    + orjson.dumps(
+                        {
+                            "resources": resources(world, provider, None),
+                            "traits": provider.trait_names(),
+                            "parent_provider_uuid": parent.uuid if parent else None,
+                            "root_provider_uuid": root_uuid,
+                        }
+                    )
+                )
             text = self._text[root_id] = b",".join(entries)
         return text
 

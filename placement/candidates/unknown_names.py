@@ -72,10 +72,12 @@ def _someone_in(world: ProviderWorld, member_of: tuple[frozenset[str], ...]) -> 
     an aggregate nobody is in)."""
     providers: set[int] | None = None
     for any_of in member_of:
-        members = set().union(*(
-            world.in_aggregate.get(world.aggregate_id_of_uuid.get(uuid, -1), ())
-            for uuid in any_of
-        ))
+        members = set().union(
+            *(
+                world.in_aggregate.get(world.aggregate_id_of_uuid.get(uuid, -1), ())
+                for uuid in any_of
+            )
+        )
         providers = members if providers is None else providers & members
         if not providers:
             return False

@@ -29,8 +29,11 @@ Prune = Callable[[int, list[int]], bool]
 
 
 def tree_candidates(
-    plan: SearchPlan, options: list[list[int]], chains: dict[int, list[int]],
-    prune: Prune | None = None, reordered: bool = True,
+    plan: SearchPlan,
+    options: list[list[int]],
+    chains: dict[int, list[int]],
+    prune: Prune | None = None,
+    reordered: bool = True,
 ) -> Iterator[tuple[int, ...]]:
     """Every valid placement of all slots, each slot on one of its ``options``; with
     ``prune``, not those of a partial placement it drops. Without ``reordered``, one
@@ -52,9 +55,7 @@ def tree_candidates(
         yield from search.placements(0)
 
 
-def reorderings(
-    placement: tuple[int, ...], families: list[list[int]]
-) -> Iterator[tuple[int, ...]]:
+def reorderings(placement: tuple[int, ...], families: list[list[int]]) -> Iterator[tuple[int, ...]]:
     """The distinct reorderings of the twins' providers in ``placement`` (itself among
     them), lazily."""
     return _reorder_families(list(placement), families, 0)
@@ -64,7 +65,10 @@ class _TreeSearch:
     """The state of one depth-first walk over one tree."""
 
     def __init__(
-        self, plan: SearchPlan, options: list[list[int]], chains: dict[int, list[int]],
+        self,
+        plan: SearchPlan,
+        options: list[list[int]],
+        chains: dict[int, list[int]],
         prune: Prune | None = None,
     ) -> None:
         self.plan = plan
@@ -109,9 +113,7 @@ class _TreeSearch:
     def valid_whole(self, placement: tuple[int, ...]) -> bool:
         """The checks of ``placements`` for one complete placement at once."""
         plan = self.plan
-        granular = [
-            p for p, slot in zip(placement, plan.slots, strict=True) if slot.group.granular
-        ]
+        granular = [p for p, slot in zip(placement, plan.slots, strict=True) if slot.group.granular]
         if plan.isolate and len(set(granular)) != len(granular):
             return False
         if plan.one_provider_per_tree:
@@ -280,4 +282,4 @@ def _distinct_permutations(items: list[int]) -> Iterator[tuple[int, ...]]:
         while current[j] <= current[i]:
             j -= 1
         current[i], current[j] = current[j], current[i]
-        current[i + 1:] = reversed(current[i + 1:])
+        current[i + 1 :] = reversed(current[i + 1 :])

@@ -36,7 +36,9 @@ def add_request_command(sub, name: str, run, help_text: str, file_help: str):
         command.add_argument("--limit", type=int, help="at most this many nodes")
     if name != "query":
         command.add_argument(
-            "--budget-ms", type=int, dest="budget_ms",
+            "--budget-ms",
+            type=int,
+            dest="budget_ms",
             help="a time budget for the search, in milliseconds: past it, the best found so "
             "far (default: the configuration's [group_resources] candidates_budget_ms)",
         )
@@ -52,7 +54,8 @@ def add_request_command(sub, name: str, run, help_text: str, file_help: str):
 def run_in_transaction(config: Config, work) -> int:
     """Run ``work(conn, naming)`` in one transaction; print its result as JSON."""
     return run_with_database(
-        config, lambda transaction: _in_one(transaction, work, config.group_naming()))
+        config, lambda transaction: _in_one(transaction, work, config.group_naming())
+    )
 
 
 def _in_one(transaction, work, naming):

@@ -65,7 +65,8 @@ def add_commands(commands) -> None:
     delete.set_defaults(run=_delete)
 
     hold = sub.add_parser(
-        "checkpoints", help="hold the devices kubelet gave pods (its checkpoint); release the rest")
+        "checkpoints", help="hold the devices kubelet gave pods (its checkpoint); release the rest"
+    )
     hold.add_argument("node")
     hold.add_argument(
         "file",
@@ -81,7 +82,10 @@ def add_commands(commands) -> None:
         ("claim", _claim, "allocate the best devices to a new consumer"),
     ):
         add_request_command(
-            sub, name, run, text,
+            sub,
+            name,
+            run,
+            text,
             "YAML or JSON Pod manifest, or resources+annotations; - for stdin",
         )
 
@@ -144,10 +148,17 @@ def _checkpoints(config: Config, args: argparse.Namespace) -> int:
         document = read_document(args.file)
         if isinstance(document, dict) and "checkpoints" in document:
             document = document["checkpoints"]
-        body = checked_arguments(schemas.ImportCheckpoints(), checkpoints=document,
-                                 project_id=args.project, user_id=args.user)
+        body = checked_arguments(
+            schemas.ImportCheckpoints(),
+            checkpoints=document,
+            project_id=args.project,
+            user_id=args.user,
+        )
         result = service.DeviceSearch(Replica()).hold_checkpoints(
-            conn, naming, args.node, checkpoints.checkpoints_from_body(body["checkpoints"]),
+            conn,
+            naming,
+            args.node,
+            checkpoints.checkpoints_from_body(body["checkpoints"]),
             project_id=body.get("project_id", INCOMPLETE_CONSUMER_ID),
             user_id=body.get("user_id", INCOMPLETE_CONSUMER_ID),
         )
@@ -173,14 +184,24 @@ def _request(body: dict, naming) -> DeviceRequest:
 
 def _candidates(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
-        body = checked_arguments(schemas.DeviceQuery(), **_request_fields(args.file),
-                                 scorer=args.scorer, limit=args.limit, nodes=args.nodes,
-                                 budget_ms=args.budget_ms)
+        body = checked_arguments(
+            schemas.DeviceQuery(),
+            **_request_fields(args.file),
+            scorer=args.scorer,
+            limit=args.limit,
+            nodes=args.nodes,
+            budget_ms=args.budget_ms,
+        )
         request = _request(body, naming)
         budget = search_budget(config, body)
         answer = service.DeviceSearch(Replica()).find_candidates(
-            conn, request, naming, scorer=body["scorer"], limit=body.get("limit"),
-            node_names=body.get("nodes"), budget=budget,
+            conn,
+            request,
+            naming,
+            scorer=body["scorer"],
+            limit=body.get("limit"),
+            node_names=body.get("nodes"),
+            budget=budget,
         )
         return with_cut(bodies.candidates_body(answer, request), budget)
 
@@ -190,15 +211,22 @@ def _candidates(config: Config, args: argparse.Namespace) -> int:
 def _claim(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
         body = checked_arguments(
-            schemas.DeviceClaim(), **_request_fields(args.file),
-            consumer_uuid=args.consumer, project_id=args.project, user_id=args.user,
-            consumer_type=args.consumer_type, scorer=args.scorer, nodes=args.nodes,
+            schemas.DeviceClaim(),
+            **_request_fields(args.file),
+            consumer_uuid=args.consumer,
+            project_id=args.project,
+            user_id=args.user,
+            consumer_type=args.consumer_type,
+            scorer=args.scorer,
+            nodes=args.nodes,
             budget_ms=args.budget_ms,
         )
         request = _request(body, naming)
         budget = search_budget(config, body)
         candidate = service.DeviceSearch(Replica()).claim(
-            conn, request, naming,
+            conn,
+            request,
+            naming,
             consumer_uuid=body["consumer_uuid"],
             project_id=body["project_id"],
             user_id=body["user_id"],

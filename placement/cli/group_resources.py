@@ -55,15 +55,18 @@ def add_commands(commands) -> None:
         )
         for option, values in CHOICES.items():
             command.add_argument(
-                f"--{option.replace('_', '-')}", dest=option, choices=values,
+                f"--{option.replace('_', '-')}",
+                dest=option,
+                choices=values,
                 help=f"options.{option} (default: the configuration's)",
             )
 
 
 def _options(args: argparse.Namespace) -> dict | None:
     """The body's ``options`` from the command's arguments (None: the configuration's)."""
-    chosen = {option: getattr(args, option) for option in CHOICES
-              if getattr(args, option) is not None}
+    chosen = {
+        option: getattr(args, option) for option in CHOICES if getattr(args, option) is not None
+    }
     return chosen or None
 
 
@@ -96,13 +99,25 @@ def _delete(config: Config, args: argparse.Namespace) -> int:
 
 def _candidates(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
-        body = checked_arguments(schemas.FindCandidates(), resources=read_key_map(args.file),
-                                 scorer=args.scorer, limit=args.limit, nodes=args.nodes,
-                                 options=_options(args), budget_ms=args.budget_ms)
+        body = checked_arguments(
+            schemas.FindCandidates(),
+            resources=read_key_map(args.file),
+            scorer=args.scorer,
+            limit=args.limit,
+            nodes=args.nodes,
+            options=_options(args),
+            budget_ms=args.budget_ms,
+        )
         budget = search_budget(config, body)
         answer = service.GroupResourceSearch(Replica()).find_candidates(
-            conn, body["resources"], naming, scorer=body["scorer"], limit=body.get("limit"),
-            node_names=body.get("nodes"), options=_search_options(config, body), budget=budget,
+            conn,
+            body["resources"],
+            naming,
+            scorer=body["scorer"],
+            limit=body.get("limit"),
+            node_names=body.get("nodes"),
+            options=_search_options(config, body),
+            budget=budget,
         )
         return with_cut(bodies.candidates_body(answer, body["resources"]), budget)
 
@@ -112,9 +127,15 @@ def _candidates(config: Config, args: argparse.Namespace) -> int:
 def _claim(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
         body = checked_arguments(
-            schemas.Claim(), resources=read_key_map(args.file), consumer_uuid=args.consumer,
-            project_id=args.project, user_id=args.user, consumer_type=args.consumer_type,
-            scorer=args.scorer, nodes=args.nodes, options=_options(args),
+            schemas.Claim(),
+            resources=read_key_map(args.file),
+            consumer_uuid=args.consumer,
+            project_id=args.project,
+            user_id=args.user,
+            consumer_type=args.consumer_type,
+            scorer=args.scorer,
+            nodes=args.nodes,
+            options=_options(args),
             budget_ms=args.budget_ms,
         )
         budget = search_budget(config, body)
@@ -131,18 +152,25 @@ def _claim(config: Config, args: argparse.Namespace) -> int:
             options=_search_options(config, body),
             budget=budget,
         )
-        return with_cut({
-            "consumer_uuid": body["consumer_uuid"],
-            **bodies.placement_body(placement, body["resources"]),
-        }, budget)
+        return with_cut(
+            {
+                "consumer_uuid": body["consumer_uuid"],
+                **bodies.placement_body(placement, body["resources"]),
+            },
+            budget,
+        )
 
     return run_in_transaction(config, work)
 
 
 def _query(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
-        body = checked_arguments(schemas.Translate(), resources=read_key_map(args.file),
-                                 nodes=args.nodes, options=_options(args))
+        body = checked_arguments(
+            schemas.Translate(),
+            resources=read_key_map(args.file),
+            nodes=args.nodes,
+            options=_options(args),
+        )
         translations = service.translate(
             conn, body["resources"], naming, body.get("nodes"), _search_options(config, body)
         )

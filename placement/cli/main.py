@@ -55,25 +55,33 @@ def _parser() -> argparse.ArgumentParser:
 
     db = commands.add_parser("db", help="database schema").add_subparsers(title="db commands")
     upgrade = db.add_parser(
-        "upgrade", help="apply every migration to the database; a database of upstream "
-        "openstack-placement 16.0.0 is taken over in place")
+        "upgrade",
+        help="apply every migration to the database; a database of upstream "
+        "openstack-placement 16.0.0 is taken over in place",
+    )
     upgrade.add_argument(
-        "--dry-run", action="store_true",
-        help="check the database and say what would be done, without changing it")
+        "--dry-run",
+        action="store_true",
+        help="check the database and say what would be done, without changing it",
+    )
     upgrade.set_defaults(run=_db_upgrade)
     returning = db.add_parser(
         "return-to-upstream",
         help="rebuild the database at upstream openstack-placement 16.0.0's schema, with "
-        "everything it holds, for upstream to serve it again")
+        "everything it holds, for upstream to serve it again",
+    )
     returning.add_argument(
-        "--discard-device-topologies", action="store_true",
+        "--discard-device-topologies",
+        action="store_true",
         help="give it back even though it holds device topologies (upstream has no place "
-        "for them; their nodes stay as plain providers)")
+        "for them; their nodes stay as plain providers)",
+    )
     returning.set_defaults(run=_db_return_to_upstream)
     current = db.add_parser("current", help="print the schema revision of the database")
     current.set_defaults(run=_db_current)
     copy = db.add_parser(
-        "copy", help="copy a whole database into an empty one (any backends), and check it")
+        "copy", help="copy a whole database into an empty one (any backends), and check it"
+    )
     copy.add_argument("--from", dest="source", required=True, help="the source's URL")
     copy.add_argument("--to", dest="target", required=True, help="an empty database's URL")
     copy.set_defaults(run=_db_copy)
@@ -97,7 +105,8 @@ def _parser() -> argparse.ArgumentParser:
     sample = commands.add_parser("sample-config", help="print the sample configuration file")
     sample.set_defaults(run=lambda config, args: print(render_sample()) or 0)
     policy_sample = commands.add_parser(
-        "policy-sample", help="print every policy rule with its default (oslo.policy's YAML)")
+        "policy-sample", help="print every policy rule with its default (oslo.policy's YAML)"
+    )
     policy_sample.set_defaults(run=_policy_sample)
     openapi = commands.add_parser(
         "openapi", help="print the OpenAPI document of the API (JSON; api-ref/openapi.json)"
@@ -125,14 +134,19 @@ def _db_upgrade(config: Config, args) -> int:
         with engine.connect() as conn:
             found = survey(conn)
         if found.kind in ("giving-back", "given-back"):
-            print(f"placement: the database is {found.described}: run 'placement db "
-                  "return-to-upstream' again to finish", file=sys.stderr)
+            print(
+                f"placement: the database is {found.described}: run 'placement db "
+                "return-to-upstream' again to finish",
+                file=sys.stderr,
+            )
             return 2
         if found.kind not in ("empty", "ours"):
             adopt.adopt(engine, say=print, dry_run=args.dry_run)
         elif args.dry_run:
-            print(f"the database is {found.described}; revision {migrate.head_revision()} "
-                  "is this service's latest")
+            print(
+                f"the database is {found.described}; revision {migrate.head_revision()} "
+                "is this service's latest"
+            )
         if args.dry_run:
             return 0
         migrate.upgrade(engine)
@@ -149,8 +163,9 @@ def _db_return_to_upstream(config: Config, args) -> int:
     engine = make_engine(config.database_url, config.database())
     try:
         wait_until_reachable(engine, config.database())
-        give_back.give_back(engine, say=print,
-                            discard_device_topologies=args.discard_device_topologies)
+        give_back.give_back(
+            engine, say=print, discard_device_topologies=args.discard_device_topologies
+        )
     except give_back.GiveBackRefused as exc:
         print(f"placement: {exc}", file=sys.stderr)
         return 2
@@ -173,8 +188,10 @@ def _db_copy(config: Config, args) -> int:
     print(f"{'table':32} {'rows (from)':>12} {'rows (to)':>12}  checksum (from / to)")
     for check in checks:
         mark = "" if check.same else "  DIFFERENT"
-        print(f"{check.name:32} {check.source_rows:>12} {check.target_rows:>12}  "
-              f"{check.source_checksum} / {check.target_checksum}{mark}")
+        print(
+            f"{check.name:32} {check.source_rows:>12} {check.target_rows:>12}  "
+            f"{check.source_checksum} / {check.target_checksum}{mark}"
+        )
     if all(check.same for check in checks):
         print("the copy is the same as its source")
         return 0

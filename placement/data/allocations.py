@@ -101,11 +101,12 @@ def consumers_of_type_in_tree(conn: Connection, root_id: int, consumer_type: str
         conn.scalars(
             select(consumers.c.uuid)
             .join(allocations, allocations.c.consumer_id == consumers.c.id)
-            .join(resource_providers,
-                  resource_providers.c.id == allocations.c.resource_provider_id)
+            .join(resource_providers, resource_providers.c.id == allocations.c.resource_provider_id)
             .join(consumer_types, consumer_types.c.id == consumers.c.consumer_type_id)
-            .where(resource_providers.c.root_provider_id == root_id,
-                   consumer_types.c.name == consumer_type)
+            .where(
+                resource_providers.c.root_provider_id == root_id,
+                consumer_types.c.name == consumer_type,
+            )
             .distinct()
             .order_by(consumers.c.uuid)
         )
@@ -119,8 +120,12 @@ def allocations_of_consumers(conn: Connection, consumer_ids) -> dict[int, Alloca
     if not consumer_ids:
         return found
     rows = conn.execute(
-        select(allocations.c.consumer_id, resource_providers.c.uuid, resource_classes.c.name,
-               allocations.c.used)
+        select(
+            allocations.c.consumer_id,
+            resource_providers.c.uuid,
+            resource_classes.c.name,
+            allocations.c.used,
+        )
         .join(resource_providers, resource_providers.c.id == allocations.c.resource_provider_id)
         .join(resource_classes, resource_classes.c.id == allocations.c.resource_class_id)
         .where(allocations.c.consumer_id.in_(consumer_ids))
@@ -175,13 +180,22 @@ def write_allocations(
             created.append(write)
             continue
         consumer_ids[write.consumer_uuid] = consumer_data.save_consumer(
-            conn, write.consumer_uuid, current, write.project_id, write.user_id,
-            write.consumer_type, known_owners,
+            conn,
+            write.consumer_uuid,
+            current,
+            write.project_id,
+            write.user_id,
+            write.consumer_type,
+            known_owners,
         )
         touched_consumer_ids.append(current.id)
-    consumer_ids.update(consumer_data.create_consumers(conn, [
-        (w.consumer_uuid, w.project_id, w.user_id, w.consumer_type) for w in created
-    ], known_owners))
+    consumer_ids.update(
+        consumer_data.create_consumers(
+            conn,
+            [(w.consumer_uuid, w.project_id, w.user_id, w.consumer_type) for w in created],
+            known_owners,
+        )
+    )
     now = utcnow()
     new_rows = [
         {
@@ -191,7 +205,8 @@ def write_allocations(
             "used": used,
             "created_at": now,
         }
-        for write in writes if write.consumer_uuid in consumer_ids
+        for write in writes
+        if write.consumer_uuid in consumer_ids
         for provider_uuid, resources in write.allocations.items()
         for class_name, used in resources.items()
     ]
@@ -338,13 +353,16 @@ def check_allocations_fit(
     # One round trip: each inventory of the providers with the usage of its class.
     used_of_inventory = (
         select(func.coalesce(func.sum(allocations.c.used), 0))
-        .where(allocations.c.resource_provider_id == inventories.c.resource_provider_id,
-               allocations.c.resource_class_id == inventories.c.resource_class_id)
+        .where(
+            allocations.c.resource_provider_id == inventories.c.resource_provider_id,
+            allocations.c.resource_class_id == inventories.c.resource_class_id,
+        )
         .scalar_subquery()
     )
     rows = conn.execute(
-        select(inventories, used_of_inventory.label("usage"))
-        .where(inventories.c.resource_provider_id.in_(provider_ids))
+        select(inventories, used_of_inventory.label("usage")).where(
+            inventories.c.resource_provider_id.in_(provider_ids)
+        )
     ).all()
     inventory = {(row.resource_provider_id, row.resource_class_id): row for row in rows}
     usage = {key: int(row.usage) for key, row in inventory.items()}

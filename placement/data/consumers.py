@@ -65,8 +65,7 @@ def get_consumer(conn: Connection, uuid: str) -> Consumer | None:
 def consumers_of_type(conn: Connection, consumer_type: str) -> list[Consumer]:
     """Every consumer of ``consumer_type``, by uuid."""
     rows = conn.execute(
-        _select_consumers().where(consumer_types.c.name == consumer_type)
-        .order_by(consumers.c.uuid)
+        _select_consumers().where(consumer_types.c.name == consumer_type).order_by(consumers.c.uuid)
     )
     return [Consumer(**row._mapping) for row in rows]
 
@@ -93,8 +92,9 @@ _OWNERS = {
 }
 
 
-def _owner_ids(conn: Connection, project: str, user: str,
-               consumer_type: str | None) -> dict[str, int]:
+def _owner_ids(
+    conn: Connection, project: str, user: str, consumer_type: str | None
+) -> dict[str, int]:
     """The ids of the consumer's project, user and type (when given), found in one round
     trip when all exist (as they do but for a project's, user's or type's first
     consumer); each missing one inserted."""
@@ -103,16 +103,25 @@ def _owner_ids(conn: Connection, project: str, user: str,
         named["consumer_type_id"] = consumer_type
     lookups = [
         select(_OWNERS[key][0].c.id)
-        .where(_OWNERS[key][0].c[_OWNERS[key][1]] == value).scalar_subquery()
+        .where(_OWNERS[key][0].c[_OWNERS[key][1]] == value)
+        .scalar_subquery()
         for key, value in named.items()
     ]
     found = dict(zip(named, conn.execute(select(*lookups)).one(), strict=True))
-    return {key: found[key] if found[key] is not None
-            else _external_id(conn, *_OWNERS[key], named[key]) for key in named}
+    return {
+        key: found[key] if found[key] is not None else _external_id(conn, *_OWNERS[key], named[key])
+        for key in named
+    }
 
 
-def _owner_values(conn: Connection, existing: Consumer | None, project: str | None,
-                  user: str | None, consumer_type: str | None, known: Known) -> dict[str, int]:
+def _owner_values(
+    conn: Connection,
+    existing: Consumer | None,
+    project: str | None,
+    user: str | None,
+    consumer_type: str | None,
+    known: Known,
+) -> dict[str, int]:
     """``_owner_ids`` of the consumer (its stored project and user, or the placeholder,
     when none is given), looked up once per write of many consumers (``known``)."""
     if project is None:  # before 1.8: keep what is stored, else the placeholder
@@ -126,7 +135,8 @@ def _owner_values(conn: Connection, existing: Consumer | None, project: str | No
 
 
 def create_consumers(
-    conn: Connection, new: list[tuple[str, str | None, str | None, str | None]],
+    conn: Connection,
+    new: list[tuple[str, str | None, str | None, str | None]],
     known: Known,
 ) -> dict[str, int]:
     """Create consumers (uuid, project, user, type) that did not exist, at generation 1,
@@ -136,15 +146,21 @@ def create_consumers(
         return {}
     now = utcnow()
     rows = [
-        {"uuid": uuid, "generation": 1, "created_at": now, "consumer_type_id": None,
-         **_owner_values(conn, None, project, user, consumer_type, known)}
+        {
+            "uuid": uuid,
+            "generation": 1,
+            "created_at": now,
+            "consumer_type_id": None,
+            **_owner_values(conn, None, project, user, consumer_type, known),
+        }
         for uuid, project, user, consumer_type in new
     ]
     inserted = set(insert_ignoring_conflicts(conn, consumers, rows, returning=consumers.c.id))
     # SELECT uuid, id FROM consumers WHERE uuid IN (...)
     found = conn.execute(
-        select(consumers.c.uuid, consumers.c.id)
-        .where(consumers.c.uuid.in_([uuid for uuid, *_ in new]))
+        select(consumers.c.uuid, consumers.c.id).where(
+            consumers.c.uuid.in_([uuid for uuid, *_ in new])
+        )
     )
     ids: dict[str, int] = {uuid: consumer_id for uuid, consumer_id in found}
     for uuid, *_ in new:
@@ -184,8 +200,9 @@ def save_consumer(
     A concurrent writer that created or changed the same consumer first makes
     this a 409 concurrent_update.
     """
-    values = _owner_values(conn, existing, project, user, consumer_type,
-                           {} if known is None else known)
+    values = _owner_values(
+        conn, existing, project, user, consumer_type, {} if known is None else known
+    )
     if existing is None:
         inserted = insert_ignoring_conflicts(
             conn,

@@ -72,9 +72,7 @@ def _managed_roots(node_names: list[str] | None, without_device_nodes: bool = Fa
     if node_names is not None:
         query = query.where(root_provider.c.name.in_(node_names))
     if without_device_nodes:
-        query = query.where(
-            ~exists().where(device_topologies.c.node_name == root_provider.c.name)
-        )
+        query = query.where(~exists().where(device_topologies.c.node_name == root_provider.c.name))
     return query
 
 
@@ -132,8 +130,17 @@ def read_nodes(
             allocation_ratio=float(ratio),
             used=usage.get((provider_id, class_id), 0),
         )
-        for provider_id, class_id, class_name, total, reserved, min_unit, max_unit, step_size,
-        ratio in rows
+        for (
+            provider_id,
+            class_id,
+            class_name,
+            total,
+            reserved,
+            min_unit,
+            max_unit,
+            step_size,
+            ratio,
+        ) in rows
     ]
     return providers, inventory_rows
 
@@ -325,9 +332,7 @@ def lock_node(conn: Connection, node_name: str) -> None:
     # SELECT pg_advisory_xact_lock(:space, hashtext(:node_name))
     if conn.dialect.name != "postgresql":
         return
-    conn.execute(
-        select(func.pg_advisory_xact_lock(NODE_LOCK_SPACE, func.hashtext(node_name)))
-    )
+    conn.execute(select(func.pg_advisory_xact_lock(NODE_LOCK_SPACE, func.hashtext(node_name))))
 
 
 def ensure_custom_names(conn: Connection, classes: set[str], trait_names: set[str]) -> None:

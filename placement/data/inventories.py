@@ -155,8 +155,11 @@ def update_inventory(
             f"{provider.uuid}: No inventory of class {inventory.resource_class} found."
         )
     _check_usage(
-        conn, provider, {inventory.resource_class: current[inventory.resource_class]},
-        {inventory.resource_class: inventory}, {inventory.resource_class: class_id},
+        conn,
+        provider,
+        {inventory.resource_class: current[inventory.resource_class]},
+        {inventory.resource_class: inventory},
+        {inventory.resource_class: class_id},
     )
     _update_row(conn, provider, class_id, inventory, utcnow())
     return new_generation
@@ -214,7 +217,10 @@ def _check_usage(
         LOG.warning(
             "Resource provider %s: %s usage %d now exceeds its capacity %g; "
             "no more can be allocated until usage falls below it.",
-            provider.uuid, class_name, usage[class_name], wanted[class_name].unrounded_capacity,
+            provider.uuid,
+            class_name,
+            usage[class_name],
+            wanted[class_name].unrounded_capacity,
         )
 
 

@@ -139,9 +139,7 @@ def rename_resource_class(conn: Connection, old: str, new: str) -> None:
     if new == old:
         return
     if get_name(conn, resource_classes, new) is not None:
-        raise errors.Conflict(
-            f"Resource class already exists: {new}", code=errors.DUPLICATE_NAME
-        )
+        raise errors.Conflict(f"Resource class already exists: {new}", code=errors.DUPLICATE_NAME)
     conn.execute(
         update(resource_classes)
         .where(resource_classes.c.id == row.id)

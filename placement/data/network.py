@@ -33,8 +33,9 @@ def read_network(conn: Connection) -> Network:
     levels = tuple(conn.scalars(select(network_levels.c.name).order_by(network_levels.c.position)))
     # SELECT node_name, position, domain FROM network_domains ORDER BY node_name, position
     rows = conn.execute(
-        select(network_domains.c.node_name, network_domains.c.position, network_domains.c.domain)
-        .order_by(network_domains.c.node_name, network_domains.c.position)
+        select(
+            network_domains.c.node_name, network_domains.c.position, network_domains.c.domain
+        ).order_by(network_domains.c.node_name, network_domains.c.position)
     )
     found: dict[str, list[str]] = {}
     for node, _position, domain in rows:
@@ -47,9 +48,10 @@ def replace_network(conn: Connection, network: Network) -> None:
     conn.execute(delete(network_domains))
     conn.execute(delete(network_levels))
     if network.levels:
-        conn.execute(insert(network_levels), [
-            {"position": position, "name": name} for position, name in enumerate(network.levels)
-        ])
+        conn.execute(
+            insert(network_levels),
+            [{"position": position, "name": name} for position, name in enumerate(network.levels)],
+        )
     _insert_domains(conn, network.domains)
 
 
@@ -75,11 +77,18 @@ def record_gang(conn: Connection, gang_uuid: str, consumer_uuids: list[str]) -> 
     now = utcnow()
     try:
         with conn.begin_nested():
-            conn.execute(insert(gang_members), [
-                {"gang_uuid": gang_uuid, "member": index, "consumer_uuid": consumer,
-                 "created_at": now}
-                for index, consumer in enumerate(consumer_uuids)
-            ])
+            conn.execute(
+                insert(gang_members),
+                [
+                    {
+                        "gang_uuid": gang_uuid,
+                        "member": index,
+                        "consumer_uuid": consumer,
+                        "created_at": now,
+                    }
+                    for index, consumer in enumerate(consumer_uuids)
+                ],
+            )
     except IntegrityError as exc:
         raise errors.Conflict(
             f"Gang {gang_uuid} (or one of its consumers) was claimed concurrently.",
@@ -90,18 +99,21 @@ def record_gang(conn: Connection, gang_uuid: str, consumer_uuids: list[str]) -> 
 def gang_consumers(conn: Connection, gang_uuid: str) -> list[str]:
     """The consumers of the gang, in member order (none: no such gang)."""
     # SELECT consumer_uuid FROM gang_members WHERE gang_uuid = :gang ORDER BY member
-    return list(conn.scalars(
-        select(gang_members.c.consumer_uuid)
-        .where(gang_members.c.gang_uuid == gang_uuid)
-        .order_by(gang_members.c.member)
-    ))
+    return list(
+        conn.scalars(
+            select(gang_members.c.consumer_uuid)
+            .where(gang_members.c.gang_uuid == gang_uuid)
+            .order_by(gang_members.c.member)
+        )
+    )
 
 
 def gangs_of_consumers(conn: Connection, consumer_uuids: list[str]) -> dict[str, str]:
     """Consumer -> its gang, of those of ``consumer_uuids`` in one."""
     rows = conn.execute(
-        select(gang_members.c.consumer_uuid, gang_members.c.gang_uuid)
-        .where(gang_members.c.consumer_uuid.in_(consumer_uuids))
+        select(gang_members.c.consumer_uuid, gang_members.c.gang_uuid).where(
+            gang_members.c.consumer_uuid.in_(consumer_uuids)
+        )
     )
     return {consumer: gang for consumer, gang in rows}
 

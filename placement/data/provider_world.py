@@ -105,8 +105,9 @@ def changes_since(conn: Connection, since: int | None) -> Changes:
     changed = None
     if since is not None:
         versions = (row[3:] for row in rows if row[3] is not None)
-        changed = {version[0]: (version if version[1] is not None else None)
-                   for version in versions}
+        changed = {
+            version[0]: (version if version[1] is not None else None) for version in versions
+        }
     return Changes(dict(names), log, changed)
 
 
@@ -196,7 +197,7 @@ def provider_details(
         return found
     ordered = sorted(set(provider_ids))
     for start in range(0, len(ordered), SQLITE_IN_CHUNK):
-        _read_batch(conn, found, ordered[start:start + SQLITE_IN_CHUNK])
+        _read_batch(conn, found, ordered[start : start + SQLITE_IN_CHUNK])
     return found
 
 
@@ -221,7 +222,8 @@ def _read_batch(
         inventories = (
             inventory_columns + " COALESCE(u.used, 0) FROM inventories i"
             " LEFT JOIN (SELECT resource_provider_id, resource_class_id, SUM(used) AS used"
-            "  FROM allocations" + only("resource_provider_id")
+            "  FROM allocations"
+            + only("resource_provider_id")
             + "  GROUP BY resource_provider_id, resource_class_id) u"
             " ON u.resource_provider_id = i.resource_provider_id"
             " AND u.resource_class_id = i.resource_class_id" + only("i.resource_provider_id")
@@ -233,15 +235,18 @@ def _read_batch(
             "     AND a.resource_class_id = i.resource_class_id)"
             " FROM inventories i" + only("i.resource_provider_id")
         )
-    providers, inventory_rows, trait_rows, aggregate_rows = _fetch_all(conn, [
-        "SELECT id, uuid, name FROM resource_providers" + only("id"),
-        inventories,
-        "SELECT rpt.resource_provider_id, t.id, t.name FROM resource_provider_traits rpt"
-        " JOIN traits t ON t.id = rpt.trait_id" + only("rpt.resource_provider_id"),
-        "SELECT rpa.resource_provider_id, a.id, a.uuid FROM resource_provider_aggregates rpa"
-        " JOIN placement_aggregates a ON a.id = rpa.aggregate_id"
-        + only("rpa.resource_provider_id"),
-    ])
+    providers, inventory_rows, trait_rows, aggregate_rows = _fetch_all(
+        conn,
+        [
+            "SELECT id, uuid, name FROM resource_providers" + only("id"),
+            inventories,
+            "SELECT rpt.resource_provider_id, t.id, t.name FROM resource_provider_traits rpt"
+            " JOIN traits t ON t.id = rpt.trait_id" + only("rpt.resource_provider_id"),
+            "SELECT rpa.resource_provider_id, a.id, a.uuid FROM resource_provider_aggregates rpa"
+            " JOIN placement_aggregates a ON a.id = rpa.aggregate_id"
+            + only("rpa.resource_provider_id"),
+        ],
+    )
     for provider_id, uuid, name in providers:
         found[provider_id] = ProviderDetails(uuid, name, {}, {}, {})
     for provider_id, class_id, *numbers in inventory_rows:

@@ -180,9 +180,7 @@ def _in_any_aggregate(provider_id_column, aggregate_uuids):
     )
 
 
-def create_provider(
-    conn: Connection, uuid: str, name: str, parent_uuid: str | None
-) -> Provider:
+def create_provider(conn: Connection, uuid: str, name: str, parent_uuid: str | None) -> Provider:
     """Create a provider, under ``parent_uuid`` if given. As upstream, the parent is
     checked before the name and uuid are (400, then 409)."""
     parent = None
@@ -281,9 +279,7 @@ def set_parent(
             raise _refused(what, "update", "creating loop in the provider tree is not allowed.")
         new_parent_id, new_root_id = parent.id, parent.root_provider_id
     subtree = _subtree_ids(conn, provider)
-    conn.execute(
-        update(rp).where(rp.c.id == provider.id).values(parent_provider_id=new_parent_id)
-    )
+    conn.execute(update(rp).where(rp.c.id == provider.id).values(parent_provider_id=new_parent_id))
     conn.execute(update(rp).where(rp.c.id.in_(subtree)).values(root_provider_id=new_root_id))
 
 
@@ -322,9 +318,7 @@ def _subtree_ids(conn: Connection, provider: Provider) -> list[int]:
 
 
 def delete_provider(conn: Connection, provider: Provider) -> None:
-    has_children = conn.scalar(
-        select(exists().where(rp.c.parent_provider_id == provider.id))
-    )
+    has_children = conn.scalar(select(exists().where(rp.c.parent_provider_id == provider.id)))
     if has_children:
         raise errors.Conflict(
             f"Unable to delete parent resource provider {provider.uuid}: It has child "

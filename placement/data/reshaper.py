@@ -33,7 +33,5 @@ def reshape(
     for provider, _generation, wanted in inventories:
         write_inventories(conn, provider, get_inventories(conn, provider), wanted)
     affected = {provider.id for provider, _g, _w in inventories}
-    affected |= allocation_data.providers_of_consumer_uuids(
-        conn, [w.consumer_uuid for w in writes]
-    )
+    affected |= allocation_data.providers_of_consumer_uuids(conn, [w.consumer_uuid for w in writes])
     allocation_data.check_providers_consistent(conn, new_rows, affected)

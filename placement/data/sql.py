@@ -80,7 +80,7 @@ def id_conditions(conn: Connection, column, ids: Iterable[int]) -> list:
     if conn.dialect.name == "postgresql":
         return [column == any_(literal(ordered, postgresql.ARRAY(BigInteger)))]
     return [
-        column.in_(ordered[start:start + SQLITE_IN_CHUNK])
+        column.in_(ordered[start : start + SQLITE_IN_CHUNK])
         for start in range(0, len(ordered), SQLITE_IN_CHUNK)
     ]
 

@@ -62,8 +62,9 @@ class AdoptionRefused(RuntimeError):
     """The database cannot be taken over as it is; the message says why and what to do."""
 
 
-def adopt(engine: Engine, say: Callable[[str], None] = lambda _: None,
-          dry_run: bool = False) -> None:
+def adopt(
+    engine: Engine, say: Callable[[str], None] = lambda _: None, dry_run: bool = False
+) -> None:
     """Bring the upstream database ``engine`` opens to this service's head revision
     (``dry_run``: only check it and say what would be done)."""
     with engine.connect() as conn, conn.begin():
@@ -81,19 +82,22 @@ def adopt(engine: Engine, say: Callable[[str], None] = lambda _: None,
             raise AdoptionRefused(
                 f"the database is at upstream revision {found.revision}, older than "
                 f"{UPSTREAM_HEAD} (openstack-placement 16.0.0): run upstream's "
-                "'placement-manage db sync' first, then this command again")
+                "'placement-manage db sync' first, then this command again"
+            )
         elif found.kind == "upstream-unversioned":
             raise AdoptionRefused(
                 "the database holds upstream's tables but no Alembic revision: stamp it "
                 "with upstream's 'placement-manage db stamp b4ed3a175331' and run its "
-                "'placement-manage db sync', then this command again")
+                "'placement-manage db sync', then this command again"
+            )
         elif found.kind != "upstream":
             raise AdoptionRefused(f"the database is not upstream's: it is {found.described}")
         problems = refusals(conn)
         if problems:
             raise AdoptionRefused(
                 "the database holds rows this service's schema cannot take; nothing was "
-                "changed:\n" + "\n".join(f"- {problem}" for problem in problems))
+                "changed:\n" + "\n".join(f"- {problem}" for problem in problems)
+            )
         for line in plan(conn):
             say(line)
         if dry_run:
@@ -121,14 +125,26 @@ def refusals(conn: Connection) -> list[str]:
         return ~exists().where(target.c[target_column] == table.c[column])
 
     checks = [
-        (allocations, none_in(allocations, "consumer_id", consumers, "uuid"),
-         f"allocations whose consumer does not exist ({online})"),
-        (rps, rps.c.root_provider_id.is_(None),
-         f"resource providers without a root provider ({online})"),
-        (t["placement_aggregates"], t["placement_aggregates"].c.uuid.is_(None),
-         "aggregates without a uuid (no request can name them: delete them)"),
-        (rps, and_(rps.c.name.is_(None), exists().where(named.c.name == rps.c.uuid)),
-         "providers without a name whose uuid is the name of another provider (name them)"),
+        (
+            allocations,
+            none_in(allocations, "consumer_id", consumers, "uuid"),
+            f"allocations whose consumer does not exist ({online})",
+        ),
+        (
+            rps,
+            rps.c.root_provider_id.is_(None),
+            f"resource providers without a root provider ({online})",
+        ),
+        (
+            t["placement_aggregates"],
+            t["placement_aggregates"].c.uuid.is_(None),
+            "aggregates without a uuid (no request can name them: delete them)",
+        ),
+        (
+            rps,
+            and_(rps.c.name.is_(None), exists().where(named.c.name == rps.c.uuid)),
+            "providers without a name whose uuid is the name of another provider (name them)",
+        ),
     ]
     for table, column, target in (
         (t["inventories"], "resource_provider_id", rps),
@@ -140,13 +156,22 @@ def refusals(conn: Connection) -> list[str]:
         (consumers, "project_id", t["projects"]),
         (consumers, "user_id", t["users"]),
     ):
-        checks.append((table, none_in(table, column, target),
-                       f"{table.name} rows whose {column} names no row of {target.name} "
-                       "(left behind by a write outside the API: delete them)"))
+        checks.append(
+            (
+                table,
+                none_in(table, column, target),
+                f"{table.name} rows whose {column} names no row of {target.name} "
+                "(left behind by a write outside the API: delete them)",
+            )
+        )
     typed = consumers.c.consumer_type_id
-    checks.append((consumers, and_(typed.is_not(None), none_in(
-        consumers, "consumer_type_id", t["consumer_types"])),
-        "consumers whose consumer type does not exist (set consumer_type_id to NULL)"))
+    checks.append(
+        (
+            consumers,
+            and_(typed.is_not(None), none_in(consumers, "consumer_type_id", t["consumer_types"])),
+            "consumers whose consumer type does not exist (set consumer_type_id to NULL)",
+        )
+    )
     problems = []
     for table, condition, what in checks:
         count = conn.execute(select(func.count()).select_from(table).where(condition)).scalar()
@@ -181,11 +206,15 @@ def plan(conn: Connection) -> list[str]:
         lines.append(f"{ungenerated} providers with no generation get generation 0")
     undated = sum(count(name, t[name].c.created_at.is_(None)) for name in UPSTREAM_TABLES)
     if undated:
-        lines.append(f"{undated} rows without a creation time take their update time, "
-                     "else the time of adoption")
+        lines.append(
+            f"{undated} rows without a creation time take their update time, "
+            "else the time of adoption"
+        )
     if conn.dialect.name == "mysql":
-        lines.append("MySQL commits each step by itself: if this stops halfway, run it "
-                     "again (upstream's tables are kept as upstream_* until the end)")
+        lines.append(
+            "MySQL commits each step by itself: if this stops halfway, run it "
+            "again (upstream's tables are kept as upstream_* until the end)"
+        )
     return lines
 
 
@@ -197,8 +226,11 @@ def _fill(conn: Connection) -> list[Table]:
     now = utcnow()
     for name in UPSTREAM_TABLES:
         table, theirs = ours.tables[name], MOVED.tables[ASIDE + name]
-        values: dict[str, ColumnElement] = {"created_at": func.coalesce(
-            theirs.c.created_at, theirs.c.updated_at, literal(now, table.c.created_at.type))}
+        values: dict[str, ColumnElement] = {
+            "created_at": func.coalesce(
+                theirs.c.created_at, theirs.c.updated_at, literal(now, table.c.created_at.type)
+            )
+        }
         joined = None
         if name == "resource_providers":
             values["name"] = func.coalesce(theirs.c.name, theirs.c.uuid)
@@ -211,8 +243,9 @@ def _fill(conn: Connection) -> list[Table]:
             values["consumer_id"] = consumers.c.id
             joined = theirs.join(consumers, consumers.c.uuid == theirs.c.consumer_id)
         rebuild.fill(conn, table, theirs, values, joined)
-    rebuild.link_providers(conn, ours.tables["resource_providers"],
-                           MOVED.tables[ASIDE + "resource_providers"])
+    rebuild.link_providers(
+        conn, ours.tables["resource_providers"], MOVED.tables[ASIDE + "resource_providers"]
+    )
     return [ours.tables[name] for name in UPSTREAM_TABLES]
 
 

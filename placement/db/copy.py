@@ -51,8 +51,7 @@ class TableCheck:
 
     @property
     def same(self) -> bool:
-        return (self.source_rows, self.source_checksum) == (self.target_rows,
-                                                             self.target_checksum)
+        return (self.source_rows, self.source_checksum) == (self.target_rows, self.target_checksum)
 
 
 def copy_database(
@@ -67,7 +66,8 @@ def copy_database(
     if not from_upstream and (found.kind, found.revision) != ("ours", head):
         raise CopyRefused(
             f"the source database is {found.described}, not this service's at revision "
-            f"{head} nor upstream's: run 'placement db upgrade' on it first")
+            f"{head} nor upstream's: run 'placement db upgrade' on it first"
+        )
     present = set(inspect(target).get_table_names()) & set(metadata.tables)
     if present:
         raise CopyRefused(
@@ -85,8 +85,7 @@ def copy_database(
         say(f"migrating the target to revision {head}")
         migrate.upgrade(target)
     drop_fraction = target.dialect.name == "mysql"
-    with source.connect() as reading, target.begin() as writing, \
-            rebuild.keeping_zero_ids(writing):
+    with source.connect() as reading, target.begin() as writing, rebuild.keeping_zero_ids(writing):
         for table in reversed(tables):  # what the migrations wrote
             writing.execute(delete(table))
         for table in tables:
@@ -125,21 +124,37 @@ def _put_back_provider_links(reading: Connection, writing: Connection, providers
     """Parents, roots, and the revisions the source has (the triggers moved them), a batch
     of providers per statement sent."""
     this_one = providers.c.id == bindparam("provider")
-    links = update(providers).where(this_one).values(
-        parent_provider_id=bindparam("parent"), root_provider_id=bindparam("root"))
-    rows = reading.execute(select(providers.c.id, providers.c.parent_provider_id,
-                                  providers.c.root_provider_id).order_by(providers.c.id)).all()
+    links = (
+        update(providers)
+        .where(this_one)
+        .values(parent_provider_id=bindparam("parent"), root_provider_id=bindparam("root"))
+    )
+    rows = reading.execute(
+        select(
+            providers.c.id, providers.c.parent_provider_id, providers.c.root_provider_id
+        ).order_by(providers.c.id)
+    ).all()
     for start in range(0, len(rows), BATCH):
-        writing.execute(links, [{"provider": p, "parent": parent, "root": root}
-                                for p, parent, root in rows[start:start + BATCH]])
+        writing.execute(
+            links,
+            [
+                {"provider": p, "parent": parent, "root": root}
+                for p, parent, root in rows[start : start + BATCH]
+            ],
+        )
     if "revision" not in providers.c:
         return
     revisions = update(providers).where(this_one).values(revision=bindparam("revision_of"))
     kept = reading.execute(select(providers.c.id, providers.c.revision)).all()
     for start in range(0, len(kept), BATCH):
         # Last, alone: nothing after it bumps the revisions again.
-        writing.execute(revisions, [{"provider": p, "revision_of": revision}
-                                    for p, revision in kept[start:start + BATCH]])
+        writing.execute(
+            revisions,
+            [
+                {"provider": p, "revision_of": revision}
+                for p, revision in kept[start : start + BATCH]
+            ],
+        )
 
 
 def _batches(conn: Connection, table: Table) -> Iterator[Sequence]:
@@ -152,20 +167,20 @@ def _batches(conn: Connection, table: Table) -> Iterator[Sequence]:
 def _stored(row: dict, drop_fraction: bool) -> dict:
     if not drop_fraction:
         return row
-    return {key: value.replace(microsecond=0) if isinstance(value, datetime) else value
-            for key, value in row.items()}
+    return {
+        key: value.replace(microsecond=0) if isinstance(value, datetime) else value
+        for key, value in row.items()
+    }
 
 
-def check(source: Engine, target: Engine, tables: list[Table] | None = None
-          ) -> list[TableCheck]:
+def check(source: Engine, target: Engine, tables: list[Table] | None = None) -> list[TableCheck]:
     """Rows and checksum of every table copied, on both sides."""
     checks = []
     with source.connect() as a, target.connect() as b:
         for table in tables if tables is not None else _copied_tables():
             source_rows, source_sum = _checksum(a, table)
             target_rows, target_sum = _checksum(b, table)
-            checks.append(TableCheck(table.name, source_rows, target_rows, source_sum,
-                                     target_sum))
+            checks.append(TableCheck(table.name, source_rows, target_rows, source_sum, target_sum))
     return checks
 
 

@@ -68,8 +68,11 @@ def make_engine(url: str, options: DatabaseOptions | None = None) -> Engine:
     }
     if parsed.get_backend_name() == "mysql":
         return mysql.make_engine(
-            parsed, WRITE_TRANSACTION_OPTION, SNAPSHOT_TRANSACTION_OPTION,
-            sql_mode=options.mysql_sql_mode, **pool,
+            parsed,
+            WRITE_TRANSACTION_OPTION,
+            SNAPSHOT_TRANSACTION_OPTION,
+            sql_mode=options.mysql_sql_mode,
+            **pool,
         )
     if parsed.get_backend_name() == "postgresql":
         # Upstream's configuration files name psycopg2 (or no driver, which is psycopg2
@@ -92,8 +95,12 @@ def wait_until_reachable(engine: Engine, options: DatabaseOptions, sleep=time.sl
             attempt += 1
             if 0 <= options.max_retries < attempt:
                 raise
-            LOG.warning("The database cannot be reached (attempt %d): %s; trying again in "
-                        "%d s", attempt, exc.orig, options.retry_interval)
+            LOG.warning(
+                "The database cannot be reached (attempt %d): %s; trying again in %d s",
+                attempt,
+                exc.orig,
+                options.retry_interval,
+            )
             sleep(options.retry_interval)
 
 

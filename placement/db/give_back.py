@@ -45,31 +45,40 @@ class GiveBackRefused(RuntimeError):
     """The database cannot be given back as it is; the message says why."""
 
 
-def give_back(engine: Engine, say: Callable[[str], None] = lambda _: None,
-              discard_device_topologies: bool = False) -> None:
+def give_back(
+    engine: Engine,
+    say: Callable[[str], None] = lambda _: None,
+    discard_device_topologies: bool = False,
+) -> None:
     """Bring the database ``engine`` opens to upstream's schema, at ``UPSTREAM_HEAD``."""
     with engine.connect() as conn, conn.begin():
         found = survey(conn)
         if found.kind == "given-back":
-            say("the database had been given back but for dropping this service's old "
-                "tables: dropping them")
+            say(
+                "the database had been given back but for dropping this service's old "
+                "tables: dropping them"
+            )
             _drop_ours(conn)
             return
         if found.kind == "giving-back":
-            say("a return to upstream was stopped halfway: this service's tables are put "
-                "back first")
+            say(
+                "a return to upstream was stopped halfway: this service's tables are put back first"
+            )
             rebuild.put_back(conn, UPSTREAM_TABLES, ASIDE)
         elif found.kind != "ours" or found.revision != migrate.head_revision():
             raise GiveBackRefused(
                 f"the database is not this service's at its latest revision ({found.kind}, "
-                f"revision {found.revision or 'none'}): run 'placement db upgrade' first")
-        documents = conn.execute(select(func.count()).select_from(
-            ours.tables["device_topologies"])).scalar_one()
+                f"revision {found.revision or 'none'}): run 'placement db upgrade' first"
+            )
+        documents = conn.execute(
+            select(func.count()).select_from(ours.tables["device_topologies"])
+        ).scalar_one()
         if documents and not discard_device_topologies:
             raise GiveBackRefused(
                 f"the database holds {documents} device topologies, which upstream has no "
                 "place for (their nodes stay, as plain providers): pass "
-                "--discard-device-topologies to give it back without them")
+                "--discard-device-topologies to give it back without them"
+            )
         for line in plan(conn, documents):
             say(line)
         rebuild.move_aside(conn, UPSTREAM_TABLES, ASIDE)
@@ -89,12 +98,14 @@ def plan(conn: Connection, documents: int) -> list[str]:
         "(16.0.0), every provider, inventory, trait, aggregate, consumer and allocation kept",
         "resource class ids follow upstream's rule: standard classes by their index, "
         "custom ones from 10000",
-        "the workers' change log is dropped" + (
-            f", and {documents} device topologies" if documents else ""),
+        "the workers' change log is dropped"
+        + (f", and {documents} device topologies" if documents else ""),
     ]
     if conn.dialect.name == "mysql":
-        lines.append("MySQL commits each step by itself: if this stops halfway, run it again "
-                     "(this service's tables are kept as placement_* until the end)")
+        lines.append(
+            "MySQL commits each step by itself: if this stops halfway, run it again "
+            "(this service's tables are kept as placement_* until the end)"
+        )
     return lines
 
 
@@ -124,8 +135,9 @@ def _fill(conn: Connection, theirs: MetaData) -> None:
             values["consumer_id"] = consumers.c.uuid
             joined = source.join(consumers, consumers.c.id == source.c.consumer_id)
         rebuild.fill(conn, theirs.tables[name], source, values, joined)
-    rebuild.link_providers(conn, theirs.tables["resource_providers"],
-                           moved.tables[ASIDE + "resource_providers"])
+    rebuild.link_providers(
+        conn, theirs.tables["resource_providers"], moved.tables[ASIDE + "resource_providers"]
+    )
 
 
 def _upstream_class_ids(conn: Connection, moved: MetaData) -> dict[int, int]:
@@ -134,8 +146,13 @@ def _upstream_class_ids(conn: Connection, moved: MetaData) -> dict[int, int]:
     rows = conn.execute(select(classes.c.id, classes.c.name).order_by(classes.c.id)).all()
     standard = {name: index for index, name in enumerate(os_resource_classes.STANDARDS)}
     customs = [id_ for id_, name in rows if name not in standard]
-    next_id = max([id_ for id_ in customs if id_ >= FIRST_CUSTOM_CLASS_ID],
-                  default=FIRST_CUSTOM_CLASS_ID - 1) + 1
+    next_id = (
+        max(
+            [id_ for id_ in customs if id_ >= FIRST_CUSTOM_CLASS_ID],
+            default=FIRST_CUSTOM_CLASS_ID - 1,
+        )
+        + 1
+    )
     ids = {}
     for id_, name in rows:
         if name in standard:
@@ -160,6 +177,9 @@ def _trigger_functions(conn: Connection) -> list[str]:
     """PostgreSQL: the functions this service's triggers call (upstream has no trigger)."""
     if conn.dialect.name != "postgresql":
         return []
-    return list(conn.exec_driver_sql(
-        "SELECT DISTINCT p.proname FROM pg_trigger t"
-        " JOIN pg_proc p ON p.oid = t.tgfoid WHERE NOT t.tgisinternal").scalars())
+    return list(
+        conn.exec_driver_sql(
+            "SELECT DISTINCT p.proname FROM pg_trigger t"
+            " JOIN pg_proc p ON p.oid = t.tgfoid WHERE NOT t.tgisinternal"
+        ).scalars()
+    )

@@ -61,8 +61,10 @@ def _ours(revision: str) -> bool:
 
 def _foreign(revision: str) -> str:
     if revision in UPSTREAM_REVISIONS:
-        return (f"The database is upstream openstack-placement's (revision {revision}): "
-                "run 'placement db upgrade' to take it over.")
+        return (
+            f"The database is upstream openstack-placement's (revision {revision}): "
+            "run 'placement db upgrade' to take it over."
+        )
     return f"The database is at revision {revision}, which this service does not know."
 
 

@@ -54,7 +54,10 @@ QUEUE_WRITERS = "SELECT id FROM provider_changes_state WHERE id = 1 FOR UPDATE"
 
 
 def make_engine(
-    url: URL, write_option: str, snapshot_option: str, sql_mode: str = DEFAULT_SQL_MODE,
+    url: URL,
+    write_option: str,
+    snapshot_option: str,
+    sql_mode: str = DEFAULT_SQL_MODE,
     **pool_options,
 ) -> Engine:
     """The engine for a ``mysql://`` or ``mysql+pymysql://`` URL. A transaction begun
@@ -76,8 +79,7 @@ def make_engine(
                 cursor.execute("SET SESSION sql_mode = %s", (sql_mode,))
             if is_galera(cursor):
                 cursor.execute(
-                    "SET SESSION wsrep_sync_wait ="
-                    f" GREATEST(@@wsrep_sync_wait, {GALERA_SYNC_WAIT})"
+                    f"SET SESSION wsrep_sync_wait = GREATEST(@@wsrep_sync_wait, {GALERA_SYNC_WAIT})"
                 )
         finally:
             cursor.close()
@@ -161,12 +163,18 @@ def _create_table_exactly(element, compiler, **kw):
 # What the service needs of a MySQL server or a Galera node, checked at start
 # (``server_warnings``): each as (variable, the values that do, why).
 EXPECTED_SETTINGS = (
-    ("innodb_autoinc_lock_mode", {"2"},
-     "Galera needs interleaved auto-increment locks (2): with another mode, concurrent "
-     "inserts on two nodes may deadlock or fail certification"),
-    ("binlog_format", {"ROW"},
-     "Galera replicates rows only; statement-based replication of the change log's "
-     "triggers would hand out positions differently on each node"),
+    (
+        "innodb_autoinc_lock_mode",
+        {"2"},
+        "Galera needs interleaved auto-increment locks (2): with another mode, concurrent "
+        "inserts on two nodes may deadlock or fail certification",
+    ),
+    (
+        "binlog_format",
+        {"ROW"},
+        "Galera replicates rows only; statement-based replication of the change log's "
+        "triggers would hand out positions differently on each node",
+    ),
 )
 
 

@@ -75,7 +75,8 @@ def _rename_sequence(conn: Connection, table: str, new_name: str) -> None:
         "SELECT s.relname FROM pg_class s JOIN pg_depend d ON d.objid = s.oid"
         " JOIN pg_class t ON t.oid = d.refobjid"
         " WHERE s.relkind = 'S' AND d.deptype = 'a' AND t.relname = %(table)s",
-        {"table": table}).scalar()
+        {"table": table},
+    ).scalar()
     if owned is not None and owned != new_name:
         conn.exec_driver_sql(f"ALTER SEQUENCE {owned} RENAME TO {new_name}")
 
@@ -102,26 +103,39 @@ def keeping_zero_ids(conn: Connection) -> Iterator[None]:
         return
     mode = conn.exec_driver_sql("SELECT @@SESSION.sql_mode").scalar()
     conn.exec_driver_sql(
-        "SET SESSION sql_mode = CONCAT_WS(',', @@SESSION.sql_mode, 'NO_AUTO_VALUE_ON_ZERO')")
+        "SET SESSION sql_mode = CONCAT_WS(',', @@SESSION.sql_mode, 'NO_AUTO_VALUE_ON_ZERO')"
+    )
     try:
         yield
     finally:
         conn.exec_driver_sql("SET SESSION sql_mode = %s", (mode,))
 
 
-def fill(conn: Connection, target: Table, source: Table,
-         values: dict[str, ColumnElement] | None = None,
-         source_from: FromClause | None = None) -> None:
+def fill(
+    conn: Connection,
+    target: Table,
+    source: Table,
+    values: dict[str, ColumnElement] | None = None,
+    source_from: FromClause | None = None,
+) -> None:
     """``INSERT INTO target SELECT ... FROM source``: each column of ``target`` from the
     column of that name in ``source``, unless ``values`` gives it (from
     ``source_from``, when a value needs a join)."""
     given = values or {}
-    rows = select(*[
-        (given[column.name] if column.name in given else source.c[column.name]).label(column.name)
-        for column in target.c])
-    conn.execute(target.insert().from_select(
-        [column.name for column in target.c],
-        rows.select_from(source if source_from is None else source_from)))
+    rows = select(
+        *[
+            (given[column.name] if column.name in given else source.c[column.name]).label(
+                column.name
+            )
+            for column in target.c
+        ]
+    )
+    conn.execute(
+        target.insert().from_select(
+            [column.name for column in target.c],
+            rows.select_from(source if source_from is None else source_from),
+        )
+    )
 
 
 def link_providers(conn: Connection, providers: Table, source: Table) -> None:
@@ -132,6 +146,9 @@ def link_providers(conn: Connection, providers: Table, source: Table) -> None:
     def same_row(column: str):
         return select(source.c[column]).where(source.c.id == providers.c.id).scalar_subquery()
 
-    conn.execute(update(providers).values(
-        root_provider_id=same_row("root_provider_id"),
-        parent_provider_id=same_row("parent_provider_id")))
+    conn.execute(
+        update(providers).values(
+            root_provider_id=same_row("root_provider_id"),
+            parent_provider_id=same_row("parent_provider_id"),
+        )
+    )

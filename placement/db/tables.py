@@ -185,9 +185,7 @@ allocations = Table(
     "allocations",
     metadata,
     Column("id", IdType, primary_key=True, autoincrement=True),
-    Column(
-        "resource_provider_id", IdType, ForeignKey("resource_providers.id"), nullable=False
-    ),
+    Column("resource_provider_id", IdType, ForeignKey("resource_providers.id"), nullable=False),
     Column(
         "consumer_id",
         IdType,

@@ -74,10 +74,18 @@ def upstream_metadata(prefix: str = "") -> MetaData:
         Column("uuid", String(36), nullable=False),
         Column("name", String(200), nullable=True),
         Column("generation", Integer, nullable=True),
-        Column("root_provider_id", Integer, ForeignKey(f"{named('resource_providers')}.id"),
-               nullable=True),
-        Column("parent_provider_id", Integer, ForeignKey(f"{named('resource_providers')}.id"),
-               nullable=True),
+        Column(
+            "root_provider_id",
+            Integer,
+            ForeignKey(f"{named('resource_providers')}.id"),
+            nullable=True,
+        ),
+        Column(
+            "parent_provider_id",
+            Integer,
+            ForeignKey(f"{named('resource_providers')}.id"),
+            nullable=True,
+        ),
         UniqueConstraint("uuid", name=named("uniq_resource_providers0uuid")),
         UniqueConstraint("name", name=named("uniq_resource_providers0name")),
         Index(named("resource_providers_root_provider_id_idx"), "root_provider_id"),
@@ -110,8 +118,9 @@ def upstream_metadata(prefix: str = "") -> MetaData:
         Column("project_id", Integer, nullable=False),
         Column("user_id", Integer, nullable=False),
         Column("generation", Integer, nullable=False, server_default="0"),
-        Column("consumer_type_id", Integer, ForeignKey(f"{named('consumer_types')}.id"),
-               nullable=True),
+        Column(
+            "consumer_type_id", Integer, ForeignKey(f"{named('consumer_types')}.id"), nullable=True
+        ),
         UniqueConstraint("uuid", name=named("uniq_consumers0uuid")),
         Index(named("consumers_project_id_uuid_idx"), "project_id", "uuid"),
         Index(named("consumers_project_id_user_id_uuid_idx"), "project_id", "user_id", "uuid"),
@@ -128,17 +137,27 @@ def upstream_metadata(prefix: str = "") -> MetaData:
         Column("max_unit", Integer, nullable=False),
         Column("step_size", Integer, nullable=False),
         Column("allocation_ratio", Float, nullable=False),
-        UniqueConstraint("resource_provider_id", "resource_class_id",
-                         name=named("uniq_inventories0resource_provider_resource_class")),
+        UniqueConstraint(
+            "resource_provider_id",
+            "resource_class_id",
+            name=named("uniq_inventories0resource_provider_resource_class"),
+        ),
         Index(named("inventories_resource_class_id_idx"), "resource_class_id"),
     )
     table(
         "resource_provider_traits",
         Column("trait_id", Integer, ForeignKey(f"{named('traits')}.id"), primary_key=True),
-        Column("resource_provider_id", Integer, ForeignKey(f"{named('resource_providers')}.id"),
-               primary_key=True),
-        Index(named("resource_provider_traits_resource_provider_trait_idx"),
-              "resource_provider_id", "trait_id"),
+        Column(
+            "resource_provider_id",
+            Integer,
+            ForeignKey(f"{named('resource_providers')}.id"),
+            primary_key=True,
+        ),
+        Index(
+            named("resource_provider_traits_resource_provider_trait_idx"),
+            "resource_provider_id",
+            "trait_id",
+        ),
     )
     table(
         "resource_provider_aggregates",
@@ -153,8 +172,12 @@ def upstream_metadata(prefix: str = "") -> MetaData:
         Column("consumer_id", String(36), nullable=False),
         Column("resource_class_id", Integer, nullable=False),
         Column("used", Integer, nullable=False),
-        Index(named("allocations_resource_provider_class_used_idx"),
-              "resource_provider_id", "resource_class_id", "used"),
+        Index(
+            named("allocations_resource_provider_class_used_idx"),
+            "resource_provider_id",
+            "resource_class_id",
+            "used",
+        ),
         Index(named("allocations_resource_class_id_idx"), "resource_class_id"),
         Index(named("allocations_consumer_id_idx"), "consumer_id"),
     )

@@ -28,7 +28,6 @@ class PerDevice:
     vfs: int = 0  # rdma virtual functions
 
 
-
 def whole_number(amount: Fraction, name: str) -> int:
     """``amount`` of the resource ``name`` as an integer; 400 when it is not one."""
     if amount.denominator != 1:
@@ -61,8 +60,7 @@ def gpus_counted(asked: dict[str, Fraction], prefix: str) -> tuple[int, PerDevic
         return gpu_asked(asked, prefix)
     name = f"{prefix}gpu"
     if set(asked) != {"gpu"}:
-        given = ", ".join(sorted(WHOLE_GPUS if r == WHOLE_GPUS else f"{prefix}{r}"
-                                 for r in asked))
+        given = ", ".join(sorted(WHOLE_GPUS if r == WHOLE_GPUS else f"{prefix}{r}" for r in asked))
         raise errors.BadRequest(
             f"{schemas.HINT_ANNOTATION}: with RequestsAsCount the GPU amount is a number of "
             f"GPUs: ask {name} (or {WHOLE_GPUS}) alone, not {given}."
@@ -74,8 +72,10 @@ def gpus_counted(asked: dict[str, Fraction], prefix: str) -> tuple[int, PerDevic
 def gpu_asked(asked: dict[str, Fraction], prefix: str) -> tuple[int, PerDevice]:
     """The GPUs ``asked`` (resource name without its prefix -> amount) ask for: how many,
     and what each gives."""
-    names = {resource: WHOLE_GPUS if resource == WHOLE_GPUS else f"{prefix}{resource}"
-             for resource in asked}
+    names = {
+        resource: WHOLE_GPUS if resource == WHOLE_GPUS else f"{prefix}{resource}"
+        for resource in asked
+    }
     for single in (WHOLE_GPUS, "gpu"):
         if single in asked and len(asked) > 1:
             others = ", ".join(sorted(names[r] for r in asked if r != single))

@@ -43,12 +43,12 @@ def candidate_body(
     body["devices"] = devices
     body["links"] = dict(pick.links)
     body["allocations"] = {
-        uuid: {"resources": resources}
-        for uuid, resources in candidate.allocations(request).items()
+        uuid: {"resources": resources} for uuid, resources in candidate.allocations(request).items()
     }
     if device_allocated:
         body["annotations"] = {
-            ALLOCATED_ANNOTATION: json.dumps(device_allocations(candidate, request))}
+            ALLOCATED_ANNOTATION: json.dumps(device_allocations(candidate, request))
+        }
     return body
 
 
@@ -63,12 +63,14 @@ def device_allocations(candidate: DeviceCandidate, request: DeviceRequest) -> di
         device_type = state.device.type
         prefix = request.types[device_type].prefix
         given = device_resources(state, dict(amounts), prefix)
-        resources = {name: str(amount) for name, amount in given.items()
-                     if name not in ("vfs", "exclusive")}
+        resources = {
+            name: str(amount) for name, amount in given.items() if name not in ("vfs", "exclusive")
+        }
         if not resources and given.get("vfs"):
             resources[f"{prefix}{device_type}"] = str(given["vfs"])
         allocations.setdefault(device_type, []).append(
-            {"minor": state.device.minor, "resources": resources})
+            {"minor": state.device.minor, "resources": resources}
+        )
     for devices in allocations.values():
         devices.sort(key=lambda device: device["minor"])
     return allocations
@@ -89,13 +91,23 @@ def checkpoints_body(result: HoldResult) -> dict:
             devices.setdefault(state.device.type, []).append(entry)
         for listed in devices.values():
             listed.sort(key=lambda device: device["minor"])
-        pods.append({"podUID": pod.pod_uid, "consumer_uuid": pod.consumer_uuid,
-                     "devices": devices})
-    unknown = [{"podUID": u.checkpoint.pod_uid, "containerName": u.checkpoint.container,
-                "deviceID": u.device_id} for u in result.unknown]
-    return {"name": node.name, "uuid": node.uuid, "pods": pods,
-            "released": result.released, "changed": result.changed,
-            "unknownDevices": unknown}
+        pods.append({"podUID": pod.pod_uid, "consumer_uuid": pod.consumer_uuid, "devices": devices})
+    unknown = [
+        {
+            "podUID": u.checkpoint.pod_uid,
+            "containerName": u.checkpoint.container,
+            "deviceID": u.device_id,
+        }
+        for u in result.unknown
+    ]
+    return {
+        "name": node.name,
+        "uuid": node.uuid,
+        "pods": pods,
+        "released": result.released,
+        "changed": result.changed,
+        "unknownDevices": unknown,
+    }
 
 
 def _vf_names(vfs: list[VirtualFunction]) -> list[dict]:

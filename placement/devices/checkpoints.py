@@ -152,8 +152,11 @@ def plan_holds(
                     f"{device.type}, not {device_type} ({checkpoint.resource_name})."
                 )
             taken = holders.setdefault(index, {})
-            clash = (next(iter(taken.values()), None) if vf is None
-                     else taken.get(None) or taken.get(vf.minor))
+            clash = (
+                next(iter(taken.values()), None)
+                if vf is None
+                else taken.get(None) or taken.get(vf.minor)
+            )
             if clash is not None:
                 raise errors.BadRequest(
                     f"Device {device_id!r} of node {node.name} is given twice: to "
@@ -167,10 +170,13 @@ def plan_holds(
                 assert vfs is not None  # (the whole device would have clashed)
                 vfs.append(vf)
     holds = [
-        PodHold(pod_uid, consumer_uuid(pod_uid), tuple(sorted(held)),
-                tuple(sorted((index, vf.minor) for index, vfs in held.items()
-                             for vf in vfs or ())),
-                _held_allocations(node, held))
+        PodHold(
+            pod_uid,
+            consumer_uuid(pod_uid),
+            tuple(sorted(held)),
+            tuple(sorted((index, vf.minor) for index, vfs in held.items() for vf in vfs or ())),
+            _held_allocations(node, held),
+        )
         for pod_uid, held in pods.items()
         if held
     ]
@@ -229,26 +235,42 @@ def hold(
                     code=errors.GROUP_CONSUMER_EXISTS,
                 )
             if (held, consumer.project_id, consumer.user_id) == (
-                    pod.allocations, project_id, user_id):
+                pod.allocations,
+                project_id,
+                user_id,
+            ):
                 continue  # already held as the checkpoint says
-        writes.append(allocation_data.ConsumerWrite(
-            consumer_uuid=pod.consumer_uuid, project_id=project_id, user_id=user_id,
-            allocations=pod.allocations,
-            generation=consumer.generation if consumer is not None else None,
-            consumer_type=CHECKPOINT_CONSUMER_TYPE,
-        ))
+        writes.append(
+            allocation_data.ConsumerWrite(
+                consumer_uuid=pod.consumer_uuid,
+                project_id=project_id,
+                user_id=user_id,
+                allocations=pod.allocations,
+                generation=consumer.generation if consumer is not None else None,
+                consumer_type=CHECKPOINT_CONSUMER_TYPE,
+            )
+        )
     released = [uuid for uuid in held_here if uuid not in wanted]
     for released_uuid in released:
-        writes.append(allocation_data.ConsumerWrite(
-            consumer_uuid=released_uuid, project_id=None, user_id=None, allocations={},
-            generation=existing[released_uuid].generation,
-        ))
+        writes.append(
+            allocation_data.ConsumerWrite(
+                consumer_uuid=released_uuid,
+                project_id=None,
+                user_id=None,
+                allocations={},
+                generation=existing[released_uuid].generation,
+            )
+        )
     if writes:
         allocation_data.write_allocations(conn, writes)
-    return HoldResult(node=node, holds=holds, released=released, changed=bool(writes),
-                      unknown=unknown)
+    return HoldResult(
+        node=node, holds=holds, released=released, changed=bool(writes), unknown=unknown
+    )
 
 
 def _provider_uuids(node: DeviceNode) -> set[str]:
-    return ({node.uuid} | {state.uuid for state in node.devices}
-            | {switch.uuid for switch in node.switches.values()})
+    return (
+        {node.uuid}
+        | {state.uuid for state in node.devices}
+        | {switch.uuid for switch in node.switches.values()}
+    )

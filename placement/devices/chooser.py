@@ -122,14 +122,19 @@ class Chooser:
         ``able``: each type's ``able_devices`` on the node, when the caller has them."""
         if self.node_resources_short(node):
             return False
-        able = able if able is not None else {
-            name: able_devices(node, wanted) for name, wanted in self.request.types.items()}
+        able = (
+            able
+            if able is not None
+            else {name: able_devices(node, wanted) for name, wanted in self.request.types.items()}
+        )
         joint = self.request.joint
         for name, wanted in self.request.types.items():
             if (joint is None or name not in joint.types) and not enough(*able[name], wanted):
                 return False
-        return joint is None or self._joint_scope(
-            node, joint.types, joint.required_scope, able) is not None
+        return (
+            joint is None
+            or self._joint_scope(node, joint.types, joint.required_scope, able) is not None
+        )
 
     def _choose(self, node: DeviceNode) -> Pick | Unfit:
         takes: list[tuple[int, tuple[tuple[str, int], ...]]] = []
@@ -193,7 +198,10 @@ class Chooser:
     # -- joint allocation ----------------------------------------------------
 
     def _joint_scope(
-        self, node: DeviceNode, types: Sequence[str], required: str | None,
+        self,
+        node: DeviceNode,
+        types: Sequence[str],
+        required: str | None,
         able: Able | None = None,
     ) -> tuple[str, list[list[int]], dict] | None:
         """The closest scope in which the primary type's devices can be chosen with every
@@ -202,14 +210,15 @@ class Chooser:
         when no scope can. ``able``: as ``finds``'s."""
         primary = self.request.types[types[0]]
         others = [self.request.types[t] for t in types[1:]]
-        fitting = {t: (able[t] if able is not None
-                       else able_devices(node, self.request.types[t]))[1] for t in types}
+        fitting = {
+            t: (able[t] if able is not None else able_devices(node, self.request.types[t]))[1]
+            for t in types
+        }
         primary_fitting = fitting[primary.type]
         scopes = (SAME_PCIE,) if required == SAME_PCIE else SCOPES
         for scope in scopes:
             able_groups = _able_scopes(node, others, scope, fitting)
-            candidates = [i for i in primary_fitting
-                          if _scope_of(node, i, scope) in able_groups]
+            candidates = [i for i in primary_fitting if _scope_of(node, i, scope) in able_groups]
             if scope == SAME_NUMA:  # all on one NUMA node: the best of each
                 options = [
                     [i for i in candidates if _scope_of(node, i, scope) == group]
@@ -229,8 +238,10 @@ class Chooser:
         others = [self.request.types[t] for t in types[1:]]
         if found is None:
             where = "on one PCIe switch" if required == SAME_PCIE else "on the node"
-            return Unfit(f"{'+'.join(types)}: no {primary.count} {primary.type} device(s) "
-                         f"with their {', '.join(o.type for o in others)} {where}")
+            return Unfit(
+                f"{'+'.join(types)}: no {primary.count} {primary.type} device(s) "
+                f"with their {', '.join(o.type for o in others)} {where}"
+            )
         scope, options, able = found
         found_sets = [best_set(node, option, primary.count or 0, self.pack) for option in options]
         sets = [chosen for chosen in found_sets if chosen is not None]  # (every one)
@@ -302,8 +313,7 @@ def set_value(node: DeviceNode, devices: Sequence[int], pack: bool) -> tuple:
 
 def link_counts(node: DeviceNode, devices: Sequence[int]) -> dict[str, int]:
     """How the pairs of a set are linked, for answers."""
-    counts = {"nvlinks": 0, "samePCIe": 0, "sameHostBridge": 0, "sameNUMA": 0,
-              "crossNUMA": 0}
+    counts = {"nvlinks": 0, "samePCIe": 0, "sameHostBridge": 0, "sameNUMA": 0, "crossNUMA": 0}
     for a, b in itertools.combinations(devices, 2):
         first, second = node.devices[a].device, node.devices[b].device
         counts["nvlinks"] += node.topology.links_between(first, second)
@@ -342,8 +352,11 @@ def best_set(
         strength = sum(to_anchors[m] for m in members) + sum(
             pairs[a][b] for a, b in itertools.combinations(members, 2)
         )
-        return (strength, round(direction * sum(used[m] for m in members), 9),
-                tuple(-m for m in members))
+        return (
+            strength,
+            round(direction * sum(used[m] for m in members), 9),
+            tuple(-m for m in members),
+        )
 
     if count <= 2 or math.comb(size, count) <= MAX_EXACT_SETS:
         best = max(itertools.combinations(range(size), count), key=value)

@@ -33,7 +33,8 @@ def selected(node: DeviceNode, wanted: TypeRequest, healthy: bool = True) -> lis
     return [
         index
         for index, state in enumerate(node.devices)
-        if state.device.type == wanted.type and state.device.healthy == healthy
+        if state.device.type == wanted.type
+        and state.device.healthy == healthy
         and selects(wanted, state.device)
     ]
 
@@ -61,13 +62,19 @@ def not_enough_words(
 ) -> str:
     """Why a type asked alone cannot be chosen on the node (not ``enough``)."""
     if not chosen_from:
-        return (f"{wanted.type}: no device of the node is {_selected_words(wanted)}"
-                f"{_unhealthy_words(node, wanted)}")
+        return (
+            f"{wanted.type}: no device of the node is {_selected_words(wanted)}"
+            f"{_unhealthy_words(node, wanted)}"
+        )
     if wanted.count is None:
-        return (f"{wanted.type}: ApplyForAll needs all {len(chosen_from)} selected devices, "
-                f"{len(fitting)} can give the request")
-    return (f"{wanted.type}: {wanted.count} device(s) needed, {len(fitting)} can give the "
-            f"request{_unhealthy_words(node, wanted)}")
+        return (
+            f"{wanted.type}: ApplyForAll needs all {len(chosen_from)} selected devices, "
+            f"{len(fitting)} can give the request"
+        )
+    return (
+        f"{wanted.type}: {wanted.count} device(s) needed, {len(fitting)} can give the "
+        f"request{_unhealthy_words(node, wanted)}"
+    )
 
 
 def _unhealthy_words(node: DeviceNode, wanted: TypeRequest) -> str:
@@ -122,18 +129,32 @@ def switch_allows(node: DeviceNode, index: int, wanted: TypeRequest) -> bool:
 def type_checks(wanted: TypeRequest) -> list[DeviceCheck]:
     """``selected`` then ``fits``, one check at a time (the hint's only when it has one)."""
     checks = [
-        DeviceCheck(f"{wanted.type} devices",
-                    lambda node, i: node.devices[i].device.type == wanted.type, selects=True),
+        DeviceCheck(
+            f"{wanted.type} devices",
+            lambda node, i: node.devices[i].device.type == wanted.type,
+            selects=True,
+        ),
         DeviceCheck("healthy", lambda node, i: node.devices[i].device.healthy, selects=True),
     ]
     if wanted.selector is not None or wanted.vf_selector is not None:
-        checks.append(DeviceCheck(
-            "selected by the hint", lambda node, i: selects(wanted, node.devices[i].device),
-            selects=True))
-    checks.append(DeviceCheck(
-        "can give what is asked of each (free; not in use when whole or exclusive)",
-        lambda node, i: gives(node, i, wanted)))
-    checks.append(DeviceCheck(
-        "on a PCIe switch that allows it (tenancy; PCIeLevel: no device of the type there "
-        "in use)", lambda node, i: switch_allows(node, i, wanted)))
+        checks.append(
+            DeviceCheck(
+                "selected by the hint",
+                lambda node, i: selects(wanted, node.devices[i].device),
+                selects=True,
+            )
+        )
+    checks.append(
+        DeviceCheck(
+            "can give what is asked of each (free; not in use when whole or exclusive)",
+            lambda node, i: gives(node, i, wanted),
+        )
+    )
+    checks.append(
+        DeviceCheck(
+            "on a PCIe switch that allows it (tenancy; PCIeLevel: no device of the type there "
+            "in use)",
+            lambda node, i: switch_allows(node, i, wanted),
+        )
+    )
     return checks

@@ -51,9 +51,14 @@ def parse_device_list(document: object) -> Topology:
             board=entry.get("board", -1),
             healthy=entry.get("health", True),
             vf_list=vf_list_of_groups(
-                [{"labels": g.get("labels", {}), "vfs": [
-                    {"minor": vf["minor"], "busID": vf["bus_id"]} for vf in g["vfs"]]}
-                 for g in entry.get("vf_groups", ())]),
+                [
+                    {
+                        "labels": g.get("labels", {}),
+                        "vfs": [{"minor": vf["minor"], "busID": vf["bus_id"]} for vf in g["vfs"]],
+                    }
+                    for g in entry.get("vf_groups", ())
+                ]
+            ),
         )
         for i, entry in enumerate(entries)
     )

@@ -38,8 +38,10 @@ from placement.explaining import (
 
 NODE_RESOURCES = "the node's own resources (cpu, memory, ...) free"
 EVERY_TYPE = "every device type has the devices asked"
-JOINT_CHOICE = ("a choice of every type together (device-joint-allocate: the other types "
-                "beside the primary type's devices, in one scope)")
+JOINT_CHOICE = (
+    "a choice of every type together (device-joint-allocate: the other types "
+    "beside the primary type's devices, in one scope)"
+)
 CHOICE = "a choice of every type"
 
 
@@ -75,31 +77,38 @@ def explain(nodes: DeviceNodes, request: DeviceRequest) -> Explanation:
     wanted = _in_search_order(request)
     checks = [type_checks(each) for each in wanted]
     tallies = [Tally(["nodes", *(check.name for check in own)]) for own in checks]
-    node_steps = ["device nodes", *([NODE_RESOURCES] if request.node_resources else []),
-                  EVERY_TYPE, JOINT_CHOICE if request.joint is not None else CHOICE]
+    node_steps = [
+        "device nodes",
+        *([NODE_RESOURCES] if request.node_resources else []),
+        EVERY_TYPE,
+        JOINT_CHOICE if request.joint is not None else CHOICE,
+    ]
     node_tally = Tally(node_steps)
     misses: list[Miss] = []
     for alike in nodes.kinds.values():
         node, weight = alike[0], len(alike)
-        reached = [_type_passed(node, each, own) for each, own in zip(wanted, checks,
-                                                                       strict=True)]
+        reached = [_type_passed(node, each, own) for each, own in zip(wanted, checks, strict=True)]
         for tally, (passed, _short, _able) in zip(tallies, reached, strict=True):
             tally.add(1 + passed, weight)
         resources_short = chooser.node_resources_short(node)
-        failing = [(each, own, passed, short)
-                   for each, own, (passed, short, _able) in zip(wanted, checks, reached,
-                                                                 strict=True)
-                   if passed < len(own)]
+        failing = [
+            (each, own, passed, short)
+            for each, own, (passed, short, _able) in zip(wanted, checks, reached, strict=True)
+            if passed < len(own)
+        ]
         able = {each.type: found for each, (_p, _s, found) in zip(wanted, reached, strict=True)}
-        node_tally.add(_node_steps_passed(node, chooser, bool(resources_short),
-                                          bool(failing), able), weight)
+        node_tally.add(
+            _node_steps_passed(node, chooser, bool(resources_short), bool(failing), able), weight
+        )
         miss = _miss(resources_short, failing)
         if miss is not None:
             misses += [Miss(each, *miss) for each in alike[:MAX_MISSES]]
     misses.sort(key=lambda miss: shortfall_order(miss.short, miss.node.name))
     return Explanation(
-        types=[TypeSteps(each.type, each.count, tally.steps())
-               for each, tally in zip(wanted, tallies, strict=True)],
+        types=[
+            TypeSteps(each.type, each.count, tally.steps())
+            for each, tally in zip(wanted, tallies, strict=True)
+        ],
         nodes=node_tally.steps(),
         misses=misses[:MAX_MISSES],
         out_of_sync=nodes.out_of_sync,
@@ -114,8 +123,9 @@ def _in_search_order(request: DeviceRequest) -> list[TypeRequest]:
     return [request.types[name] for name in (*joint, *alone)]
 
 
-def _type_passed(node: DeviceNode, wanted: TypeRequest, checks: list[DeviceCheck]
-                 ) -> tuple[int, int, tuple[list[int], list[int]]]:
+def _type_passed(
+    node: DeviceNode, wanted: TypeRequest, checks: list[DeviceCheck]
+) -> tuple[int, int, tuple[list[int], list[int]]]:
     """How many of ``checks`` the node passes in turn (enough of its devices pass them),
     by how many devices it falls short at the first it fails (0: none), and the devices
     selected and those of them that pass every check (``device_checks.able_devices``)."""
@@ -134,8 +144,9 @@ def _type_passed(node: DeviceNode, wanted: TypeRequest, checks: list[DeviceCheck
     return passed, short, (chosen_from, devices)
 
 
-def _node_steps_passed(node: DeviceNode, chooser: Chooser, resources_short: bool,
-                       type_failing: bool, able: Able) -> int:
+def _node_steps_passed(
+    node: DeviceNode, chooser: Chooser, resources_short: bool, type_failing: bool, able: Able
+) -> int:
     """How many of the node steps the node passes in turn."""
     passed = 1  # a device node
     if chooser.request.node_resources:
@@ -163,16 +174,22 @@ def body(explanation: Explanation) -> dict:
     """The JSON of an explanation (POST /group_resources/device_candidates/explain)."""
     return {
         "types": [
-            {"type": steps.type,
-             "devices": "all" if steps.devices is None else steps.devices,
-             "filters": steps_body(steps.steps)}
+            {
+                "type": steps.type,
+                "devices": "all" if steps.devices is None else steps.devices,
+                "filters": steps_body(steps.steps),
+            }
             for steps in explanation.types
         ],
         "nodes": steps_body(explanation.nodes),
         "empties_at": explanation.empties_at,
         "nearest_misses": [
-            {"node": miss.node.name, "uuid": miss.node.uuid, "fails": miss.check,
-             "short": miss.short}
+            {
+                "node": miss.node.name,
+                "uuid": miss.node.uuid,
+                "fails": miss.check,
+                "short": miss.short,
+            }
             for miss in explanation.misses
         ],
         "nodes_out_of_sync": explanation.out_of_sync,

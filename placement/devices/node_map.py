@@ -195,15 +195,15 @@ def _number_domains(topology: Topology, level: str, child_set: dict[int, int]) -
 
 
 def _position(device: Device, level: str) -> int:
-    return {"node": 0, "numa": device.numa, "bridge": device.bridge, "switch": device.switch}[
-        level
-    ]
+    return {"node": 0, "numa": device.numa, "bridge": device.bridge, "switch": device.switch}[level]
 
 
 def _paths(device: Device, grouping: NvlinkGrouping | None) -> tuple[Path, Path]:
     """The paths of the device's NUMA node and of its switch."""
     segments: list[tuple[str, int]] = [
-        ("numa", device.numa), ("bridge", device.bridge), ("pcie", device.switch)
+        ("numa", device.numa),
+        ("bridge", device.bridge),
+        ("pcie", device.switch),
     ]
     if grouping is not None:
         at = {"node": 0, "numa": 1, "bridge": 2}[grouping.level]

@@ -99,7 +99,10 @@ class DeviceNodesKept:
         self._every: _EveryNode | None = None
 
     def read(
-        self, conn: Connection, world: ProviderWorld, naming: Naming,
+        self,
+        conn: Connection,
+        world: ProviderWorld,
+        naming: Naming,
         node_names: list[str] | None,
     ) -> DeviceNodes:
         """The device nodes of ``world`` in sync with their topologies (only the named
@@ -107,8 +110,13 @@ class DeviceNodesKept:
         naming_key = _naming_key(naming)
         if node_names is None:
             return self._every_node(conn, world, naming, naming_key)
-        current = self._current(conn, world, naming, naming_key,
-                                world.roots_with_trait(DEVICE_NODE_TRAIT, names=node_names))
+        current = self._current(
+            conn,
+            world,
+            naming,
+            naming_key,
+            world.roots_with_trait(DEVICE_NODE_TRAIT, names=node_names),
+        )
         nodes = sorted((k.node for k in current.values() if k.node), key=DeviceNode.by_name)
         out_of_sync = sorted(k.name for k in current.values() if k.out_of_sync)
         return DeviceNodes(group_by_kind(nodes), len(nodes), out_of_sync)
@@ -129,8 +137,10 @@ class DeviceNodesKept:
                 every.drop(root_id)
             trait_id = world.trait_id_of_name.get(DEVICE_NODE_TRAIT)
             roots = sorted(
-                root_id for root_id in changed
-                if root_id in world.providers and world.providers[root_id].parent_id is None
+                root_id
+                for root_id in changed
+                if root_id in world.providers
+                and world.providers[root_id].parent_id is None
                 and trait_id in world.providers[root_id].traits
             )
         for root_id, kept in self._current(conn, world, naming, naming_key, roots).items():
@@ -138,7 +148,11 @@ class DeviceNodesKept:
         return every.nodes()
 
     def _current(
-        self, conn: Connection, world: ProviderWorld, naming: Naming, naming_key: tuple,
+        self,
+        conn: Connection,
+        world: ProviderWorld,
+        naming: Naming,
+        naming_key: tuple,
         root_ids: list[int],
     ) -> dict[int, _Kept]:
         """What is kept of each of ``root_ids`` (device roots), built again where its
@@ -156,7 +170,11 @@ class DeviceNodesKept:
         return current
 
     def _rebuild(
-        self, conn: Connection, world: ProviderWorld, naming: Naming, naming_key: tuple,
+        self,
+        conn: Connection,
+        world: ProviderWorld,
+        naming: Naming,
+        naming_key: tuple,
         root_ids: list[int],
     ) -> dict[int, _Kept]:
         names = {root_id: world.providers[root_id].name for root_id in root_ids}
@@ -164,8 +182,7 @@ class DeviceNodesKept:
         topologies = {name: self._stored.read(document) for name, document in documents.items()}
         providers, rooms = tree_parts(world, root_ids, _room)
         self._shared.trim(50 * len(world.trees))  # (a few tables per device)
-        built, out_of_sync = build_device_nodes(
-            topologies, providers, rooms, naming, self._shared)
+        built, out_of_sync = build_device_nodes(topologies, providers, rooms, naming, self._shared)
         for node in built:
             node.state_key = self._state_number(
                 (node.signature(), tuple(sorted(node.node_classes.items())))
@@ -197,6 +214,8 @@ def _room(inventory: Inventory) -> DeviceRoom:
 
 
 def _naming_key(naming: Naming) -> tuple:
-    return (tuple(sorted(naming.standard_classes.items())),
-            tuple(sorted(naming.byte_units.items())),
-            tuple(sorted(naming.level_units.items())))
+    return (
+        tuple(sorted(naming.standard_classes.items())),
+        tuple(sorted(naming.byte_units.items())),
+        tuple(sorted(naming.level_units.items())),
+    )

@@ -113,9 +113,7 @@ class DeviceRequest:
     node_resources: dict[str, int]  # resource class of the node -> amount
 
 
-def parse_device_request(
-    resources: Mapping, annotations: Mapping, naming: Naming
-) -> DeviceRequest:
+def parse_device_request(resources: Mapping, annotations: Mapping, naming: Naming) -> DeviceRequest:
     amounts = {name: _amount(name, value) for name, value in resources.items()}
     return _request({n: a for n, a in amounts.items() if a}, annotations, naming)
 
@@ -176,8 +174,9 @@ def _request(amounts: dict[str, Fraction], annotations: Mapping, naming: Naming)
                 f"but the request asks for no {device_type} resource."
             )
     types = {
-        device_type: _type_request(device_type, asked, hints.get(device_type, {}),
-                                   prefixes.get(device_type, PREFIXES[0]))
+        device_type: _type_request(
+            device_type, asked, hints.get(device_type, {}), prefixes.get(device_type, PREFIXES[0])
+        )
         for device_type, asked in by_type.items()
     }
     joint = _joint(joint_document, types) if joint_document is not None else None
@@ -204,8 +203,8 @@ def _device_resource(name: str) -> tuple[str | None, str]:
     if name == WHOLE_GPUS:
         return WHOLE_GPUS, "kubernetes.io/"
     for prefix in PREFIXES:
-        if name.startswith(prefix) and name[len(prefix):] in DEVICE_RESOURCES:
-            return name[len(prefix):], prefix
+        if name.startswith(prefix) and name[len(prefix) :] in DEVICE_RESOURCES:
+            return name[len(prefix) :], prefix
     return None, ""
 
 
@@ -333,8 +332,7 @@ def _joint(document: dict, types: dict[str, TypeRequest]) -> Joint:
         _known_type(device_type, where)
         if device_type not in types:
             raise errors.BadRequest(
-                f"{where} lists {device_type}, but the request asks for no {device_type} "
-                "resource."
+                f"{where} lists {device_type}, but the request asks for no {device_type} resource."
             )
     if len(set(joint_types)) != len(joint_types) or len(joint_types) < 2:
         raise errors.BadRequest(f"{where}: deviceTypes needs two or more distinct types.")
@@ -344,6 +342,13 @@ def _joint(document: dict, types: dict[str, TypeRequest]) -> Joint:
                 f"{where}: {device_type} cannot be allocated jointly with ApplyForAll."
             )
     # The primary first: the most devices, then the type order (not the list's order).
-    ordered = tuple(sorted(joint_types, key=lambda device_type: (
-        -(types[device_type].count or 0), DEVICE_TYPES.index(device_type))))
+    ordered = tuple(
+        sorted(
+            joint_types,
+            key=lambda device_type: (
+                -(types[device_type].count or 0),
+                DEVICE_TYPES.index(device_type),
+            ),
+        )
+    )
     return Joint(types=ordered, required_scope=document.get("requiredScope"))

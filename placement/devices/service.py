@@ -110,8 +110,7 @@ def import_node(
     row as a claim's write does, so that a claim racing the import is ordered with it
     (``DeviceSearch.claim`` reads the health again once its rows are locked)."""
     layout = device_layout(topology)
-    synced = group_sync.sync_node(
-        conn, node, layout.resources, device_naming(naming), node_uuid)
+    synced = group_sync.sync_node(conn, node, layout.resources, device_naming(naming), node_uuid)
     traits_changed = _sync_traits(conn, node, layout)
     health_before = _health(device_topologies.read_documents(conn, [node]).get(node))
     document_changed = device_topologies.store_document(conn, node, topology.to_document())
@@ -121,13 +120,18 @@ def import_node(
         root = group_sync.require_node(conn, node)
         provider_data.bump_generation(conn, root, root.generation)
         health_changed = [
-            provider_name(node, layout.devices[(d.type, d.minor)]) for d in topology.devices
+            provider_name(node, layout.devices[(d.type, d.minor)])
+            for d in topology.devices
             if health_before.get((d.type, d.minor), d.healthy) != d.healthy
         ]
-        allocation_data.lock_providers(conn, [
-            provider.id for name in health_changed
-            if (provider := provider_data.get_provider_by_name(conn, name)) is not None
-        ])
+        allocation_data.lock_providers(
+            conn,
+            [
+                provider.id
+                for name in health_changed
+                if (provider := provider_data.get_provider_by_name(conn, name)) is not None
+            ],
+        )
     return ImportResult(
         created=synced.created, changed=synced.changed or traits_changed or document_changed
     )
@@ -137,8 +141,7 @@ def _health(document: str | None) -> dict[tuple[str, int], bool]:
     """(type, minor) -> healthy, of a stored document (none: no device)."""
     if document is None:
         return {}
-    return {(d["type"], d["minor"]): d.get("health", True)
-            for d in json.loads(document)["devices"]}
+    return {(d["type"], d["minor"]): d.get("health", True) for d in json.loads(document)["devices"]}
 
 
 def _sync_traits(conn: Connection, node: str, layout: Layout) -> bool:
@@ -253,9 +256,7 @@ class DeviceSearch:
             self._recorder.search_cut("devices")
         return answer
 
-    def over_nodes(
-        self, conn: Connection, naming: Naming, search: Callable[[DeviceNodes], T]
-    ) -> T:
+    def over_nodes(self, conn: Connection, naming: Naming, search: Callable[[DeviceNodes], T]) -> T:
         """``search`` over every device node as it is now, while the copy of the providers
         is held (the gangs' searches: ``placement.gangs``)."""
         with collector_paused(), self._replica.current(conn) as world:
@@ -299,7 +300,8 @@ class DeviceSearch:
 
         def choose(limit: int) -> list[DeviceCandidate] | errors.PlacementError:
             answer = self.find_candidates(
-                conn, request, naming, scorer, limit, node_names, budget=budget)
+                conn, request, naming, scorer, limit, node_names, budget=budget
+            )
             return answer.candidates or unplaceable(answer, budget.cut)
 
         claimant = Claimant(
@@ -310,10 +312,11 @@ class DeviceSearch:
             confirm=lambda candidate: self.still_healthy(conn, candidate),
         )
         return claim_best(
-            conn, claimant, NewConsumer(consumer_uuid, project_id, user_id, consumer_type),
+            conn,
+            claimant,
+            NewConsumer(consumer_uuid, project_id, user_id, consumer_type),
             self._recorder,
         )
-
 
     def still_healthy(self, conn: Connection, *candidates: DeviceCandidate) -> None:
         """Conflict (choose again) when an import committed since the choice marked a
@@ -347,7 +350,8 @@ def unplaceable(answer: DeviceAnswer, cut: Cut | None = None) -> errors.Conflict
         stale = (
             f" ({len(answer.out_of_sync)} device node(s) have trees that no longer match "
             f"their topologies: {', '.join(answer.out_of_sync[:5])}; import them again)"
-            if answer.out_of_sync else ""
+            if answer.out_of_sync
+            else ""
         )
         return errors.Conflict(
             f"No device node exists to place the request on{stale}.",

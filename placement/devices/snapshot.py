@@ -37,7 +37,6 @@ class DeviceState:
         return _fits(self.units[base_name], self.free[base_name], amount)
 
 
-
 @dataclass(eq=False, slots=True)
 class SwitchState:
     uuid: str
@@ -82,10 +81,11 @@ class DeviceNode:
         """
         return (
             self.shape,
-            tuple((*d.total.values(), *d.free.values(), *d.units.values())
-                  for d in self.devices),
-            tuple((*sw.total.values(), *sw.free.values(), *sw.units.values())
-                  for sw in self.switches.values()),
+            tuple((*d.total.values(), *d.free.values(), *d.units.values()) for d in self.devices),
+            tuple(
+                (*sw.total.values(), *sw.free.values(), *sw.units.values())
+                for sw in self.switches.values()
+            ),
         )
 
 
@@ -192,8 +192,13 @@ def _device_node(
     for device in topology.devices:
         path = layout.devices[(device.type, device.minor)]
         state = _device_state(
-            device, layout.inventories[(device.type, device.minor)], path, by_path.get(path),
-            rooms, class_of, shared,
+            device,
+            layout.inventories[(device.type, device.minor)],
+            path,
+            by_path.get(path),
+            rooms,
+            class_of,
+            shared,
         )
         if state is None:
             return None
@@ -228,7 +233,12 @@ def _device_node(
 
 
 def _device_state(
-    device: Device, base_names, path: Path, provider, rooms, class_of: _ClassNames,
+    device: Device,
+    base_names,
+    path: Path,
+    provider,
+    rooms,
+    class_of: _ClassNames,
     shared: Interned,
 ) -> DeviceState | None:
     if provider is None:
@@ -243,8 +253,14 @@ def _device_state(
         found.append((base_name, resource_class, room))
     classes, total, free, units = _tables(found, shared)
     return DeviceState(
-        device=device, uuid=provider.uuid, path=path, classes=classes, total=total, free=free,
-        in_use=any(room.used > 0 for _, _, room in found), units=units,
+        device=device,
+        uuid=provider.uuid,
+        path=path,
+        classes=classes,
+        total=total,
+        free=free,
+        in_use=any(room.used > 0 for _, _, room in found),
+        units=units,
     )
 
 

@@ -67,10 +67,21 @@ class StoredTopologies:
     def _shape_number(self, topology: Topology) -> int:
         shape = (
             tuple(
-                (d.type, d.minor, d.numa, d.bridge, d.switch, d.switch_group, d.board,
-                 d.memory_kib, d.vfs, tuple(sorted(d.labels.items())),
-                 tuple(sorted(d.vf_labels.items())), d.healthy,
-                 tuple((vf.minor, tuple(sorted(vf.labels.items()))) for vf in d.vf_list))
+                (
+                    d.type,
+                    d.minor,
+                    d.numa,
+                    d.bridge,
+                    d.switch,
+                    d.switch_group,
+                    d.board,
+                    d.memory_kib,
+                    d.vfs,
+                    tuple(sorted(d.labels.items())),
+                    tuple(sorted(d.vf_labels.items())),
+                    d.healthy,
+                    tuple((vf.minor, tuple(sorted(vf.labels.items()))) for vf in d.vf_list),
+                )
                 for d in topology.devices
             ),
             tuple(sorted(topology.nvlinks.items())),

@@ -44,12 +44,15 @@ def device_take(
     else:
         amounts = {"share": per.share, "vf": per.vfs}
         if per.vfs and state.device.vf_list:
-            free_vfs = [vf.base_name for vf in state.device.vf_list
-                        if (vf_selector is None or vf_selector.matches(vf.labels))
-                        and state.allows(vf.base_name, 1)]
+            free_vfs = [
+                vf.base_name
+                for vf in state.device.vf_list
+                if (vf_selector is None or vf_selector.matches(vf.labels))
+                and state.allows(vf.base_name, 1)
+            ]
             if len(free_vfs) < per.vfs:
                 return None
-            amounts.update(dict.fromkeys(free_vfs[:per.vfs], 1))
+            amounts.update(dict.fromkeys(free_vfs[: per.vfs], 1))
     amounts["tenancy"] = total["tenancy"] if exclusive else 1
     amounts = {name: amount for name, amount in amounts.items() if amount}
     if not all(name in free and state.allows(name, amount) for name, amount in amounts.items()):

@@ -136,8 +136,9 @@ class Topology:
         nvlinks = table(
             ((link["gpus"][0], link["gpus"][1]), link["links"]) for link in document["nvlinks"]
         )
-        return cls(devices=devices, nvlinks=nvlinks,
-                   node_resources=table(document["resources"].items()))
+        return cls(
+            devices=devices, nvlinks=nvlinks, node_resources=table(document["resources"].items())
+        )
 
 
 def device_entry(device: Device) -> dict:
@@ -183,11 +184,16 @@ def vf_groups(vf_list: tuple[VirtualFunction, ...]) -> list[dict]:
 
 def vf_list_of_groups(groups, table=dict) -> tuple[VirtualFunction, ...]:
     """The VFs of ``vfGroups`` (as ``vf_groups`` writes them), by minor."""
-    return tuple(sorted(
-        (VirtualFunction(vf["minor"], vf["busID"], table(group.get("labels", {}).items()))
-         for group in groups for vf in group["vfs"]),
-        key=lambda vf: vf.minor,
-    ))
+    return tuple(
+        sorted(
+            (
+                VirtualFunction(vf["minor"], vf["busID"], table(group.get("labels", {}).items()))
+                for group in groups
+                for vf in group["vfs"]
+            ),
+            key=lambda vf: vf.minor,
+        )
+    )
 
 
 def memory_text(kib: int) -> str:
@@ -209,11 +215,12 @@ def _check_vf_list(device: Device, bus_ids: set[str]) -> None:
         return
     if device.vf_labels or device.vfs != len(device.vf_list):
         raise errors.BadRequest(
-            f"Device {device.name}: give its VFs as vfGroups, or as vfs with vfLabels, "
-            "not both.")
+            f"Device {device.name}: give its VFs as vfGroups, or as vfs with vfLabels, not both."
+        )
     if len(device.vf_list) > MAX_LISTED_VFS:
         raise errors.BadRequest(
-            f"Device {device.name}: at most {MAX_LISTED_VFS} VFs listed one by one.")
+            f"Device {device.name}: at most {MAX_LISTED_VFS} VFs listed one by one."
+        )
     minors = set()
     for vf in device.vf_list:
         if vf.minor < 0:
@@ -222,8 +229,8 @@ def _check_vf_list(device: Device, bus_ids: set[str]) -> None:
             raise errors.BadRequest(f"Device {device.name}: VF {vf.minor} is listed twice.")
         if not vf.bus_id or vf.bus_id in bus_ids:
             raise errors.BadRequest(
-                f"Device {device.name}: VF {vf.minor}'s busID {vf.bus_id!r} is empty or "
-                "used twice.")
+                f"Device {device.name}: VF {vf.minor}'s busID {vf.bus_id!r} is empty or used twice."
+            )
         minors.add(vf.minor)
         bus_ids.add(vf.bus_id)
 
@@ -254,9 +261,14 @@ def check_topology(topology: Topology) -> None:
         if device.identity in identities:
             raise errors.BadRequest(f"Device id {device.identity!r} is listed twice.")
         identities.add(device.identity)
-        for what, value in (("minor", device.minor), ("numa", device.numa),
-                            ("bridge", device.bridge), ("pcie", device.switch),
-                            ("vfs", device.vfs), ("memory", device.memory_kib)):
+        for what, value in (
+            ("minor", device.minor),
+            ("numa", device.numa),
+            ("bridge", device.bridge),
+            ("pcie", device.switch),
+            ("vfs", device.vfs),
+            ("memory", device.memory_kib),
+        ):
             if value < 0:
                 raise errors.BadRequest(f"Device {device.name}: {what} cannot be negative.")
         if device.switch_group < -1:
@@ -271,7 +283,8 @@ def check_topology(topology: Topology) -> None:
             raise errors.BadRequest(f"Device {device.name}: only rdma devices have VFs.")
         _check_vf_list(device, bus_ids)
         place = switch_place.setdefault(
-            device.switch, (device.bridge, device.numa, device.switch_group))
+            device.switch, (device.bridge, device.numa, device.switch_group)
+        )
         if place[:2] != (device.bridge, device.numa):
             raise errors.BadRequest(
                 f"PCIe switch {device.switch} is placed under two host bridges or NUMA nodes "
@@ -282,14 +295,18 @@ def check_topology(topology: Topology) -> None:
                 f"PCIe switch {device.switch} is placed in two switch groups "
                 f"(device {device.name})."
             )
-        if device.switch_group >= 0 and group_bridge.setdefault(
-                device.switch_group, device.bridge) != device.bridge:
+        if (
+            device.switch_group >= 0
+            and group_bridge.setdefault(device.switch_group, device.bridge) != device.bridge
+        ):
             raise errors.BadRequest(
                 f"Switch group {device.switch_group} is placed under two host bridges "
                 f"(device {device.name})."
             )
-        if device.board >= 0 and board_switch.setdefault(
-                device.board, device.switch) != device.switch:
+        if (
+            device.board >= 0
+            and board_switch.setdefault(device.board, device.switch) != device.switch
+        ):
             raise errors.BadRequest(
                 f"Board {device.board} is placed under two PCIe switches (device {device.name})."
             )

@@ -21,10 +21,20 @@ from placement.devices.topology import MAX_DEVICES, MAX_NVLINKS, Device, Topolog
 # devices share its on-board switch).
 BOARD, SWITCH, SWITCH_GROUP, BRIDGE, NUMA, APART = range(6)
 GROUPINGS = (BOARD, SWITCH, SWITCH_GROUP, BRIDGE, NUMA)
-LEVEL_NAMES = {BOARD: "board", SWITCH: "PCIe switch", SWITCH_GROUP: "upstream PCIe switch",
-               BRIDGE: "PCIe host bridge", NUMA: "NUMA node"}
+LEVEL_NAMES = {
+    BOARD: "board",
+    SWITCH: "PCIe switch",
+    SWITCH_GROUP: "upstream PCIe switch",
+    BRIDGE: "PCIe host bridge",
+    NUMA: "NUMA node",
+}
 PCIE_RELATIONS = {
-    "PSB": BOARD, "PIX": SWITCH, "PXB": SWITCH_GROUP, "PHB": BRIDGE, "NODE": NUMA, "SYS": APART,
+    "PSB": BOARD,
+    "PIX": SWITCH,
+    "PXB": SWITCH_GROUP,
+    "PHB": BRIDGE,
+    "NODE": NUMA,
+    "SYS": APART,
 }
 OLD_SPELLINGS = {"SOC": "SYS"}  # drivers before 384 printed SOC for SYS
 KNOWN_CELLS = "X, NV1..NV18, PSB, PIX, PXB, PHB, NODE or SYS"
@@ -83,8 +93,9 @@ def parse_matrix(text: str, details: MatrixDetails) -> Topology:
         )
     closeness, nvlinks = _read_cells(matrix)
     places = _place(matrix, closeness)
-    devices = tuple(_device(column, matrix, details, places[i])
-                    for i, column in enumerate(matrix.columns))
+    devices = tuple(
+        _device(column, matrix, details, places[i]) for i, column in enumerate(matrix.columns)
+    )
     return Topology(devices=devices, nvlinks=nvlinks, node_resources=dict(details.node_resources))
 
 
@@ -353,8 +364,10 @@ def _place(matrix: _Matrix, closeness: dict[tuple[int, int], int]) -> list[_Plac
     switch_groups = _groups_of_several(switches, groups[SWITCH_GROUP].numbers())
     boards = _groups_of_several(list(range(len(names))), groups[BOARD].numbers())
     bridges = groups[BRIDGE].numbers()
-    return [_Place(numas[i], bridges[i], switches[i], switch_groups[i], boards[i])
-            for i in range(len(names))]
+    return [
+        _Place(numas[i], bridges[i], switches[i], switch_groups[i], boards[i])
+        for i in range(len(names))
+    ]
 
 
 def _groups_of_several(members: list[int], grouped: list[int]) -> list[int]:

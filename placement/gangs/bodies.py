@@ -21,8 +21,12 @@ def candidates_body(answer: GangAnswer, limit: int | None, device_allocated: boo
     return body
 
 
-def gang_body(request: GangRequest, gang: Gang, device_allocated: bool,
-              consumer_uuids: list[str] | None = None) -> dict:
+def gang_body(
+    request: GangRequest,
+    gang: Gang,
+    device_allocated: bool,
+    consumer_uuids: list[str] | None = None,
+) -> dict:
     members = []
     for index, (node, choice) in enumerate(gang.members):
         member: dict = {"member": index}

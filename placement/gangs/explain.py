@@ -32,8 +32,10 @@ def closest(answer: "GangAnswer", most: int = MOST_DOMAINS) -> list[dict]:
             "members_fit": fit.holds,
             "members_needed": request.members,
             "nodes": nodes[fit.domain],
-            "nodes_unfit": [{"reason": reason, "nodes": count} for reason, count
-                            in reasons.get(fit.domain, Counter()).most_common(MOST_REASONS)],
+            "nodes_unfit": [
+                {"reason": reason, "nodes": count}
+                for reason, count in reasons.get(fit.domain, Counter()).most_common(MOST_REASONS)
+            ],
         }
         for fit in answer.fits[:most]
     ]
@@ -49,13 +51,22 @@ def sentence(answer: "GangAnswer") -> str:
     described = closest(answer, 1)
     if not described:
         left_out = outside(answer)
-        return ("no device node has domains in the network"
-                + (f" ({len(left_out)} device node(s) outside it, such as {left_out[0]})"
-                   if left_out else "") + ".")
+        return (
+            "no device node has domains in the network"
+            + (
+                f" ({len(left_out)} device node(s) outside it, such as {left_out[0]})"
+                if left_out
+                else ""
+            )
+            + "."
+        )
     first = described[0]
-    why = "; ".join(f"{entry['reason']} ({entry['nodes']} node(s))"
-                    for entry in first["nodes_unfit"])
-    return (f"the closest, {answer.request.required} {first['domain']}, holds "
-            f"{first['members_fit']} of {first['members_needed']} "
-            f"({first['members_needed'] - first['members_fit']} short; {first['nodes']} "
-            f"node(s) in it" + (f"; {why}" if why else "") + ").")
+    why = "; ".join(
+        f"{entry['reason']} ({entry['nodes']} node(s))" for entry in first["nodes_unfit"]
+    )
+    return (
+        f"the closest, {answer.request.required} {first['domain']}, holds "
+        f"{first['members_fit']} of {first['members_needed']} "
+        f"({first['members_needed'] - first['members_fit']} short; {first['nodes']} "
+        f"node(s) in it" + (f"; {why}" if why else "") + ")."
+    )

@@ -32,8 +32,10 @@ class Network:
         return self.levels.index(level)
 
     def body(self) -> dict:
-        return {"levels": list(self.levels),
-                "nodes": {node: self.node_body(node) for node in sorted(self.domains)}}
+        return {
+            "levels": list(self.levels),
+            "nodes": {node: self.node_body(node) for node in sorted(self.domains)},
+        }
 
     def node_body(self, node: str) -> dict:
         return dict(zip(self.levels, self.domains[node], strict=True))
@@ -42,9 +44,10 @@ class Network:
 def network_from_body(levels: list[str], nodes: Mapping[str, Mapping[str, str]]) -> Network:
     """The network a body describes, checked whole (``check``); 400 else."""
     check_levels(levels)
-    network = Network(tuple(levels), {
-        node: node_domains(levels, domains, f"nodes.{node}") for node, domains in nodes.items()
-    })
+    network = Network(
+        tuple(levels),
+        {node: node_domains(levels, domains, f"nodes.{node}") for node, domains in nodes.items()},
+    )
     check(network)
     return network
 
@@ -58,13 +61,15 @@ def check_levels(levels: list[str]) -> None:
         if not LEVEL_NAME.fullmatch(level):
             raise errors.BadRequest(
                 f"levels: {level!r} is not a level name (a letter, then up to 63 letters, "
-                "digits, '_', '.' or '-').")
+                "digits, '_', '.' or '-')."
+            )
     if len(set(levels)) != len(levels):
         raise errors.BadRequest("levels: a level is named twice.")
 
 
-def node_domains(levels: tuple[str, ...] | list[str], domains: Mapping[str, str],
-                 where: str) -> tuple[str, ...]:
+def node_domains(
+    levels: tuple[str, ...] | list[str], domains: Mapping[str, str], where: str
+) -> tuple[str, ...]:
     """A node's domain at each level, from its body (level -> domain); 400 for a level
     unknown or missing."""
     for level in domains:
@@ -92,4 +97,5 @@ def check(network: Network) -> None:
                 raise errors.BadRequest(
                     f"{level} {domains[position]} has two parents at level {up}: {parent} "
                     f"(node {first}) and {domains[position - 1]} (node {node}); a domain "
-                    "belongs to exactly one parent domain.")
+                    "belongs to exactly one parent domain."
+                )

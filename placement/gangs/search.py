@@ -59,8 +59,11 @@ class Fields:
         first = len(self.counted) + int(self.count_nodes)
         strength = STRENGTH_ROOM - min(choice.strength, STRENGTH_ROOM - 1)
         score = SCORE_UNITS - max(0, min(choice.score_units, SCORE_UNITS))
-        return (choice.scope_rank * self.unit(first) + strength * self.unit(first + 1)
-                + score * self.unit(first + 2))
+        return (
+            choice.scope_rank * self.unit(first)
+            + strength * self.unit(first + 1)
+            + score * self.unit(first + 2)
+        )
 
 
 @dataclass
@@ -102,8 +105,14 @@ class DomainFit:
     part: Part
 
 
-def best_gangs(network: Network, slots: list[NodeSlots], members: int, required: int,
-               preferred: int | None, share_nodes: bool) -> tuple[list[Gang], list[DomainFit]]:
+def best_gangs(
+    network: Network,
+    slots: list[NodeSlots],
+    members: int,
+    required: int,
+    preferred: int | None,
+    share_nodes: bool,
+) -> tuple[list[Gang], list[DomainFit]]:
     """The best gang of every domain of the ``required`` position that holds one, best
     first; and what every such domain holds, the fullest first."""
     last = len(network.levels) - 1
@@ -116,7 +125,7 @@ def best_gangs(network: Network, slots: list[NodeSlots], members: int, required:
             continue
         tree = by_domain.setdefault(path[required], {})
         for position in range(required + 1, last + 1):
-            tree = tree.setdefault(path[:position + 1], {})
+            tree = tree.setdefault(path[: position + 1], {})
         tree[node_slots.node.name] = node_slots
     fits, gangs = [], []
     for domain, tree in by_domain.items():
@@ -166,8 +175,7 @@ def _of_singles(children: list[Part], members: int) -> Part:
         best.append(best[-1] + child.best[1])
     # The best m are the first m in rank order: the i-th child holds a member when the
     # children up to it hold more than i.
-    splits = [[1 if m > index else 0 for m in range(len(best))]
-              for index in range(len(ordered))]
+    splits = [[1 if m > index else 0 for m in range(len(best))] for index in range(len(ordered))]
     return Part(best, ordered, splits)
 
 
@@ -193,6 +201,8 @@ def _combined(children: list[Part], members: int) -> Part:
 def _gang(network: Network, domain: str, part: Part, members: int) -> Gang:
     placed = sorted(part.shares(members), key=lambda entry: entry[0].node.name)
     chosen = [(slots.node, choice) for slots, count in placed for choice in slots.choices[:count]]
-    used = {level: sorted({network.domains[slots.node.name][position] for slots, _ in placed})
-            for position, level in enumerate(network.levels)}
+    used = {
+        level: sorted({network.domains[slots.node.name][position] for slots, _ in placed})
+        for position, level in enumerate(network.levels)
+    }
     return Gang(domain, part.best[members], chosen, used)

@@ -89,8 +89,9 @@ class GangSearch:
         self._devices = devices
         self._recorder = recorder or NotRecorded()
 
-    def find(self, conn: Connection, request: GangRequest, naming: Naming,
-             scorer: str = "pack") -> GangAnswer:
+    def find(
+        self, conn: Connection, request: GangRequest, naming: Naming, scorer: str = "pack"
+    ) -> GangAnswer:
         """The best gang of each domain of the required level, best first."""
         network = network_data.read_network(conn)
         required = network.position(request.required, "required")
@@ -100,23 +101,32 @@ class GangSearch:
             if preferred < required:
                 raise errors.BadRequest(
                     f"preferred: {request.preferred} is broader than the required level "
-                    f"{request.required}; give a level at or below it.")
+                    f"{request.required}; give a level at or below it."
+                )
 
         def search(nodes: DeviceNodes) -> GangAnswer:
-            slots = node_slots(nodes, request.member, scorer, request.members,
-                               request.share_nodes)
-            gangs, fits = best_gangs(network, slots, request.members, required, preferred,
-                                     request.share_nodes)
+            slots = node_slots(nodes, request.member, scorer, request.members, request.share_nodes)
+            gangs, fits = best_gangs(
+                network, slots, request.members, required, preferred, request.share_nodes
+            )
             return GangAnswer(request, gangs, fits, slots, network)
 
         return self._devices.over_nodes(conn, naming, search)
 
-    def claim(self, conn: Connection, request: GangRequest, naming: Naming, gang_uuid: str,
-              consumers: list[NewConsumer], scorer: str = "pack") -> Gang:
+    def claim(
+        self,
+        conn: Connection,
+        request: GangRequest,
+        naming: Naming,
+        gang_uuid: str,
+        consumers: list[NewConsumer],
+        scorer: str = "pack",
+    ) -> Gang:
         """Claim the best gang for ``consumers`` (one per member, in member order)."""
         if network_data.gang_consumers(conn, gang_uuid):
-            raise errors.Conflict(f"Gang {gang_uuid} exists; a claim makes a new gang.",
-                                  code=errors.GANG_EXISTS)
+            raise errors.Conflict(
+                f"Gang {gang_uuid} exists; a claim makes a new gang.", code=errors.GANG_EXISTS
+            )
 
         def choose(limit: int) -> list[Gang] | errors.PlacementError:
             answer = self.find(conn, request, naming, scorer)
@@ -129,8 +139,9 @@ class GangSearch:
             kind="gangs",
             choose=choose,
             standing=lambda gang: gang.rank,
-            allocations=lambda gang: [choice.on(node).allocations(request.member)
-                                      for node, choice in gang.members],
+            allocations=lambda gang: [
+                choice.on(node).allocations(request.member) for node, choice in gang.members
+            ],
             confirm=confirm,
         )
         try:
@@ -140,7 +151,8 @@ class GangSearch:
                 raise
             raise errors.Conflict(
                 f"No gang of {request.members} member(s) could be held in one "
-                f"{request.required} domain: {exc.detail}", code=errors.CONCURRENT_UPDATE,
+                f"{request.required} domain: {exc.detail}",
+                code=errors.CONCURRENT_UPDATE,
             ) from exc
         network_data.record_gang(conn, gang_uuid, [consumer.uuid for consumer in consumers])
         return gang
@@ -163,10 +175,15 @@ class GangSearch:
         return {
             "gang_uuid": gang_uuid,
             "members": [
-                {"consumer_uuid": uuid,
-                 "allocations": {provider: {"resources": resources} for provider, resources
-                                 in held.get(found[uuid].id, {}).items()} if uuid in found
-                 else {}}
+                {
+                    "consumer_uuid": uuid,
+                    "allocations": {
+                        provider: {"resources": resources}
+                        for provider, resources in held.get(found[uuid].id, {}).items()
+                    }
+                    if uuid in found
+                    else {},
+                }
                 for uuid in consumer_uuids
             ],
         }
@@ -183,4 +200,6 @@ def unplaceable(answer: GangAnswer) -> errors.Conflict:
     request = answer.request
     return errors.Conflict(
         f"No gang of {request.members} member(s) fits in one {request.required} domain: "
-        f"{explain.sentence(answer)}", code=errors.GROUP_UNPLACEABLE)
+        f"{explain.sentence(answer)}",
+        code=errors.GROUP_UNPLACEABLE,
+    )

@@ -38,8 +38,9 @@ class NodeSlots:
     unfit: str | None  # why no (further) member fits, when fewer than wanted do
 
 
-def node_slots(nodes: DeviceNodes, request: DeviceRequest, scorer: str, members: int,
-               share_nodes: bool) -> list[NodeSlots]:
+def node_slots(
+    nodes: DeviceNodes, request: DeviceRequest, scorer: str, members: int, share_nodes: bool
+) -> list[NodeSlots]:
     """Every node's slots, by name."""
     pack = scorer == "pack"
     chooser = Chooser(request, pack=pack)
@@ -52,8 +53,9 @@ def node_slots(nodes: DeviceNodes, request: DeviceRequest, scorer: str, members:
     return found
 
 
-def _choices(chooser: Chooser, node: DeviceNode, key: object, request: DeviceRequest,
-             pack: bool, wanted: int) -> tuple[tuple[MemberChoice, ...], str | None]:
+def _choices(
+    chooser: Chooser, node: DeviceNode, key: object, request: DeviceRequest, pack: bool, wanted: int
+) -> tuple[tuple[MemberChoice, ...], str | None]:
     choices: list[MemberChoice] = []
     state, signature = node, key
     while len(choices) < wanted:
@@ -62,12 +64,15 @@ def _choices(chooser: Chooser, node: DeviceNode, key: object, request: DeviceReq
             return tuple(choices), pick.reason
         utilisation = node_utilisation(state, pick, request)
         score = utilisation if pack else 1 - utilisation
-        choices.append(MemberChoice(
-            pick=pick, score=score,
-            scope_rank=SCOPES.index(pick.scope) if pick.scope else 0,
-            strength=pick.strength,
-            score_units=round(score * SCORE_UNITS),
-        ))
+        choices.append(
+            MemberChoice(
+                pick=pick,
+                score=score,
+                scope_rank=SCOPES.index(pick.scope) if pick.scope else 0,
+                strength=pick.strength,
+                score_units=round(score * SCORE_UNITS),
+            )
+        )
         if len(choices) < wanted:
             state, signature = after(state, pick, request), None
     return tuple(choices), None
@@ -92,5 +97,6 @@ def after(node: DeviceNode, pick: Pick, request: DeviceRequest) -> DeviceNode:
         resource_class: (capacity, free - request.node_resources.get(resource_class, 0))
         for resource_class, (capacity, free) in node.node_classes.items()
     }
-    return dataclasses.replace(node, devices=devices, switches=switches,
-                               node_classes=node_classes, state_key=-1)
+    return dataclasses.replace(
+        node, devices=devices, switches=switches, node_classes=node_classes, state_key=-1
+    )

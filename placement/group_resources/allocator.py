@@ -145,8 +145,9 @@ class Allocator:
         if known is not None:
             return known
         shape = group.shape()
-        want = Want(group=group, shape=shape,
-                    shape_id=self._shapes.setdefault(shape, len(self._shapes)))
+        want = Want(
+            group=group, shape=shape, shape_id=self._shapes.setdefault(shape, len(self._shapes))
+        )
         by_kind: dict[tuple, list[Want]] = {}
         for child in group.children:
             child_want = self._want(child)
@@ -238,7 +239,8 @@ class Allocator:
         known = self._pooled.get(members)
         if known is None:
             known = self._pooled[members] = (
-                tuple(sorted(m.shape_id for m in members)), _pooled_children(members)
+                tuple(sorted(m.shape_id for m in members)),
+                _pooled_children(members),
             )
         return known
 
@@ -264,7 +266,9 @@ class Allocator:
         for level, kinds in self._pool(members)[1]:
             slots = (flat_node.by_level if flat_node else location.children).get(level, [])
             assigned = assign_shared(
-                [len(kind) for kind in kinds], len(slots), self._pool_gains(kinds, slots),
+                [len(kind) for kind in kinds],
+                len(slots),
+                self._pool_gains(kinds, slots),
                 self.sums,
             )
             if assigned is None:
@@ -305,9 +309,7 @@ class Allocator:
                 slot = slots[position]
                 pool_fit = self._best_pool(tuple(chosen), slot, None)
                 assert pool_fit is not NO_FIT
-                self._materialize_pool(
-                    tuple(chosen), slot, pool_fit, None, mappings, allocations
-                )
+                self._materialize_pool(tuple(chosen), slot, pool_fit, None, mappings, allocations)
 
 
 def _place_demands(want: Want, location: Location, mappings, allocations) -> None:

@@ -21,9 +21,7 @@ def placement_body(placement: Placement, requested: dict) -> dict:
 def candidates_body(answer: CandidateAnswer, requested: dict) -> dict:
     body: dict = {
         "candidates": [placement_body(p, requested) for p in answer.placements],
-        "unplaced": [
-            {"key": b.key, "reason": b.reason, "nodes": b.nodes} for b in answer.blocking
-        ],
+        "unplaced": [{"key": b.key, "reason": b.reason, "nodes": b.nodes} for b in answer.blocking],
     }
     if answer.feasible_nodes is not None:
         body["feasible_nodes"] = answer.feasible_nodes

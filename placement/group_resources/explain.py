@@ -84,8 +84,11 @@ class _Key:
         self.demand = demand
         cls, amount = demand.resource_class, demand.amount
         level = [f"a {group.written_level!r} group"] if group.level is not None else []
-        self.names = [*level, f"has {cls}",
-                      *(f"{cls}: {check.name.format(amount=amount)}" for check in ROOM_CHECKS)]
+        self.names = [
+            *level,
+            f"has {cls}",
+            *(f"{cls}: {check.name.format(amount=amount)}" for check in ROOM_CHECKS),
+        ]
         self._passed: dict[int, int] = {}  # group signature -> checks of its room passed
 
     def locations(self, node: Node) -> list[Location]:
@@ -145,12 +148,14 @@ class _Key:
 def explain(source: ReplicaNodes, ranking: Ranking, key_order: list[str]) -> Explanation:
     """The explanation of ``ranking``'s request (``ranking`` as the candidates search makes
     it) on the nodes of ``source``; keys in ``key_order`` (as the client wrote them)."""
-    keys = [_Key(group, demand) for group in ranking.request.top.walk()
-            for demand in group.demands]
+    keys = [_Key(group, demand) for group in ranking.request.top.walk() for demand in group.demands]
     position = {key: index for index, key in enumerate(key_order)}
     keys.sort(key=lambda key: position.get(key.demand.key, len(position)))
-    groups = [own for group in ranking.request.top.walk()
-              if (own := [key for key in keys if key.group is group])]
+    groups = [
+        own
+        for group in ranking.request.top.walk()
+        if (own := [key for key in keys if key.group is group])
+    ]
     tallies = [Tally(["nodes", *key.names]) for key in keys]
     node_tally = Tally(NODE_STEPS)
     misses: list[Miss] = []
@@ -161,24 +166,29 @@ def explain(source: ReplicaNodes, ranking: Ranking, key_order: list[str]) -> Exp
             tally.add(1 + count, weight)
         fitted = ranking.fitted_to(node)
         node_tally.add(_node_steps_passed(node, ranking, fitted, keys, passed, groups), weight)
-        failing = [key for key, count in zip(keys, passed, strict=True)
-                   if count < len(key.names)]
+        failing = [key for key, count in zip(keys, passed, strict=True) if count < len(key.names)]
         if len(failing) == 1 and not isinstance(fitted, Unplaced):
             miss = failing[0].nearest_miss(node)
             if miss is not None:
                 misses += [Miss(each, failing[0].demand.key, *miss) for each in alike[:MAX_MISSES]]
     misses.sort(key=lambda miss: shortfall_order(miss.short, miss.node.name))
     return Explanation(
-        keys=[KeySteps(key.demand.key, key.demand.resource_class, key.demand.amount,
-                       tally.steps()) for key, tally in zip(keys, tallies, strict=True)],
+        keys=[
+            KeySteps(key.demand.key, key.demand.resource_class, key.demand.amount, tally.steps())
+            for key, tally in zip(keys, tallies, strict=True)
+        ],
         nodes=node_tally.steps(),
         misses=misses[:MAX_MISSES],
     )
 
 
 def _node_steps_passed(
-    node: Node, ranking: Ranking, fitted: RequestGroup | Unplaced, keys: list[_Key],
-    passed: list[int], groups: list[list[_Key]],
+    node: Node,
+    ranking: Ranking,
+    fitted: RequestGroup | Unplaced,
+    keys: list[_Key],
+    passed: list[int],
+    groups: list[list[_Key]],
 ) -> int:
     """How many of ``NODE_STEPS`` the node passes in turn (``groups``: the keys of each
     request group)."""
@@ -187,8 +197,10 @@ def _node_steps_passed(
     if any(count < len(key.names) for key, count in zip(keys, passed, strict=True)):
         return 2
     for own in groups:
-        if not any(all(key.room_passed(location) == ROOM_PASSED for key in own)
-                   for location in own[0].locations(node)):
+        if not any(
+            all(key.room_passed(location) == ROOM_PASSED for key in own)
+            for location in own[0].locations(node)
+        ):
             return 3
     if not ranking.allocator.fits(node, fitted, ranking.anywhere):
         return 4
@@ -207,15 +219,25 @@ def body(explanation: Explanation) -> dict:
     """The JSON of an explanation (POST /group_resources/candidates/explain)."""
     return {
         "keys": [
-            {"key": key.key, "resource_class": key.resource_class, "amount": key.amount,
-             "filters": steps_body(key.steps)}
+            {
+                "key": key.key,
+                "resource_class": key.resource_class,
+                "amount": key.amount,
+                "filters": steps_body(key.steps),
+            }
             for key in explanation.keys
         ],
         "nodes": steps_body(explanation.nodes),
         "empties_at": explanation.empties_at,
         "nearest_misses": [
-            {"node": miss.node.name, "node_uuid": miss.node.root.uuid, "key": miss.key,
-             "group": miss.group, "fails": miss.check, "short": miss.short}
+            {
+                "node": miss.node.name,
+                "node_uuid": miss.node.root.uuid,
+                "key": miss.key,
+                "group": miss.group,
+                "fails": miss.check,
+                "short": miss.short,
+            }
             for miss in explanation.misses
         ],
     }

@@ -79,6 +79,4 @@ def _desired_provider(group: KeyGroup, naming: Naming) -> DesiredProvider:
         keys[resource_class] = key
         if amount > 0:
             inventories[resource_class] = amount
-    return DesiredProvider(
-        path=group.path, level=group.name, inventories=inventories, keys=keys
-    )
+    return DesiredProvider(path=group.path, level=group.name, inventories=inventories, keys=keys)

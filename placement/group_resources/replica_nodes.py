@@ -107,9 +107,7 @@ class ReplicaNodes:
     """The nodes of one search, read from ``world`` (held up to date and locked by the
     caller for the whole search)."""
 
-    def __init__(
-        self, world: ProviderWorld, node_names: list[str] | None, kept: NodesKept
-    ) -> None:
+    def __init__(self, world: ProviderWorld, node_names: list[str] | None, kept: NodesKept) -> None:
         self._world = world
         self._root_ids = world.roots_with_trait(NODE_TRAIT, DEVICE_NODE_TRAIT, node_names)
         self._kept = kept
@@ -137,9 +135,15 @@ def tree_parts(
     for root_id in root_ids:
         for provider_id in world.trees.get(root_id, ()):
             provider = world.providers[provider_id]
-            providers.append(ProviderRow(
-                provider.id, provider.uuid, provider.name, provider.parent_id, provider.root_id,
-            ))
+            providers.append(
+                ProviderRow(
+                    provider.id,
+                    provider.uuid,
+                    provider.name,
+                    provider.parent_id,
+                    provider.root_id,
+                )
+            )
             rooms[provider_id] = {
                 world.class_names[class_id]: room(inventory)
                 for class_id, inventory in provider.inventories.items()
@@ -170,8 +174,10 @@ def _summarize(world: ProviderWorld, root_id: int) -> NodeSummary:
             utilisation += inventory.used / inventory.unrounded
             name = world.class_names[class_id]
             smallest, largest = capacities.get(name, (inventory.unrounded, inventory.unrounded))
-            capacities[name] = (min(smallest, inventory.unrounded),
-                                max(largest, inventory.unrounded))
+            capacities[name] = (
+                min(smallest, inventory.unrounded),
+                max(largest, inventory.unrounded),
+            )
     return NodeSummary(
         root_id=root_id,
         name=world.providers[root_id].name,
@@ -179,4 +185,3 @@ def _summarize(world: ProviderWorld, root_id: int) -> NodeSummary:
         utilisation=utilisation,
         capacities=capacities,
     )
-

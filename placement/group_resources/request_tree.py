@@ -138,8 +138,7 @@ def _request_group(group: KeyGroup, naming: Naming) -> RequestGroup:
         for other in demands:
             if other.resource_class == resource_class:
                 raise errors.BadRequest(
-                    f"Keys {other.key!r} and {key!r} both become resource class "
-                    f"{resource_class}."
+                    f"Keys {other.key!r} and {key!r} both become resource class {resource_class}."
                 )
         demands.append(Demand(resource_class, amount, key, base_name))
     return RequestGroup(

@@ -49,7 +49,9 @@ FIRST_BATCH = 32  # nodes built at once by the bounded search; doubles each time
 
 
 def bounded_ranking(
-    source: ReplicaNodes, ranking: "Ranking", limit: int | None,
+    source: ReplicaNodes,
+    ranking: "Ranking",
+    limit: int | None,
     budget: SearchBudget | None = None,
 ) -> CandidateAnswer:
     """The ``limit`` best nodes (None: every node's placement), building nodes in
@@ -92,7 +94,10 @@ def bounded_ranking(
 
 
 def _consider_in_time(
-    source: ReplicaNodes, ranking: "Ranking", root_ids: list[int], looked: int,
+    source: ReplicaNodes,
+    ranking: "Ranking",
+    root_ids: list[int],
+    looked: int,
     budget: SearchBudget,
 ) -> int:
     """Place the request on the nodes of ``root_ids`` in their order (best bound first),

@@ -37,7 +37,6 @@ __all__ = [
 ]
 
 
-
 def sync_node(
     conn: Connection, node: str, resources: object, naming: Naming, node_uuid: str | None = None
 ) -> SyncResult:
@@ -97,8 +96,12 @@ class GroupResourceSearch:
         )
 
     def _rank(
-        self, conn: Connection, ranking: Ranking, limit: int | None,
-        node_names: list[str] | None, budget: SearchBudget,
+        self,
+        conn: Connection,
+        ranking: Ranking,
+        limit: int | None,
+        node_names: list[str] | None,
+        budget: SearchBudget,
     ) -> CandidateAnswer:
         with collector_paused(), self._replica.current(conn) as world:
             source = ReplicaNodes(world, node_names, self._kept)
@@ -166,7 +169,9 @@ class GroupResourceSearch:
             allocations=lambda placement: placement.allocations,
         )
         return claim_best(
-            conn, claimant, NewConsumer(consumer_uuid, project_id, user_id, consumer_type),
+            conn,
+            claimant,
+            NewConsumer(consumer_uuid, project_id, user_id, consumer_type),
             self._recorder,
         )
 
@@ -214,9 +219,7 @@ def translate(
         by_shape.setdefault(node.levels.shape(), []).append(node)
     translations = []
     for same_levels in by_shape.values():
-        fitted = fit_to_levels(
-            request, same_levels[0].levels, not options.fills_flat_requests
-        )
+        fitted = fit_to_levels(request, same_levels[0].levels, not options.fills_flat_requests)
         names = [node.name for node in same_levels]
         if isinstance(fitted, Unplaced):
             translations.append(Translation(nodes=names, query=None, unplaced=fitted))
@@ -250,8 +253,11 @@ def node_view(conn: Connection, node: str) -> dict:
         if not path:
             continue  # the node itself, or a provider the translator does not own
         groups.append(
-            {"key": "/".join(path), "uuid": provider.uuid,
-             "inventories": rooms.get(provider.id, {})}
+            {
+                "key": "/".join(path),
+                "uuid": provider.uuid,
+                "inventories": rooms.get(provider.id, {}),
+            }
         )
     groups.sort(key=lambda group: str(group["key"]))
     return {

@@ -53,7 +53,8 @@ ROOM_CHECKS = (
     RoomCheck(
         "min_unit, max_unit and step_size allow {amount}",
         lambda room, amount: capacity.units_allow(
-            amount, room.min_unit, room.max_unit, room.step_size),
+            amount, room.min_unit, room.max_unit, room.step_size
+        ),
         lambda room, amount: None,
     ),
     RoomCheck(
@@ -206,9 +207,12 @@ def _sign(location: Location, signatures: Signatures) -> None:
         # Built once per distinct group, so groups alike share one content object:
         # comparing them stops at its identity instead of walking their subgroups.
         child_contents = sorted(
-            child.content for children in location.children.values() for child in children)
+            child.content for children in location.children.values() for child in children
+        )
         known = signatures[key] = (
-            len(signatures), (location.level or "", rooms, tuple(child_contents)))
+            len(signatures),
+            (location.level or "", rooms, tuple(child_contents)),
+        )
     location.signature, location.content = known
     location.index_order = _natural(location.path[-1] if location.path else "")
 

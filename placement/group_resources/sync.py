@@ -48,9 +48,7 @@ def sync_node(
     conn: Connection, node: str, resources: object, naming: Naming, node_uuid: str | None = None
 ) -> SyncResult:
     if not node or "/" in node or len(node) > MAX_NAME or not node.isprintable():
-        raise errors.BadRequest(
-            f"A node name is 1 to {MAX_NAME} printable characters without '/'."
-        )
+        raise errors.BadRequest(f"A node name is 1 to {MAX_NAME} printable characters without '/'.")
     desired = desired_tree(resources, naming)
     group_nodes.lock_node(conn, node)
     for wanted in desired.providers:
@@ -71,9 +69,7 @@ def sync_node(
         if (path := path_of(node, name)) is not None
     }
     wanted_paths = {p.path for p in desired.providers}
-    removed = sorted(
-        (path for path in existing if path not in wanted_paths), key=len, reverse=True
-    )
+    removed = sorted((path for path in existing if path not in wanted_paths), key=len, reverse=True)
     _refuse_removing_allocated(conn, node, [existing[p] for p in removed], removed)
     new_groups = [wanted for wanted in desired.providers if wanted.path not in existing]
     group_nodes.create_groups(
@@ -158,8 +154,9 @@ def _root(conn, node: str, node_uuid: str | None) -> tuple[provider_data.Provide
 
 def _refuse_removing_allocated(conn, node: str, provider_ids: list[int], paths) -> None:
     in_use = group_nodes.providers_with_allocations(conn, provider_ids)
-    held = [path for path, provider_id in zip(paths, provider_ids, strict=True)
-            if provider_id in in_use]
+    held = [
+        path for path, provider_id in zip(paths, provider_ids, strict=True) if provider_id in in_use
+    ]
     if held:
         keys = ", ".join("/".join(path) for path in sorted(held))
         raise errors.Conflict(

@@ -50,4 +50,3 @@ def set_aggregates(ctx: RequestContext, uuid: str) -> flask.Response:
     generation = aggregates.set_provider_aggregates(ctx.conn, provider, wanted, expected)
     # As upstream: the answer echoes the request's list.
     return json_response(ctx, _body(ctx, generation, wanted))
-

@@ -14,7 +14,9 @@ from placement.http import json_response, json_text_response, min_version
 EMPTY: dict[str, list | dict] = {"allocation_requests": [], "provider_summaries": {}}
 # A ranked request's (soft preferences), its fields in the order of any ranked body.
 EMPTY_RANKED: dict[str, list | dict] = {
-    "allocation_requests": [], "scores": [], "provider_summaries": {}
+    "allocation_requests": [],
+    "scores": [],
+    "provider_summaries": {},
 }
 # On an answer its time budget cut short (``budget_ms``): the trees looked at, of those
 # that could answer.

@@ -65,7 +65,8 @@ def import_koordinator_device(ctx: RequestContext, name: str) -> flask.Response:
     if device.node != name:
         raise errors.BadRequest(f"The Device object is node {device.node}'s, not {name}'s.")
     result = reconcile.apply_device_object(
-        ctx.conn, ctx.services.devices, ctx.config.group_naming(), device)
+        ctx.conn, ctx.services.devices, ctx.config.group_naming(), device
+    )
     body = _node_view(ctx, name)
     body["changed"] = result["changed"]
     return json_response(ctx, body)
@@ -93,7 +94,8 @@ def explain_candidates(ctx: RequestContext) -> flask.Response:
     ``device_allocated`` are taken and change nothing: every node is counted)."""
     data = load_body(ctx, schemas.DeviceQuery())
     explanation = ctx.services.devices.explain(
-        ctx.conn, _device_request(ctx, data), ctx.config.group_naming(), data.get("nodes"))
+        ctx.conn, _device_request(ctx, data), ctx.config.group_naming(), data.get("nodes")
+    )
     return json_response(ctx, explain.body(explanation))
 
 

@@ -37,8 +37,9 @@ def set_network_node(ctx: RequestContext, name: str) -> flask.Response:
     data = load_body(ctx, schemas.NetworkNode())
     created = service.set_node(ctx.conn, name, data["domains"])
     network = service.read_network(ctx.conn)
-    return json_response(ctx, {"name": name, "domains": network.node_body(name)},
-                         status=201 if created else 200)
+    return json_response(
+        ctx, {"name": name, "domains": network.node_body(name)}, status=201 if created else 200
+    )
 
 
 def delete_network_node(ctx: RequestContext, name: str) -> flask.Response:
@@ -48,10 +49,12 @@ def delete_network_node(ctx: RequestContext, name: str) -> flask.Response:
 
 def find_candidates(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.GangQuery())
-    answer = _search(ctx).find(ctx.conn, _gang_request(ctx, data), ctx.config.group_naming(),
-                               data.get("scorer", "pack"))
-    return json_response(ctx, bodies.candidates_body(
-        answer, data.get("limit"), data.get("device_allocated", False)))
+    answer = _search(ctx).find(
+        ctx.conn, _gang_request(ctx, data), ctx.config.group_naming(), data.get("scorer", "pack")
+    )
+    return json_response(
+        ctx, bodies.candidates_body(answer, data.get("limit"), data.get("device_allocated", False))
+    )
 
 
 def explain_candidates(ctx: RequestContext) -> flask.Response:
@@ -69,11 +72,20 @@ def claim(ctx: RequestContext) -> flask.Response:
         NewConsumer(uuid, data["project_id"], data["user_id"], data.get("consumer_type"))
         for uuid in data["consumer_uuids"]
     ]
-    gang = _search(ctx).claim(ctx.conn, request, ctx.config.group_naming(), data["gang_uuid"],
-                              consumers, data.get("scorer", "pack"))
-    body = {"gang_uuid": data["gang_uuid"],
-            **bodies.gang_body(request, gang, data.get("device_allocated", False),
-                               data["consumer_uuids"])}
+    gang = _search(ctx).claim(
+        ctx.conn,
+        request,
+        ctx.config.group_naming(),
+        data["gang_uuid"],
+        consumers,
+        data.get("scorer", "pack"),
+    )
+    body = {
+        "gang_uuid": data["gang_uuid"],
+        **bodies.gang_body(
+            request, gang, data.get("device_allocated", False), data["consumer_uuids"]
+        ),
+    }
     return json_response(ctx, body)
 
 
@@ -98,5 +110,9 @@ def _gang_request(ctx: RequestContext, data: dict) -> service.GangRequest:
     else:
         parsed = parse_device_request(member["resources"], member.get("annotations", {}), naming)
     return service.GangRequest(
-        member=parsed, members=data["members"], required=data["required"],
-        preferred=data.get("preferred"), share_nodes=data.get("share_nodes", False))
+        member=parsed,
+        members=data["members"],
+        required=data["required"],
+        preferred=data.get("preferred"),
+        share_nodes=data.get("share_nodes", False),
+    )

@@ -48,7 +48,10 @@ def delete_node(ctx: RequestContext, name: str) -> flask.Response:
 def translate(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.Translate())
     translations = service.translate(
-        ctx.conn, data["resources"], ctx.config.group_naming(), data.get("nodes"),
+        ctx.conn,
+        data["resources"],
+        ctx.config.group_naming(),
+        data.get("nodes"),
         search_options(ctx, data),
     )
     return json_response(ctx, bodies.translations_body(translations))
@@ -75,7 +78,10 @@ def explain_candidates(ctx: RequestContext) -> flask.Response:
     are taken and change nothing: every node is counted)."""
     data = load_body(ctx, schemas.FindCandidates())
     explanation = ctx.services.group_resources.explain(
-        ctx.conn, data["resources"], ctx.config.group_naming(), data.get("nodes"),
+        ctx.conn,
+        data["resources"],
+        ctx.config.group_naming(),
+        data.get("nodes"),
         search_options(ctx, data),
     )
     return json_response(ctx, explain.body(explanation))
@@ -85,8 +91,12 @@ def claim(ctx: RequestContext) -> flask.Response:
     data = load_body(ctx, schemas.Claim())
     budget = search_budget(ctx, data)
     placement = ctx.services.group_resources.claim(
-        ctx.conn, data["resources"], ctx.config.group_naming(), **claim_options(data),
-        options=search_options(ctx, data), budget=budget,
+        ctx.conn,
+        data["resources"],
+        ctx.config.group_naming(),
+        **claim_options(data),
+        options=search_options(ctx, data),
+        budget=budget,
     )
     body = {
         "consumer_uuid": data["consumer_uuid"],

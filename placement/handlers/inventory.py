@@ -107,16 +107,13 @@ def create_inventory(ctx: RequestContext, uuid: str) -> flask.Response:
         generation = inventories.add_inventory(ctx.conn, provider, inventory)
     except names.UnknownResourceClass as exc:
         raise errors.BadRequest(
-            f"Unable to create inventory for resource provider {provider.uuid}: "
-            f"{exc.no_such}"
+            f"Unable to create inventory for resource provider {provider.uuid}: {exc.no_such}"
         ) from exc
     return json_response(
         ctx,
         _inventory_body(generation, inventory),
         status=201,
-        headers={
-            "Location": absolute_url(ctx, _inventory_url(provider, inventory.resource_class))
-        },
+        headers={"Location": absolute_url(ctx, _inventory_url(provider, inventory.resource_class))},
     )
 
 

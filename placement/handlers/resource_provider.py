@@ -50,7 +50,8 @@ def provider_body(ctx: RequestContext, provider: providers.Provider) -> dict:
 def _list_schema(version: Version) -> query_schema.QuerySchema:
     """Upstream's JSON Schema of GET /resource_providers' query string."""
     checks: dict[str, tuple[query_schema.Check, ...]] = {
-        "name": (), "uuid": (query_schema.uuid_format,)
+        "name": (),
+        "uuid": (query_schema.uuid_format,),
     }
     if version >= (1, 3):
         checks["member_of"] = ()
@@ -147,8 +148,7 @@ def _unknown_name_after_an_empty_filter(
         return True
     unknown_class = next(name for name in classes if name not in known_classes)
     raise errors.BadRequest(
-        f"Invalid resource class in resources parameter: No such resource class "
-        f"{unknown_class}."
+        f"Invalid resource class in resources parameter: No such resource class {unknown_class}."
     )
 
 
@@ -176,7 +176,9 @@ def create_provider(ctx: RequestContext) -> flask.Response:
     location = {"Location": absolute_url(ctx, provider_url(provider.uuid))}
     if ctx.at_least(1, 20):
         return json_response(
-            ctx, provider_body(ctx, provider), last_modified=modified_at(provider),
+            ctx,
+            provider_body(ctx, provider),
+            last_modified=modified_at(provider),
             headers=location,
         )
     return no_content(headers=location, status=201)

@@ -35,7 +35,7 @@ def _name_filter(value: str) -> tuple[list[str] | None, str | None]:
     if not colon:
         raise query.bad_value(
             f"Badly formatted name parameter. Expected name query string parameter in "
-            f"form: ?name=[in|startswith]:[name1,name2|prefix]. Got: \"{value}\""
+            f'form: ?name=[in|startswith]:[name1,name2|prefix]. Got: "{value}"'
         )
     if operator == IN_OPERATOR:
         return operand.split(","), None
@@ -65,9 +65,7 @@ def list_traits(ctx: RequestContext) -> flask.Response:
     wanted, prefix = _name_filter(name) if name is not None else (None, None)
     associated_text = query.last(params, "associated")
     associated = _associated_filter(associated_text) if associated_text is not None else None
-    rows = names.list_names(
-        ctx.conn, traits, names=wanted, prefix=prefix, associated=associated
-    )
+    rows = names.list_names(ctx.conn, traits, names=wanted, prefix=prefix, associated=associated)
     return json_response(
         ctx,
         {"traits": [row.name for row in rows]},

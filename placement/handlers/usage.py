@@ -34,7 +34,8 @@ def _usages_schema(version: Version) -> query_schema.QuerySchema:
     }
     if version >= (1, 38):
         checks["consumer_type"] = (
-            query_schema.pattern(CONSUMER_TYPE_PATTERN), query_schema.length(1, MAX_ID_LENGTH)
+            query_schema.pattern(CONSUMER_TYPE_PATTERN),
+            query_schema.length(1, MAX_ID_LENGTH),
         )
     return query_schema.QuerySchema(checks=checks, required=("project_id",))
 

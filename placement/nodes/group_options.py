@@ -51,8 +51,7 @@ class GroupOptions:
             value = getattr(self, option.name)
             if value not in CHOICES[option.name]:
                 raise ValueError(
-                    f"{option.name} must be one of {', '.join(CHOICES[option.name])}, "
-                    f"not {value!r}"
+                    f"{option.name} must be one of {', '.join(CHOICES[option.name])}, not {value!r}"
                 )
 
     def overridden(self, given: Mapping[str, str] | None) -> "GroupOptions":

@@ -111,5 +111,5 @@ def path_of(node: str, provider_name_: str) -> tuple[str, ...] | None:
     prefix = f"{node}/"
     if not provider_name_.startswith(prefix):
         return None
-    segments = tuple(provider_name_[len(prefix):].split("/"))
+    segments = tuple(provider_name_[len(prefix) :].split("/"))
     return segments if len(segments) % 2 == 0 else None

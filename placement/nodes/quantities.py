@@ -14,7 +14,12 @@ from placement import errors
 from placement.db.tables import MAX_INT
 
 BINARY_SUFFIXES: dict[str, int] = {
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
 }
 DECIMAL_SUFFIXES: dict[str, int | Fraction] = {
     "m": Fraction(1, 1000),

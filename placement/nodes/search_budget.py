@@ -36,8 +36,10 @@ class Cut:
         """What a refusal adds for a search its budget stopped (nothing without one)."""
         if cut is None:
             return ""
-        return (f" The time budget ran out after {cut.nodes_looked_at} of {cut.nodes} "
-                "node(s) were looked at.")
+        return (
+            f" The time budget ran out after {cut.nodes_looked_at} of {cut.nodes} "
+            "node(s) were looked at."
+        )
 
 
 class SearchBudget:

@@ -49,82 +49,118 @@ class Metrics:
         self._pool = engine.pool
         registry = self._registry
         self.requests = Counter(
-            "placement_http_requests", "HTTP requests answered, by route template, method "
-            "and status.", ["route", "method", "status"], registry=registry,
+            "placement_http_requests",
+            "HTTP requests answered, by route template, method and status.",
+            ["route", "method", "status"],
+            registry=registry,
         )
         self.request_seconds = Histogram(
-            "placement_http_request_duration_seconds", "Time to answer a request, from its "
-            "first hook to its response (the body not yet sent).", ["route", "method"],
-            buckets=DURATION_BUCKETS, registry=registry,
+            "placement_http_request_duration_seconds",
+            "Time to answer a request, from its "
+            "first hook to its response (the body not yet sent).",
+            ["route", "method"],
+            buckets=DURATION_BUCKETS,
+            registry=registry,
         )
         self.candidate_searches = Counter(
-            "placement_candidate_searches", "GET /allocation_candidates searches; answer: "
+            "placement_candidate_searches",
+            "GET /allocation_candidates searches; answer: "
             "searched, or reused (the body answered to the same request, nothing written "
-            "since).", ["answer"], registry=registry,
+            "since).",
+            ["answer"],
+            registry=registry,
         )
         self.candidate_trees = Histogram(
-            "placement_candidate_search_trees", "Trees one search looked at.",
-            buckets=TREE_BUCKETS, registry=registry,
+            "placement_candidate_search_trees",
+            "Trees one search looked at.",
+            buckets=TREE_BUCKETS,
+            registry=registry,
         )
         self.candidate_trees_reused = Counter(
-            "placement_candidate_trees_reused", "Trees answered from the answers kept for "
-            "the same request, not searched again.", registry=registry,
+            "placement_candidate_trees_reused",
+            "Trees answered from the answers kept for the same request, not searched again.",
+            registry=registry,
         )
         self.candidate_answers_capped = Counter(
-            "placement_candidate_answers_capped", "Answers cut short (more candidates may "
+            "placement_candidate_answers_capped",
+            "Answers cut short (more candidates may "
             "exist), by the bound met: limit, max_allocation_candidates or time_budget.",
-            ["by"], registry=registry,
+            ["by"],
+            registry=registry,
         )
         self.candidate_requests_kept = Gauge(
-            "placement_candidate_kept_requests", "Requests whose answers this worker keeps.",
-            registry=registry, multiprocess_mode="liveall",
+            "placement_candidate_kept_requests",
+            "Requests whose answers this worker keeps.",
+            registry=registry,
+            multiprocess_mode="liveall",
         )
         self.candidate_bytes_kept = Gauge(
-            "placement_candidate_kept_bytes", "Estimated size of the answers this worker "
+            "placement_candidate_kept_bytes",
+            "Estimated size of the answers this worker "
             "keeps (allocation_candidates_cache_mib bounds it).",
-            registry=registry, multiprocess_mode="liveall",
+            registry=registry,
+            multiprocess_mode="liveall",
         )
         self.refresh_seconds = Histogram(
-            "placement_replica_refresh_duration_seconds", "Time to bring a worker's copy of "
-            "the providers up to date before a search.", buckets=DURATION_BUCKETS,
+            "placement_replica_refresh_duration_seconds",
+            "Time to bring a worker's copy of the providers up to date before a search.",
+            buckets=DURATION_BUCKETS,
             registry=registry,
         )
         self.refresh_lag = Histogram(
-            "placement_replica_lag_providers", "Providers changed since the copy's last "
+            "placement_replica_lag_providers",
+            "Providers changed since the copy's last "
             "refresh, read again by a refresh: how far the copy was behind the database.",
-            buckets=PROVIDER_BUCKETS, registry=registry,
+            buckets=PROVIDER_BUCKETS,
+            registry=registry,
         )
         self.replica_providers = Gauge(
-            "placement_replica_providers", "Providers in the worker's copy.",
-            registry=registry, multiprocess_mode="liveall",
+            "placement_replica_providers",
+            "Providers in the worker's copy.",
+            registry=registry,
+            multiprocess_mode="liveall",
         )
         self.replica_trees = Gauge(
-            "placement_replica_trees", "Provider trees in the worker's copy.",
-            registry=registry, multiprocess_mode="liveall",
+            "placement_replica_trees",
+            "Provider trees in the worker's copy.",
+            registry=registry,
+            multiprocess_mode="liveall",
         )
         self.claims = Counter(
-            "placement_claims", "Group-resource and device claims, by kind and outcome: "
-            "granted (allocations written) or refused.", ["kind", "outcome"],
+            "placement_claims",
+            "Group-resource and device claims, by kind and outcome: "
+            "granted (allocations written) or refused.",
+            ["kind", "outcome"],
             registry=registry,
         )
         self.node_searches_cut = Counter(
-            "placement_node_searches_cut", "Translator and device searches (for candidates "
+            "placement_node_searches_cut",
+            "Translator and device searches (for candidates "
             "or a claim) that ran out of their time budget (budget_ms) and answered the best "
-            "found so far, by kind.", ["kind"], registry=registry,
+            "found so far, by kind.",
+            ["kind"],
+            registry=registry,
         )
         self.claim_retries = Counter(
-            "placement_claim_retries", "Claims that lost a race to a concurrent writer and "
-            "chose again.", ["kind"], registry=registry,
+            "placement_claim_retries",
+            "Claims that lost a race to a concurrent writer and chose again.",
+            ["kind"],
+            registry=registry,
         )
         self.pool_connections = Gauge(
-            "placement_db_pool_connections", "Database connections of the workers' pools, "
+            "placement_db_pool_connections",
+            "Database connections of the workers' pools, "
             "by state: in_use or idle (sampled at the end of each request and scrape).",
-            ["state"], registry=registry, multiprocess_mode="livesum",
+            ["state"],
+            registry=registry,
+            multiprocess_mode="livesum",
         )
         self.pool_size = Gauge(
-            "placement_db_pool_size", "Connections the workers' pools keep open at most "
+            "placement_db_pool_size",
+            "Connections the workers' pools keep open at most "
             "(beyond them, overflow connections are opened and closed as needed).",
-            registry=registry, multiprocess_mode="livesum",
+            registry=registry,
+            multiprocess_mode="livesum",
         )
 
     # Requests (``request_log``).
@@ -199,4 +235,3 @@ def _require_value_files_if(multiprocess: bool) -> None:
             f"{MULTIPROCESS_DIRECTORY} was set after prometheus_client was imported; set it "
             "before the process starts (placement serve does)"
         )
-

@@ -34,16 +34,13 @@ from placement.config import Config
 LOG = logging.getLogger("placement.requests")
 REQUEST_ID_HEADER = "X-Openstack-Request-Id"
 # oslo.middleware's format of an inbound global request id.
-GLOBAL_REQUEST_ID = re.compile(
-    r"req-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}"
-)
+GLOBAL_REQUEST_ID = re.compile(r"req-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}")
 UNMATCHED_ROUTE = "unmatched"  # the route of a request no route matched (404, 405)
 TEXT_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s %(request_ids)s%(message)s"
 
 
 class RequestRecorder(Protocol):
-    def request_finished(self, route: str, method: str, status: int, seconds: float) -> None:
-        ...
+    def request_finished(self, route: str, method: str, status: int, seconds: float) -> None: ...
 
 
 def begin(request: flask.Request) -> None:
@@ -82,8 +79,14 @@ def finish(response: flask.Response, metrics: RequestRecorder) -> None:
     }
     LOG.info(
         "%s %s %d %.1f ms (route %s, user %s, project %s, client %s)",
-        fields["method"], fields["path"], fields["status"], fields["duration_ms"],
-        route, fields["user_id"] or "-", fields["project_id"] or "-", fields["client"] or "-",
+        fields["method"],
+        fields["path"],
+        fields["status"],
+        fields["duration_ms"],
+        route,
+        fields["user_id"] or "-",
+        fields["project_id"] or "-",
+        fields["client"] or "-",
         extra={"request_fields": fields},
     )
 
@@ -109,8 +112,9 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         entry = {
-            "timestamp": datetime.datetime.fromtimestamp(record.created, datetime.UTC)
-            .isoformat(timespec="milliseconds"),
+            "timestamp": datetime.datetime.fromtimestamp(record.created, datetime.UTC).isoformat(
+                timespec="milliseconds"
+            ),
             "level": record.levelname,
             "logger": record.name,
             "pid": record.process,

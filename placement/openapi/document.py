@@ -154,8 +154,14 @@ def build() -> dict:
         }
         _add_path(spec, path, by_method)
     for path, methods in scheduler_extender_routes().items():
-        _add_path(spec, path, {method: _extender_operation(path, view, bodies[view])
-                               for method, view in methods.items()})
+        _add_path(
+            spec,
+            path,
+            {
+                method: _extender_operation(path, view, bodies[view])
+                for method, view in methods.items()
+            },
+        )
     for path, view in OUTSIDE_THE_API.items():
         _add_path(spec, path, {"GET": _outside_operation(view)})
     _add_path(spec, METRICS_PATH, {"GET": METRICS_OPERATION})
@@ -238,8 +244,10 @@ def _extender_operation(path: str, view: Callable, body: marshmallow.Schema | di
     """A kube-scheduler extender verb (``app._admit_scheduler``): no microversion; no token
     from ``[k8s] scheduler_clients``, a token policy allows from others; errors are the
     protocol's ``Error`` field."""
-    answers = {**operations.ANSWERS[view],
-               **{status: text for status, (_name, text) in GENERIC_ERRORS.items()}}
+    answers = {
+        **operations.ANSWERS[view],
+        **{status: text for status, (_name, text) in GENERIC_ERRORS.items()},
+    }
     responses = _answers(answers)
     for status, response in responses.items():
         if int(status) >= 400:

@@ -316,8 +316,7 @@ ANSWERS: dict[Callable, dict[int, str]] = {
     },
     devices.hold_checkpoints: {
         200: "What the checkpoint holds: each pod's consumer and devices; pods released.",
-        400: "The body does not validate; an unknown resource or device; a device given "
-        "twice.",
+        400: "The body does not validate; an unknown resource or device; a device given twice.",
         404: "No device node of that name.",
         409: "A device another consumer holds; a pod's consumer not from this node's "
         "checkpoints; the tree out of sync; a concurrent change.",
@@ -346,11 +345,12 @@ ANSWERS: dict[Callable, dict[int, str]] = {
     gangs.show_network: {200: "The levels and every node's domains."},
     gangs.set_network: {
         200: "The network as stored.",
-        400: "The body does not validate; an unknown or missing level; a domain with two "
-        "parents.",
+        400: "The body does not validate; an unknown or missing level; a domain with two parents.",
     },
-    gangs.show_network_node: {200: "The node's domains.", 404: "No node of that name in "
-                              "the network."},
+    gangs.show_network_node: {
+        200: "The node's domains.",
+        404: "No node of that name in the network.",
+    },
     gangs.set_network_node: {
         200: "The node's domains (it was in the network).",
         201: "The node's domains (it is new to the network).",

@@ -45,7 +45,9 @@ class TreeForm:
 
 
 def tree_form(
-    providers: Mapping[int, _Provider], tree: list[int], numbers: dict[tuple, int],
+    providers: Mapping[int, _Provider],
+    tree: list[int],
+    numbers: dict[tuple, int],
     shared: Interned,
 ) -> TreeForm:
     """The form of ``tree`` (its providers' ids, in id order): its shape numbered in
@@ -56,13 +58,16 @@ def tree_form(
     frees = []
     for provider in (providers[provider_id] for provider_id in tree):
         inventories = sorted(provider.inventories.items())
-        shape.append((
-            position.get(provider.parent_id, -1),  # type: ignore[arg-type]
-            provider.traits,
-            provider.aggregates,
-            tuple((class_id, i.min_unit, i.max_unit, i.step_size)
-                  for class_id, i in inventories),
-        ))
+        shape.append(
+            (
+                position.get(provider.parent_id, -1),  # type: ignore[arg-type]
+                provider.traits,
+                provider.aggregates,
+                tuple(
+                    (class_id, i.min_unit, i.max_unit, i.step_size) for class_id, i in inventories
+                ),
+            )
+        )
         for class_id, inventory in inventories:
             least_free[class_id] = min(least_free.get(class_id, inventory.free), inventory.free)
             frees.append((class_id, inventory.free))

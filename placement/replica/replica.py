@@ -52,9 +52,7 @@ class Replica:
     at 350,000 providers, a pause for whichever request triggers it). The price is
     that the cyclic garbage of that one request, if any, is never freed."""
 
-    def __init__(
-        self, freeze_after: int = 10_000, recorder: RefreshRecorder | None = None
-    ) -> None:
+    def __init__(self, freeze_after: int = 10_000, recorder: RefreshRecorder | None = None) -> None:
         self.world = ProviderWorld()
         self._freeze_after = freeze_after
         self._recorder = recorder or _NotRecorded()

@@ -156,7 +156,8 @@ class ProviderWorld:
             found = (self.id_of_name.get(name) for name in set(names))
             candidates = [provider_id for provider_id in found if provider_id in carrying]
         roots = [
-            provider_id for provider_id in candidates
+            provider_id
+            for provider_id in candidates
             if self.providers[provider_id].parent_id is None and provider_id not in excluded
         ]
         roots.sort()
@@ -174,20 +175,26 @@ class ProviderWorld:
             # The log started over (re-created, truncated) or went back (a backup
             # restored): ids and generations may repeat, so nothing kept is trusted.
             self._forget_everything()
-        if (changes.changed is None or self._log_position is None
-                or log.pruned_below is None or self._log_position < log.pruned_below):
+        if (
+            changes.changed is None
+            or self._log_position is None
+            or log.pruned_below is None
+            or self._log_position < log.pruned_below
+        ):
             seen: dict[int, tuple | None] = dict.fromkeys(self.providers)
             seen.update((version[0], version) for version in data.provider_versions(conn))
         else:
             seen = changes.changed
         providers = self.providers
         changed = [
-            version for provider_id, version in seen.items()
-            if version is not None and (
-                provider_id not in providers or providers[provider_id].version != version)
+            version
+            for provider_id, version in seen.items()
+            if version is not None
+            and (provider_id not in providers or providers[provider_id].version != version)
         ]
         removed = {
-            provider_id for provider_id, version in seen.items()
+            provider_id
+            for provider_id, version in seen.items()
             if version is None and provider_id in providers
         }
         if changed or removed or class_names != self.class_names:
@@ -201,8 +208,11 @@ class ProviderWorld:
                     details = data.provider_details(conn, None)
                 else:
                     details = data.provider_details(conn, range(chunk[0][0], chunk[-1][0] + 1))
-                if any(class_id not in class_names
-                       for found in details.values() for class_id in found.inventories):
+                if any(
+                    class_id not in class_names
+                    for found in details.values()
+                    for class_id in found.inventories
+                ):
                     # A class created since the names were read (READ COMMITTED).
                     class_names.update(data.class_names(conn))
                 return details
@@ -250,7 +260,7 @@ class ProviderWorld:
         # The details a chunk at a time: read whole, a large copy's rows and their
         # parse would take more memory at once than the copy itself.
         for start in range(0, len(changed), self.read_chunk):
-            chunk = changed[start:start + self.read_chunk]
+            chunk = changed[start : start + self.read_chunk]
             details = read_details(chunk)
             for version in chunk:
                 found = details.get(version[0])
@@ -298,8 +308,10 @@ class ProviderWorld:
                 self._roots_having.clear()
             form_of_tree = self.form_of_tree
             roots = self._roots_having[classes] = [
-                root_id for root_id in self._sorted_roots()
-                if classes <= form_of_tree[root_id].least_free.keys()]
+                root_id
+                for root_id in self._sorted_roots()
+                if classes <= form_of_tree[root_id].least_free.keys()
+            ]
         return list(roots)
 
     def _sorted_roots(self) -> list[int]:
@@ -341,7 +353,8 @@ class ProviderWorld:
             # Upstream's order for summaries: the traits' ids.
             trait_ids_by_name=shared(("trait names", traits), lambda: _names_and_ids(traits)),
             aggregate_uuids=shared(
-                ("aggregate uuids", aggregates), lambda: _names_and_ids(aggregates)),
+                ("aggregate uuids", aggregates), lambda: _names_and_ids(aggregates)
+            ),
         )
         if root_id not in self.trees:
             self._roots_in_order = None
@@ -378,8 +391,12 @@ def _inventories(rows: tuple) -> dict[int, Inventory]:
     for class_id, (total, reserved, ratio, min_unit, max_unit, step_size, used) in rows:
         used = int(used)
         inventories[class_id] = Inventory(
-            capacity.capacity(total, reserved, ratio), used,
-            capacity.free(total, reserved, ratio, used), min_unit, max_unit, step_size,
+            capacity.capacity(total, reserved, ratio),
+            used,
+            capacity.free(total, reserved, ratio, used),
+            min_unit,
+            max_unit,
+            step_size,
             capacity.unrounded(total, reserved, ratio),
         )
     return inventories

@@ -58,9 +58,7 @@ _MISSING = "Missing data for required field."
 _UNKNOWN = "Unknown field."
 
 
-def describe_errors(
-    messages: Any, root: marshmallow.Schema | Field | None = None
-) -> str:
+def describe_errors(messages: Any, root: marshmallow.Schema | Field | None = None) -> str:
     """The refusal JSON Schema validators (and so upstream) would report, as one line.
 
     Of all refusals in marshmallow's nested messages, the one nearest the top of the
@@ -96,8 +94,10 @@ def describe_errors_by_path(messages: Any, prefix: str = "") -> str:
             if key == "value" and prefix:
                 parts.append(describe_errors_by_path(value, prefix))
                 continue
-            where = f"{prefix}.{key}" if prefix and key != "_schema" else (
-                prefix if key == "_schema" else str(key)
+            where = (
+                f"{prefix}.{key}"
+                if prefix and key != "_schema"
+                else (prefix if key == "_schema" else str(key))
             )
             parts.append(describe_errors_by_path(value, where))
         return "; ".join(parts)

@@ -81,9 +81,7 @@ class AllocationsV1_28(AllocationsV1_12):
     # 1.28: consumer_generation is required (null for a new consumer); an empty
     # allocations object removes the consumer's allocations.
     allocations = _allocation_dict(min_providers=0)
-    consumer_generation = StrictInteger(
-        required=True, allow_none=True, minimum=None, maximum=None
-    )
+    consumer_generation = StrictInteger(required=True, allow_none=True, minimum=None, maximum=None)
 
 
 def _mappings() -> StrictDict:
@@ -119,9 +117,7 @@ class ConsumerAllocationsV1_13(AllocationsV1_12):
 
 
 class ConsumerAllocationsV1_28(ConsumerAllocationsV1_13):
-    consumer_generation = StrictInteger(
-        required=True, allow_none=True, minimum=None, maximum=None
-    )
+    consumer_generation = StrictInteger(required=True, allow_none=True, minimum=None, maximum=None)
 
 
 class ConsumerAllocationsV1_34(ConsumerAllocationsV1_28):

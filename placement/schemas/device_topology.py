@@ -37,8 +37,11 @@ class VirtualFunctionGroup(ExtensionSchema):
     """VFs of one NIC that share labels (``vfSelector`` matches them)."""
 
     labels = _labels()
-    vfs = fields.List(fields.Nested(VirtualFunctionEntry), required=True,
-                      validate=validate.Length(min=1, max=MAX_LISTED_VFS))
+    vfs = fields.List(
+        fields.Nested(VirtualFunctionEntry),
+        required=True,
+        validate=validate.Length(min=1, max=MAX_LISTED_VFS),
+    )
 
 
 class DeviceEntry(ExtensionSchema):
@@ -59,8 +62,11 @@ class DeviceEntry(ExtensionSchema):
     # The device's health; false: never offered or claimed (default true)
     health = StrictBoolean()
     # rdma: its VFs one by one, in groups of equal labels (instead of vfs and vfLabels)
-    vf_groups = fields.List(fields.Nested(VirtualFunctionGroup), data_key="vfGroups",
-                            validate=validate.Length(min=1, max=MAX_LISTED_VFS))
+    vf_groups = fields.List(
+        fields.Nested(VirtualFunctionGroup),
+        data_key="vfGroups",
+        validate=validate.Length(min=1, max=MAX_LISTED_VFS),
+    )
 
     @validates_schema
     def _fields_of_its_type(self, data: dict, **kwargs) -> None:
@@ -69,8 +75,11 @@ class DeviceEntry(ExtensionSchema):
             raise ValidationError("a GPU needs its memory.", "memory")
         if kind != "gpu" and "memory" in data:
             raise ValidationError("only GPUs have memory.", "memory")
-        for attribute, key in (("vfs", "vfs"), ("vf_labels", "vfLabels"),
-                               ("vf_groups", "vfGroups")):
+        for attribute, key in (
+            ("vfs", "vfs"),
+            ("vf_labels", "vfLabels"),
+            ("vf_groups", "vfGroups"),
+        ):
             if kind != "rdma" and attribute in data:
                 raise ValidationError("only rdma devices have VFs.", key)
         if "vf_groups" in data and ("vfs" in data or "vf_labels" in data):

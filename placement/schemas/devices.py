@@ -138,7 +138,8 @@ class CheckpointEntry(ExtensionSchema):
     container_name = StrictString(min_length=0, max_length=253, data_key="containerName")
     resource_name = StrictString(required=True, max_length=317, data_key="resourceName")
     device_ids = StrictList(
-        StrictString(), data_key="deviceIDs", validate=validate.Length(max=MAX_DEVICES))
+        StrictString(), data_key="deviceIDs", validate=validate.Length(max=MAX_DEVICES)
+    )
     # The device plugin's answer to kubelet (bytes, base64 in JSON): accepted, not read.
     alloc_resp = StrictString(min_length=0, max_length=1_000_000, data_key="allocResp")
 
@@ -166,7 +167,8 @@ class ImportCheckpoints(ExtensionSchema):
     """PUT /group_resources/device_nodes/{name}/checkpoints: the node's whole checkpoint."""
 
     checkpoints = CheckpointList(
-        StrictNested(CheckpointEntry), required=True,
+        StrictNested(CheckpointEntry),
+        required=True,
         validate=validate.Length(max=MAX_CHECKPOINT_ENTRIES),
     )
     # The owner recorded on the pods' consumers (default: placement's unknown owner).

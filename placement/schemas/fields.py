@@ -232,7 +232,8 @@ class StrictDict(JsonTyped, fields.Dict):
             raise not_of_type(value, "object")
         if len(value) < self.min_properties:
             sentence = (
-                "should be non-empty" if self.min_properties == 1
+                "should be non-empty"
+                if self.min_properties == 1
                 else "does not have enough properties"
             )
             raise violation(f"{value!r} {sentence}", "minProperties")
@@ -264,4 +265,3 @@ class StrictDict(JsonTyped, fields.Dict):
         if refusals:
             raise ValidationError(refusals)
         return loaded
-

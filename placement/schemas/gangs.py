@@ -20,11 +20,11 @@ from placement.schemas.group_resources import CONSUMER_TYPE_PATTERN
 MAX_MEMBERS = 1024  # members of one gang
 
 
-
 def _domains(**kwargs) -> fields.Dict:
     """A node's domains: level -> domain."""
-    return fields.Dict(keys=StrictString(max_length=64), values=StrictString(max_length=200),
-                       **kwargs)
+    return fields.Dict(
+        keys=StrictString(max_length=64), values=StrictString(max_length=200), **kwargs
+    )
 
 
 class Network(ExtensionSchema):
@@ -69,4 +69,5 @@ class GangClaim(GangQuery):
         if len(data["consumer_uuids"]) != data["members"]:
             raise ValidationError(
                 f"consumer_uuids: give one per member ({data['members']}), not "
-                f"{len(data['consumer_uuids'])}.")
+                f"{len(data['consumer_uuids'])}."
+            )

@@ -16,9 +16,7 @@ class Providers:
         return self.aggregates.setdefault(label, str(uuid_lib.uuid4()))
 
     def add(self, name, parent=None, inventory=None, traits=(), aggregates=()):
-        created = self.api.create_provider(
-            name, parent=self.uuid[parent] if parent else None
-        )
+        created = self.api.create_provider(name, parent=self.uuid[parent] if parent else None)
         self.uuid[name] = created["uuid"]
         self.name[created["uuid"]] = name
         if inventory:

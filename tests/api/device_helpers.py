@@ -7,8 +7,15 @@ JOINT = "scheduling.koordinator.sh/device-joint-allocate"
 HINT = "scheduling.koordinator.sh/device-allocate-hint"
 
 
-def switch_box(gpus_per_switch=(1,) * 8, nics_per_switch=(1,) * 8, switches_per_numa=4,
-               memory="16Gi", vfs=0, nvlinks=(), resources=None) -> dict:
+def switch_box(
+    gpus_per_switch=(1,) * 8,
+    nics_per_switch=(1,) * 8,
+    switches_per_numa=4,
+    memory="16Gi",
+    vfs=0,
+    nvlinks=(),
+    resources=None,
+) -> dict:
     """A device list: switches numbered from 0, ``switches_per_numa`` per NUMA node, each
     switch on a host bridge of its own, GPUs and NICs numbered in switch order."""
     devices = []
@@ -16,12 +23,25 @@ def switch_box(gpus_per_switch=(1,) * 8, nics_per_switch=(1,) * 8, switches_per_
     for switch, (gpus, nics) in enumerate(zip(gpus_per_switch, nics_per_switch, strict=True)):
         numa = switch // switches_per_numa
         for _ in range(gpus):
-            devices.append({"type": "gpu", "minor": gpu_minor, "numa": numa, "pcie": switch,
-                            "memory": memory, "id": f"GPU-{gpu_minor:04d}"})
+            devices.append(
+                {
+                    "type": "gpu",
+                    "minor": gpu_minor,
+                    "numa": numa,
+                    "pcie": switch,
+                    "memory": memory,
+                    "id": f"GPU-{gpu_minor:04d}",
+                }
+            )
             gpu_minor += 1
         for _ in range(nics):
-            nic = {"type": "rdma", "minor": nic_minor, "numa": numa, "pcie": switch,
-                   "id": f"mlx5_{nic_minor}"}
+            nic = {
+                "type": "rdma",
+                "minor": nic_minor,
+                "numa": numa,
+                "pcie": switch,
+                "id": f"mlx5_{nic_minor}",
+            }
             if vfs:
                 nic["vfs"] = vfs
             devices.append(nic)

@@ -10,8 +10,12 @@ LEVELS = ["spine", "leaf", "nvlink_domain"]
 def gpu_box(gpus: int = 4) -> dict:
     """A device node of ``gpus`` GPUs, two per PCIe switch, two switches per NUMA node."""
     per_switch = [2] * (gpus // 2)
-    return switch_box(gpus_per_switch=per_switch, nics_per_switch=[0] * len(per_switch),
-                      switches_per_numa=2, resources={"cpu": 32})
+    return switch_box(
+        gpus_per_switch=per_switch,
+        nics_per_switch=[0] * len(per_switch),
+        switches_per_numa=2,
+        resources={"cpu": 32},
+    )
 
 
 def build_cluster(api, placements: dict[str, tuple[str, ...]], gpus: int = 4) -> None:
@@ -22,17 +26,22 @@ def build_cluster(api, placements: dict[str, tuple[str, ...]], gpus: int = 4) ->
 
 
 def set_network(api, placements: dict[str, tuple[str, ...]], levels=LEVELS, expect=200):
-    body = {"levels": levels,
-            "nodes": {name: dict(zip(levels, path, strict=True))
-                      for name, path in placements.items()}}
+    body = {
+        "levels": levels,
+        "nodes": {name: dict(zip(levels, path, strict=True)) for name, path in placements.items()},
+    }
     response = api.put("/group_resources/network", json=body)
     assert response.status_code == expect, response.json
     return response.json
 
 
 def gang_body(members, gpus, required, preferred=None, share_nodes=False, **extra) -> dict:
-    body = {"members": members, "member": {"resources": {"nvidia.com/gpu": gpus}},
-            "required": required, **extra}
+    body = {
+        "members": members,
+        "member": {"resources": {"nvidia.com/gpu": gpus}},
+        "required": required,
+        **extra,
+    }
     if preferred is not None:
         body["preferred"] = preferred
     if share_nodes:
@@ -47,9 +56,13 @@ def gangs(api, body, expect=200):
 
 
 def claim_gang(api, body, expect=200, gang_uuid=None):
-    body = {**body, "gang_uuid": gang_uuid or str(uuid.uuid4()),
-            "consumer_uuids": [str(uuid.uuid4()) for _ in range(body["members"])],
-            "project_id": "p", "user_id": "u"}
+    body = {
+        **body,
+        "gang_uuid": gang_uuid or str(uuid.uuid4()),
+        "consumer_uuids": [str(uuid.uuid4()) for _ in range(body["members"])],
+        "project_id": "p",
+        "user_id": "u",
+    }
     response = api.post("/group_resources/gang_claims", json=body)
     assert response.status_code == expect, response.json
     return body, response.json

@@ -1,5 +1,6 @@
 """Shared node maps and calls for the group-resource translator tests."""
 
+
 # 8 GPUs, pairs on a fast link (Gpugrp0), pairs of pairs on a slower one (Gpugrp1).
 def eight_gpu_node(memory="16GiB", cpu=16, node_memory="64GiB") -> dict:
     resources: dict = {"cpu": cpu, "memory": node_memory}

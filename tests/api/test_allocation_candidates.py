@@ -35,16 +35,23 @@ def test_1_10_lists_allocations_and_summaries_without_traits(tree):
 
     body = tree.get("resources=VCPU:2,MEMORY_MB:128", version="1.10")
 
-    assert body["allocation_requests"] == [{
-        "allocations": [{
-            "resource_provider": {"uuid": tree.uuid["CN"]},
-            "resources": {"VCPU": 2, "MEMORY_MB": 128},
-        }]
-    }]
+    assert body["allocation_requests"] == [
+        {
+            "allocations": [
+                {
+                    "resource_provider": {"uuid": tree.uuid["CN"]},
+                    "resources": {"VCPU": 2, "MEMORY_MB": 128},
+                }
+            ]
+        }
+    ]
     assert body["provider_summaries"] == {
-        tree.uuid["CN"]: {"resources": {
-            "VCPU": {"capacity": 8, "used": 0}, "MEMORY_MB": {"capacity": 1024, "used": 0},
-        }}
+        tree.uuid["CN"]: {
+            "resources": {
+                "VCPU": {"capacity": 8, "used": 0},
+                "MEMORY_MB": {"capacity": 1024, "used": 0},
+            }
+        }
     }
 
 
@@ -66,7 +73,9 @@ def test_capacity_counts_reserved_ratio_and_usage(tree, api):
     consumer = "11111111-2222-3333-4444-555555555555"
     claim = {
         "allocations": {tree.uuid["CN"]: {"resources": {"VCPU": 2}}},
-        "project_id": "p", "user_id": "u", "consumer_generation": None,
+        "project_id": "p",
+        "user_id": "u",
+        "consumer_generation": None,
     }
     assert api.put(f"/allocations/{consumer}", json=claim, version="1.28").status_code == 204
 
@@ -75,7 +84,8 @@ def test_capacity_counts_reserved_ratio_and_usage(tree, api):
 
     assert len(fits["allocation_requests"]) == 1
     assert fits["provider_summaries"][tree.uuid["CN"]]["resources"]["VCPU"] == {
-        "capacity": 6, "used": 2,
+        "capacity": 6,
+        "used": 2,
     }
     assert too_much["allocation_requests"] == []
 
@@ -94,9 +104,7 @@ def test_min_unit_max_unit_and_step_size(tree, amount, fits):
 def test_groups_on_one_provider_must_fit_together(tree):
     tree.add("CN", inventory={"VCPU": 3})
 
-    together = tree.candidates(
-        "resources1=VCPU:2&resources2=VCPU:1&group_policy=none"
-    )
+    together = tree.candidates("resources1=VCPU:2&resources2=VCPU:1&group_policy=none")
     too_much = tree.candidates("resources1=VCPU:2&resources2=VCPU:2&group_policy=none")
 
     assert together == [alloc(("CN", "VCPU", 3))]
@@ -147,7 +155,8 @@ def test_before_1_27_summaries_show_only_requested_classes(tree):
     cn = tree.uuid["CN"]
     assert before["provider_summaries"][cn]["resources"] == {"VCPU": {"capacity": 4, "used": 0}}
     assert after["provider_summaries"][cn]["resources"] == {
-        "VCPU": {"capacity": 4, "used": 0}, "MEMORY_MB": {"capacity": 64, "used": 0},
+        "VCPU": {"capacity": 4, "used": 0},
+        "MEMORY_MB": {"capacity": 64, "used": 0},
     }
 
 
@@ -208,23 +217,25 @@ def test_member_of_forbidden_on_the_root_excludes_its_tree(tree):
 def test_unknown_aggregate_or_tree_matches_nothing(tree):
     tree.add("CN", inventory={"VCPU": 4})
 
-    assert tree.candidates(
-        "resources=VCPU:1&member_of=00000000-0000-0000-0000-000000000001"
-    ) == []
+    assert tree.candidates("resources=VCPU:1&member_of=00000000-0000-0000-0000-000000000001") == []
     assert tree.candidates("resources=VCPU:1&in_tree=00000000-0000-0000-0000-000000000001") == []
 
 
 def test_a_sharing_provider_alone_is_listed_once(tree):
-    tree.add("SS", inventory={"DISK_GB": 100}, traits=["MISC_SHARES_VIA_AGGREGATE"],
-             aggregates=["A"])
+    tree.add(
+        "SS", inventory={"DISK_GB": 100}, traits=["MISC_SHARES_VIA_AGGREGATE"], aggregates=["A"]
+    )
     for name in ("CN1", "CN2"):
         tree.add(name, inventory={"DISK_GB": 100}, aggregates=["A"])
 
     found = tree.candidates("resources=DISK_GB:10")
 
     assert sorted(found, key=sorted) == sorted(
-        [alloc(("CN1", "DISK_GB", 10)), alloc(("CN2", "DISK_GB", 10)),
-         alloc(("SS", "DISK_GB", 10))],
+        [
+            alloc(("CN1", "DISK_GB", 10)),
+            alloc(("CN2", "DISK_GB", 10)),
+            alloc(("SS", "DISK_GB", 10)),
+        ],
         key=sorted,
     )
 
@@ -234,14 +245,13 @@ def test_summaries_cover_the_trees_the_candidates_use_not_the_anchors(tree):
     candidate served by a sharing provider alone uses no provider of its anchor tree."""
     tree.add("CN", inventory={"VCPU": 8}, aggregates=["A"])  # the first tree: the anchor
     tree.add("NUMA", parent="CN", inventory={"VCPU": 4})
-    tree.add("SS", inventory={"DISK_GB": 100}, traits=["MISC_SHARES_VIA_AGGREGATE"],
-             aggregates=["A"])
+    tree.add(
+        "SS", inventory={"DISK_GB": 100}, traits=["MISC_SHARES_VIA_AGGREGATE"], aggregates=["A"]
+    )
 
     body = tree.get("resources=DISK_GB:10", version="1.29")
 
-    assert [sorted(r["allocations"]) for r in body["allocation_requests"]] == [
-        [tree.uuid["SS"]]
-    ]
+    assert [sorted(r["allocations"]) for r in body["allocation_requests"]] == [[tree.uuid["SS"]]]
     assert set(body["provider_summaries"]) == {tree.uuid["SS"]}
 
 
@@ -253,8 +263,7 @@ def gpu_hosts(tree) -> Providers:
         for numa in range(2):
             tree.add(f"H{host}N{numa}", parent=f"H{host}", traits=["HW_NUMA_ROOT"])
             for gpu in range(2):
-                tree.add(f"H{host}N{numa}G{gpu}", parent=f"H{host}N{numa}",
-                         inventory={"PGPU": 1})
+                tree.add(f"H{host}N{numa}G{gpu}", parent=f"H{host}N{numa}", inventory={"PGPU": 1})
     return tree
 
 
@@ -285,7 +294,8 @@ def test_same_subtree_with_identical_groups(gpu_hosts):
         mapping = gpu_hosts.mappings(request)
         numa = next(iter(mapping["_NUMA"]))
         assert {g for group in ("_G0", "_G1") for g in mapping[group]} == {
-            f"{numa}G0", f"{numa}G1",
+            f"{numa}G0",
+            f"{numa}G1",
         }
 
 
@@ -361,42 +371,77 @@ def test_every_candidate_can_be_claimed(numa_host, api):
         ("resources=VCPU:1&group_policy=sometimes", "1.39", "placement.query.bad_value"),
         ("resources=VCPU:1&foo=bar", "1.39", "placement.query.bad_value"),
         ("resources=VCPU:0&resources=VCPU:1", "1.39", "placement.query.bad_value"),
-        ("resources=VCPU:1&root_required=STORAGE_DISK_SSD&root_required=STORAGE_DISK_SSD",
-         "1.39", "placement.query.duplicate_key"),
-        ("resources=VCPU:1&member_of=00000000-0000-0000-0000-000000000001"
-         "&member_of=00000000-0000-0000-0000-000000000002", "1.23",
-         "placement.query.duplicate_key"),
+        (
+            "resources=VCPU:1&root_required=STORAGE_DISK_SSD&root_required=STORAGE_DISK_SSD",
+            "1.39",
+            "placement.query.duplicate_key",
+        ),
+        (
+            "resources=VCPU:1&member_of=00000000-0000-0000-0000-000000000001"
+            "&member_of=00000000-0000-0000-0000-000000000002",
+            "1.23",
+            "placement.query.duplicate_key",
+        ),
         ("resources=VCPU:1&limit=1&limit=0", "1.39", "placement.query.bad_value"),
-        ("resources=VCPU:1&group_policy=none&group_policy=bogus", "1.39",
-         "placement.query.bad_value"),
-        ("resources=VCPU:1&in_tree=00000000-0000-0000-0000-000000000001&in_tree=nope", "1.39",
-         "placement.query.bad_value"),
+        (
+            "resources=VCPU:1&group_policy=none&group_policy=bogus",
+            "1.39",
+            "placement.query.bad_value",
+        ),
+        (
+            "resources=VCPU:1&in_tree=00000000-0000-0000-0000-000000000001&in_tree=nope",
+            "1.39",
+            "placement.query.bad_value",
+        ),
         ("resources=%20VCPU:1", "1.39", None),  # no class " VCPU"
-        ("resources=VCPU:1&member_of=in:00000000-0000-0000-0000-000000000001,"
-         "%2000000000-0000-0000-0000-000000000002", "1.39", "placement.query.bad_value"),
+        (
+            "resources=VCPU:1&member_of=in:00000000-0000-0000-0000-000000000001,"
+            "%2000000000-0000-0000-0000-000000000002",
+            "1.39",
+            "placement.query.bad_value",
+        ),
         ("resources=VCPU:1&required=%FF", "1.39", "placement.query.bad_value"),
         # Upstream's request-wide checks come first, with their specific codes.
         ("root_required=HW_NUMA_ROOT,!HW_NUMA_ROOT", "1.39", "placement.query.bad_value"),
         ("same_subtree=,_X", "1.39", "placement.query.bad_value"),
-        ("resources=VCPU:1&required=HW_NUMA_ROOT,!HW_NUMA_ROOT", "1.39",
-         "placement.query.bad_value"),
-        ("resources=VCPU:1&required=HW_NUMA_ROOT&required=!HW_NUMA_ROOT", "1.39",
-         "placement.query.bad_value"),
-        ("resources=VCPU:1&required=in:HW_NUMA_ROOT,STORAGE_DISK_SSD"
-         "&required=!HW_NUMA_ROOT,!STORAGE_DISK_SSD", "1.39", "placement.query.bad_value"),
-        ("resources_A=VCPU:1&required_A=!HW_NUMA_ROOT,HW_NUMA_ROOT", "1.39",
-         "placement.query.bad_value"),
+        (
+            "resources=VCPU:1&required=HW_NUMA_ROOT,!HW_NUMA_ROOT",
+            "1.39",
+            "placement.query.bad_value",
+        ),
+        (
+            "resources=VCPU:1&required=HW_NUMA_ROOT&required=!HW_NUMA_ROOT",
+            "1.39",
+            "placement.query.bad_value",
+        ),
+        (
+            "resources=VCPU:1&required=in:HW_NUMA_ROOT,STORAGE_DISK_SSD"
+            "&required=!HW_NUMA_ROOT,!STORAGE_DISK_SSD",
+            "1.39",
+            "placement.query.bad_value",
+        ),
+        (
+            "resources_A=VCPU:1&required_A=!HW_NUMA_ROOT,HW_NUMA_ROOT",
+            "1.39",
+            "placement.query.bad_value",
+        ),
         ("resources=VCPU:1&same_subtree=_X", "1.39", "placement.query.bad_value"),
         ("resources=VCPU:1&same_subtree=,_X", "1.39", "placement.query.bad_value"),
         ("resources=VCPU:1&required_X=HW_NUMA_ROOT", "1.39", "placement.query.bad_value"),
-        ("resources=VCPU:1&required_X=HW_NUMA_ROOT&same_subtree=_X", "1.35",
-         "placement.query.bad_value"),
+        (
+            "resources=VCPU:1&required_X=HW_NUMA_ROOT&same_subtree=_X",
+            "1.35",
+            "placement.query.bad_value",
+        ),
         ("resources1=VCPU:1&required=HW_NUMA_ROOT", "1.39", "placement.query.bad_value"),
         ("resources=VCPU:1&root_required=in:HW_NUMA_ROOT", "1.39", "placement.query.bad_value"),
         ("resources=VCPU:1&in_tree=not-a-uuid", "1.39", "placement.query.bad_value"),
         ("resources=VCPU:1&member_of=not-a-uuid", "1.39", "placement.query.bad_value"),
-        ("resources=VCPU:1&member_of=!00000000-0000-0000-0000-000000000001", "1.31",
-         "placement.query.bad_value"),
+        (
+            "resources=VCPU:1&member_of=!00000000-0000-0000-0000-000000000001",
+            "1.31",
+            "placement.query.bad_value",
+        ),
         ("resources=CUSTOM_NO_SUCH_CLASS:1", "1.39", None),
         ("resources=VCPU:1&required=CUSTOM_NO_SUCH_TRAIT", "1.39", None),
     ],
@@ -419,64 +464,130 @@ IN_1_39 = "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since micr
     [
         # Upstream's JSON Schema of the query string, worded as its validator words it.
         ("", "1.10", "Invalid query string parameters: 'resources' is a required property"),
-        ("resources=VCPU:1&limit=5", "1.10",
-         "Additional properties are not allowed ('limit' was unexpected)"),
-        ("resources=VCPU:1&required=HW_NUMA_ROOT&foo=1", "1.16",
-         "Additional properties are not allowed ('foo', 'required' were unexpected)"),
-        ("resources=VCPU:1&limit=cow", "1.16",
-         "'cow' does not match '^[1-9][0-9]*$'\n\nFailed validating 'pattern' in "
-         "schema['properties']['limit']"),
+        (
+            "resources=VCPU:1&limit=5",
+            "1.10",
+            "Additional properties are not allowed ('limit' was unexpected)",
+        ),
+        (
+            "resources=VCPU:1&required=HW_NUMA_ROOT&foo=1",
+            "1.16",
+            "Additional properties are not allowed ('foo', 'required' were unexpected)",
+        ),
+        (
+            "resources=VCPU:1&limit=cow",
+            "1.16",
+            "'cow' does not match '^[1-9][0-9]*$'\n\nFailed validating 'pattern' in "
+            "schema['properties']['limit']",
+        ),
         ("resources=VCPU:1&limit=0&group_policy=bogus", "1.25", "Failed validating 'pattern'"),
-        ("resources=VCPU:1&group_policy=bogus", "1.25",
-         "'bogus' is not one of ['none', 'isolate']\n\nFailed validating 'enum'"),
-        ("resources01=VCPU:1", "1.25",
-         "'resources01' does not match any of the regexes: '^member_of([1-9][0-9]*)?$', "
-         "'^required([1-9][0-9]*)?$', '^resources([1-9][0-9]*)?$'"),
-        ("resources=VCPU:1&root_required=HW_NUMA_ROOT", "1.34",
-         "'root_required' does not match any of the regexes"),
+        (
+            "resources=VCPU:1&group_policy=bogus",
+            "1.25",
+            "'bogus' is not one of ['none', 'isolate']\n\nFailed validating 'enum'",
+        ),
+        (
+            "resources01=VCPU:1",
+            "1.25",
+            "'resources01' does not match any of the regexes: '^member_of([1-9][0-9]*)?$', "
+            "'^required([1-9][0-9]*)?$', '^resources([1-9][0-9]*)?$'",
+        ),
+        (
+            "resources=VCPU:1&root_required=HW_NUMA_ROOT",
+            "1.34",
+            "'root_required' does not match any of the regexes",
+        ),
         # The request-wide parameters.
-        ("resources=VCPU:1&root_required=HW_NUMA_ROOT&root_required=!HW_NUMA_ROOT", "1.35",
-         "Query parameter 'root_required' may be specified only once."),
+        (
+            "resources=VCPU:1&root_required=HW_NUMA_ROOT&root_required=!HW_NUMA_ROOT",
+            "1.35",
+            "Query parameter 'root_required' may be specified only once.",
+        ),
         ("resources=VCPU:1&root_required=in:HW_NUMA_ROOT", "1.39", IN_1_39),
         # The groups' parameters, in the order given.
-        ("resources=VCPU:1&in_tree=life-is-beautiful", "1.31",
-         "Expected 'in_tree' parameter to be a format of uuid. Got: life-is-beautiful"),
+        (
+            "resources=VCPU:1&in_tree=life-is-beautiful",
+            "1.31",
+            "Expected 'in_tree' parameter to be a format of uuid. Got: life-is-beautiful",
+        ),
         ("resources=VCPU:1&in_tree=x&resources=VCPU", "1.31", "Got: x"),
-        ("resources=VCPU&in_tree=x&resources=VCPU:1", "1.31",
-         "Badly formed resources parameter. Expected resources query string parameter in "
-         "form: ?resources=VCPU:2,MEMORY_MB:1024. Got: VCPU."),
+        (
+            "resources=VCPU&in_tree=x&resources=VCPU:1",
+            "1.31",
+            "Badly formed resources parameter. Expected resources query string parameter in "
+            "form: ?resources=VCPU:2,MEMORY_MB:1024. Got: VCPU.",
+        ),
         ("resources=VCPU:-2", "1.39", "Requested resource VCPU requires amount >= 1. Got: -2."),
-        ("resources=VCPU:1&required=", "1.22",
-         "Expected 'required' parameter value of the form: HW_CPU_X86_VMX,!CUSTOM_MAGIC."),
-        ("resources=VCPU:1&required=!CUSTOM_MAGIC", "1.21",
-         "Expected 'required' parameter value of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. "
-         "Got: !CUSTOM_MAGIC"),
+        (
+            "resources=VCPU:1&required=",
+            "1.22",
+            "Expected 'required' parameter value of the form: HW_CPU_X86_VMX,!CUSTOM_MAGIC.",
+        ),
+        (
+            "resources=VCPU:1&required=!CUSTOM_MAGIC",
+            "1.21",
+            "Expected 'required' parameter value of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. "
+            "Got: !CUSTOM_MAGIC",
+        ),
         ("resources=VCPU:1&required=in:CUSTOM_FOO,HW_CPU_X86_MMX", "1.38", IN_1_39),
         ("resourcesX=VCPU:1&requiredX=in:CUSTOM_FOO,HW_CPU_X86_MMX", "1.38", IN_1_39),
-        (f"resources=VCPU:1&member_of={AGG_A}&member_of={AGG_B}", "1.23",
-         "Multiple member_of parameters are not supported"),
-        (f"resources=VCPU:1&member_of={AGG_A},{AGG_B}", "1.24",
-         "Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' keyword"),
-        (f"resources=VCPU:1&member_of=!in:{AGG_A},{AGG_B}", "1.31",
-         "Forbidden member_of parameters are not supported in the specified microversion"),
+        (
+            f"resources=VCPU:1&member_of={AGG_A}&member_of={AGG_B}",
+            "1.23",
+            "Multiple member_of parameters are not supported",
+        ),
+        (
+            f"resources=VCPU:1&member_of={AGG_A},{AGG_B}",
+            "1.24",
+            "Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' keyword",
+        ),
+        (
+            f"resources=VCPU:1&member_of=!in:{AGG_A},{AGG_B}",
+            "1.31",
+            "Forbidden member_of parameters are not supported in the specified microversion",
+        ),
         # The groups as a whole.
-        ("group_policy=isolate", "1.25",
-         "At least one request group (`resources` or `resources{$S}`) is required."),
-        ("required=HW_NUMA_ROOT&required1=HW_NUMA_ROOT", "1.25",
-         "Found the following orphaned traits keys: required, required1"),
-        (f"member_of={AGG_A}&member_of3={AGG_B}", "1.25",
-         "Found the following orphaned member_of keys: member_of, member_of3"),
-        (f"member_of=!{AGG_A}", "1.32",
-         "All member_of parameters must be associated with resources"),
-        (f"resources=VCPU:1&in_tree1={AGG_A}", "1.31",
-         "All request groups must specify resources."),
-        ("resources1=VCPU:1&required=HW_NUMA_ROOT", "1.36",
-         "Resourceless suffixed group request should be specified in `same_subtree` query "
-         "param: bad group(s) - ['']."),
-        ("resources=VCPU:1&resources1=VCPU:1&same_subtree=1,x&group_policy=none", "1.36",
-         "Real suffixes should be specified in `same_subtree`: ['x'] not found in ['', '1']."),
-        ("resources=MCPU:99", "1.39",
-         "Invalid resource class in resources parameter: No such resource class MCPU."),
+        (
+            "group_policy=isolate",
+            "1.25",
+            "At least one request group (`resources` or `resources{$S}`) is required.",
+        ),
+        (
+            "required=HW_NUMA_ROOT&required1=HW_NUMA_ROOT",
+            "1.25",
+            "Found the following orphaned traits keys: required, required1",
+        ),
+        (
+            f"member_of={AGG_A}&member_of3={AGG_B}",
+            "1.25",
+            "Found the following orphaned member_of keys: member_of, member_of3",
+        ),
+        (
+            f"member_of=!{AGG_A}",
+            "1.32",
+            "All member_of parameters must be associated with resources",
+        ),
+        (
+            f"resources=VCPU:1&in_tree1={AGG_A}",
+            "1.31",
+            "All request groups must specify resources.",
+        ),
+        (
+            "resources1=VCPU:1&required=HW_NUMA_ROOT",
+            "1.36",
+            "Resourceless suffixed group request should be specified in `same_subtree` query "
+            "param: bad group(s) - [''].",
+        ),
+        (
+            "resources=VCPU:1&resources1=VCPU:1&same_subtree=1,x&group_policy=none",
+            "1.36",
+            "Real suffixes should be specified in `same_subtree`: ['x'] not found in ['', '1'].",
+        ),
+        (
+            "resources=MCPU:99",
+            "1.39",
+            "Invalid resource class in resources parameter: No such resource class MCPU.",
+        ),
     ],
 )
 def test_a_refusal_says_what_upstream_says(api, query, version, sentence):
@@ -494,8 +605,10 @@ def test_a_refusal_says_what_upstream_says(api, query, version, sentence):
         ("resources1=VCPU:100&resources=CUSTOM_NOPE:1&group_policy=none", None),
         ("resources1=CUSTOM_NOPE:1&resources=VCPU:100&group_policy=none", "class"),
         ("resources=VCPU:1&resources1=CUSTOM_NOPE:1&group_policy=none", "class"),
-        ("resources=VCPU:1&required=HW_CPU_X86_AVX2&resources1=CUSTOM_NOPE:1"
-         "&group_policy=none", None),
+        (
+            "resources=VCPU:1&required=HW_CPU_X86_AVX2&resources1=CUSTOM_NOPE:1&group_policy=none",
+            None,
+        ),
         ("resources=VCPU:1&resources1=VCPU:1&required1=CUSTOM_NOPE&group_policy=none", "trait"),
         # root_required comes first: no root meets it, or an unknown trait of its own.
         ("resources=CUSTOM_NOPE:1&root_required=HW_NUMA_ROOT", None),
@@ -505,13 +618,21 @@ def test_a_refusal_says_what_upstream_says(api, query, version, sentence):
         ("resources=VCPU:1&member_of={A}&required=CUSTOM_NOPE", None),
         ("resources=VCPU:1&member_of={A}&required=!CUSTOM_NOPE", None),
         ("resources=CUSTOM_NOPE:1&member_of={A}", "class"),
-        ("resources=VCPU:1&in_tree=00000000-0000-0000-0000-000000000001&required=CUSTOM_NOPE",
-         "trait"),
+        (
+            "resources=VCPU:1&in_tree=00000000-0000-0000-0000-000000000001&required=CUSTOM_NOPE",
+            "trait",
+        ),
         # A resourceless group that no provider serves (1.36).
-        ("resources=VCPU:1&required1=HW_CPU_X86_AVX2&resources2=CUSTOM_NOPE:1"
-         "&same_subtree=1,2&group_policy=none", None),
-        ("resources=VCPU:1&required1=HW_NUMA_ROOT&resources2=CUSTOM_NOPE:1"
-         "&same_subtree=1,2&group_policy=none", "class"),
+        (
+            "resources=VCPU:1&required1=HW_CPU_X86_AVX2&resources2=CUSTOM_NOPE:1"
+            "&same_subtree=1,2&group_policy=none",
+            None,
+        ),
+        (
+            "resources=VCPU:1&required1=HW_NUMA_ROOT&resources2=CUSTOM_NOPE:1"
+            "&same_subtree=1,2&group_policy=none",
+            "class",
+        ),
     ],
 )
 def test_an_unknown_name_is_refused_unless_upstream_found_nothing_before_it(
@@ -530,7 +651,7 @@ def test_an_unknown_name_is_refused_unless_upstream_found_nothing_before_it(
         assert response.status_code == 400, response.json
         expected = {
             "class": "Invalid resource class in resources parameter: No such resource class "
-                     "CUSTOM_NOPE.",
+            "CUSTOM_NOPE.",
             "trait": "No such trait(s): CUSTOM_NOPE.",
         }[refusal]
         assert response.json["errors"][0]["detail"] == expected
@@ -546,8 +667,9 @@ def test_a_known_name_with_nothing_before_it_searches_as_ever(numa_host):
 def test_a_sharing_provider_reached_through_a_child_is_listed_once(tree, version):
     tree.add("T")
     tree.add("T1", parent="T", aggregates=["A"])
-    tree.add("S", inventory={"IPV4_ADDRESS": 4}, traits=["MISC_SHARES_VIA_AGGREGATE"],
-             aggregates=["A"])
+    tree.add(
+        "S", inventory={"IPV4_ADDRESS": 4}, traits=["MISC_SHARES_VIA_AGGREGATE"], aggregates=["A"]
+    )
 
     found = tree.candidates("resources=IPV4_ADDRESS:1", version=version)
 
@@ -559,8 +681,7 @@ def test_unsuffixed_group_served_by_a_sharing_provider_alone(tree):
     # request anchored in the sharing provider's own tree only.
     tree.add("T")
     tree.add("T1", parent="T", inventory={"FPGA": 8}, aggregates=["A"])
-    tree.add("S", inventory={"DISK_GB": 6}, traits=["MISC_SHARES_VIA_AGGREGATE"],
-             aggregates=["A"])
+    tree.add("S", inventory={"DISK_GB": 6}, traits=["MISC_SHARES_VIA_AGGREGATE"], aggregates=["A"])
 
     found = tree.candidates("resources=DISK_GB:1&resources2=FPGA:1")
 
@@ -627,20 +748,27 @@ def test_repeated_resources_and_in_tree_take_the_last_value(two_hosts):
 def test_repeated_required_before_1_39_takes_the_last_value_alone(two_hosts):
     gold = [alloc(("CN2", "VCPU", 1))]
 
-    assert two_hosts.candidates(
-        "resources=VCPU:1&required=HW_CPU_X86_AVX2&required=CUSTOM_GOLD", version="1.38"
-    ) == gold
-    assert two_hosts.candidates(
-        "resources1=VCPU:1&required1=HW_CPU_X86_AVX2&required1=CUSTOM_GOLD", version="1.25"
-    ) == gold
+    assert (
+        two_hosts.candidates(
+            "resources=VCPU:1&required=HW_CPU_X86_AVX2&required=CUSTOM_GOLD", version="1.38"
+        )
+        == gold
+    )
+    assert (
+        two_hosts.candidates(
+            "resources1=VCPU:1&required1=HW_CPU_X86_AVX2&required1=CUSTOM_GOLD", version="1.25"
+        )
+        == gold
+    )
     # The earlier values are not even read.
-    assert two_hosts.candidates(
-        "resources=VCPU:1&required=!!&required=CUSTOM_GOLD", version="1.38"
-    ) == gold
+    assert (
+        two_hosts.candidates("resources=VCPU:1&required=!!&required=CUSTOM_GOLD", version="1.38")
+        == gold
+    )
     # From 1.39 the values are ANDed: no host has both.
-    assert two_hosts.candidates(
-        "resources=VCPU:1&required=HW_CPU_X86_AVX2&required=CUSTOM_GOLD"
-    ) == []
+    assert (
+        two_hosts.candidates("resources=VCPU:1&required=HW_CPU_X86_AVX2&required=CUSTOM_GOLD") == []
+    )
 
 
 def test_repeated_limit_and_group_policy_take_the_first_value(two_hosts):
@@ -659,10 +787,12 @@ def test_repeated_limit_and_group_policy_take_the_first_value(two_hosts):
 def test_a_class_repeated_in_resources_takes_its_last_amount(two_hosts):
     assert two_hosts.candidates("resources=VCPU:1,VCPU:6") == [alloc(("CN1", "VCPU", 6))]
     assert two_hosts.candidates("resources=VCPU:6,VCPU:1") == [
-        alloc(("CN1", "VCPU", 1)), alloc(("CN2", "VCPU", 1)),
+        alloc(("CN1", "VCPU", 1)),
+        alloc(("CN2", "VCPU", 1)),
     ]
     assert two_hosts.candidates("resources1=VCPU:6,VCPU:1", version="1.25") == [
-        alloc(("CN1", "VCPU", 1)), alloc(("CN2", "VCPU", 1)),
+        alloc(("CN1", "VCPU", 1)),
+        alloc(("CN2", "VCPU", 1)),
     ]
 
 
@@ -686,9 +816,10 @@ def test_every_leading_bang_forbids(two_hosts):
     without_avx2 = [alloc(("CN2", "VCPU", 1))]
 
     assert two_hosts.candidates("resources=VCPU:1&required=!!HW_CPU_X86_AVX2") == without_avx2
-    assert two_hosts.candidates(
-        "resources=VCPU:1&required=!!HW_CPU_X86_AVX2", version="1.22"
-    ) == without_avx2
+    assert (
+        two_hosts.candidates("resources=VCPU:1&required=!!HW_CPU_X86_AVX2", version="1.22")
+        == without_avx2
+    )
     assert two_hosts.candidates("resources=VCPU:1&root_required=!!HW_CPU_X86_AVX2") == (
         without_avx2
     )
@@ -718,8 +849,12 @@ def test_summaries_leave_out_a_sharing_provider_only_a_resourceless_group_uses(t
     use; a sharing provider a resourceless group is mapped to is in the mappings only."""
     tree.add("CN", inventory={"VCPU": 8}, aggregates=["A"])
     tree.add("NUMA", parent="CN", inventory={"MEMORY_MB": 1024})
-    tree.add("SS", inventory={"DISK_GB": 100},
-             traits=["MISC_SHARES_VIA_AGGREGATE", "CUSTOM_X"], aggregates=["A"])
+    tree.add(
+        "SS",
+        inventory={"DISK_GB": 100},
+        traits=["MISC_SHARES_VIA_AGGREGATE", "CUSTOM_X"],
+        aggregates=["A"],
+    )
 
     body = tree.get("resources=VCPU:1&required_S=CUSTOM_X&same_subtree=_S")
     with_disk = tree.get("resources=VCPU:1,DISK_GB:1&required_S=CUSTOM_X&same_subtree=_S")

@@ -179,8 +179,13 @@ def test_mappings_accepted_from_1_34(api, host):
 def test_malformed_consumer_uuid_is_400(api, host):
     response = api.put(
         "/allocations/not-a-uuid",
-        json={"allocations": {host: {"resources": {"VCPU": 1}}}, "project_id": "p",
-              "user_id": "u", "consumer_generation": None, "consumer_type": "INSTANCE"},
+        json={
+            "allocations": {host: {"resources": {"VCPU": 1}}},
+            "project_id": "p",
+            "user_id": "u",
+            "consumer_generation": None,
+            "consumer_type": "INSTANCE",
+        },
     )
     assert response.status_code == 400
 
@@ -211,8 +216,13 @@ def test_generations_move_where_upstream_moves_them(api, host):
 
     emptied = api.put(
         f"/allocations/{consumer}",
-        json={"allocations": {}, "project_id": "proj", "user_id": "user",
-              "consumer_generation": 2, "consumer_type": "INSTANCE"},
+        json={
+            "allocations": {},
+            "project_id": "proj",
+            "user_id": "user",
+            "consumer_generation": 2,
+            "consumer_type": "INSTANCE",
+        },
     )
     assert emptied.status_code == 204
     assert api.generation(other) == before[other] + 2
@@ -221,8 +231,15 @@ def test_generations_move_where_upstream_moves_them(api, host):
     second = str(uuid.uuid4())
     assert claim(api, second, {host: {"VCPU": 1}}).status_code == 204
     generation = api.generation(host)
-    body = {second: {"allocations": {}, "project_id": "proj", "user_id": "user",
-                     "consumer_generation": 1, "consumer_type": "INSTANCE"}}
+    body = {
+        second: {
+            "allocations": {},
+            "project_id": "proj",
+            "user_id": "user",
+            "consumer_generation": 1,
+            "consumer_type": "INSTANCE",
+        }
+    }
     assert api.post("/allocations", json=body).status_code == 204
     assert api.generation(host) == generation + 1
 
@@ -321,10 +338,20 @@ class TestPostAllocations:
     def test_all_or_nothing(self, api, host):
         good, bad = str(uuid.uuid4()), str(uuid.uuid4())
         body = {
-            good: {"allocations": {host: {"resources": {"VCPU": 2}}}, "project_id": "p",
-                   "user_id": "u", "consumer_generation": None, "consumer_type": "INSTANCE"},
-            bad: {"allocations": {host: {"resources": {"VCPU": 7}}}, "project_id": "p",
-                  "user_id": "u", "consumer_generation": None, "consumer_type": "INSTANCE"},
+            good: {
+                "allocations": {host: {"resources": {"VCPU": 2}}},
+                "project_id": "p",
+                "user_id": "u",
+                "consumer_generation": None,
+                "consumer_type": "INSTANCE",
+            },
+            bad: {
+                "allocations": {host: {"resources": {"VCPU": 7}}},
+                "project_id": "p",
+                "user_id": "u",
+                "consumer_generation": None,
+                "consumer_type": "INSTANCE",
+            },
         }
         assert api.post("/allocations", json=body).status_code == 409
         assert api.get(f"/allocations/{good}").json == {"allocations": {}}
@@ -337,10 +364,20 @@ class TestPostAllocations:
         source, target = str(uuid.uuid4()), str(uuid.uuid4())
         assert claim(api, source, {host: {"VCPU": 8}}).status_code == 204
         body = {
-            source: {"allocations": {}, "project_id": "p", "user_id": "u",
-                     "consumer_generation": 1, "consumer_type": "INSTANCE"},
-            target: {"allocations": {host: {"resources": {"VCPU": 8}}}, "project_id": "p",
-                     "user_id": "u", "consumer_generation": None, "consumer_type": "MIGRATION"},
+            source: {
+                "allocations": {},
+                "project_id": "p",
+                "user_id": "u",
+                "consumer_generation": 1,
+                "consumer_type": "INSTANCE",
+            },
+            target: {
+                "allocations": {host: {"resources": {"VCPU": 8}}},
+                "project_id": "p",
+                "user_id": "u",
+                "consumer_generation": None,
+                "consumer_type": "MIGRATION",
+            },
         }
         assert api.post("/allocations", json=body).status_code == 204
         assert api.get(f"/allocations/{source}").json == {"allocations": {}}
@@ -349,10 +386,23 @@ class TestPostAllocations:
 
 class TestUsages:
     def test_by_project_user_and_type(self, api, host):
-        assert claim(api, str(uuid.uuid4()), {host: {"VCPU": 1}}, project_id="a",
-                     user_id="x").status_code == 204
-        assert claim(api, str(uuid.uuid4()), {host: {"VCPU": 2}}, project_id="a",
-                     user_id="y", consumer_type="MIGRATION").status_code == 204
+        assert (
+            claim(
+                api, str(uuid.uuid4()), {host: {"VCPU": 1}}, project_id="a", user_id="x"
+            ).status_code
+            == 204
+        )
+        assert (
+            claim(
+                api,
+                str(uuid.uuid4()),
+                {host: {"VCPU": 2}},
+                project_id="a",
+                user_id="y",
+                consumer_type="MIGRATION",
+            ).status_code
+            == 204
+        )
         assert claim(api, str(uuid.uuid4()), {host: {"VCPU": 4}}, project_id="b").status_code == 204
         assert api.get("/usages?project_id=a", version="1.9").json == {"usages": {"VCPU": 3}}
         assert api.get("/usages?project_id=a&user_id=y", version="1.9").json == {

@@ -18,8 +18,7 @@ def wide_hosts(api) -> Providers:
     for host in range(HOSTS):
         tree.add(f"host{host}", inventory={"VCPU": {"total": 64}})
         for gpu in range(GPUS):
-            tree.add(f"host{host}-gpu{gpu}", parent=f"host{host}",
-                     inventory={"PGPU": {"total": 1}})
+            tree.add(f"host{host}-gpu{gpu}", parent=f"host{host}", inventory={"PGPU": {"total": 1}})
     return tree
 
 

@@ -34,8 +34,12 @@ def computes(api) -> Providers:
     tree.add("cn2", inventory={"VCPU": {"total": 4, "max_unit": 4}})
     tree.add("cn3", inventory={"DISK_GB": {"total": 100}})
     consumer = "00000000-0000-0000-0000-000000000001"
-    used = {"allocations": {tree.uuid["cn1"]: {"resources": {"VCPU": 6}}},
-            "project_id": "p", "user_id": "u", "consumer_generation": None}
+    used = {
+        "allocations": {tree.uuid["cn1"]: {"resources": {"VCPU": 6}}},
+        "project_id": "p",
+        "user_id": "u",
+        "consumer_generation": None,
+    }
     assert api.put(f"/allocations/{consumer}", json=used, version="1.28").status_code == 204
     return tree
 
@@ -54,16 +58,18 @@ def test_each_filter_is_counted_in_turn_and_the_first_empty_one_named(computes):
     assert counts(body["trees"]) == [
         ("trees", 3),
         ("a provider for every group", 0),
-        ("a placement of every group together (group_policy, same_subtree, amounts summed "
-         "on a shared provider)", 0),
+        (
+            "a placement of every group together (group_policy, same_subtree, amounts summed "
+            "on a shared provider)",
+            0,
+        ),
     ]
     assert body["empties_at"] == "the unsuffixed group: with trait HW_CPU_X86_AVX2"
 
 
 def test_the_nearest_misses_say_what_one_provider_lacks(computes):
     misses = explained(computes, "resources=VCPU:4&required=HW_CPU_X86_AVX2")["nearest_misses"]
-    assert [(m["tree"]["name"], m["provider"]["name"], m["fails"], m["short"])
-            for m in misses] == [
+    assert [(m["tree"]["name"], m["provider"]["name"], m["fails"], m["short"]) for m in misses] == [
         ("cn1", "cn1", "VCPU: 4 free (capacity less usage)", {"VCPU": 2}),
         ("cn2", "cn2", "with trait HW_CPU_X86_AVX2", None),
     ]
@@ -84,8 +90,9 @@ def test_it_refuses_what_the_candidates_refuse(computes):
 
 
 def test_a_name_that_matches_nothing_is_said(computes):
-    body = explained(computes, "resources=VCPU:1&member_of=" + "1" * 8 + "-1111-1111-1111-"
-                     + "1" * 12)
+    body = explained(
+        computes, "resources=VCPU:1&member_of=" + "1" * 8 + "-1111-1111-1111-" + "1" * 12
+    )
     assert body["groups"] == [] and body["empties_at"].startswith("a name that matches nothing")
 
 
@@ -123,7 +130,7 @@ def test_the_counts_are_the_brute_force_oracles(api, seed):
             continue
         by_slot = {(g["group"], tuple(sorted(g["resources"]))): g for g in body["groups"]}
         for group in request.groups:
-            for cls in (group.resources if not group.suffix else [None]):
+            for cls in group.resources if not group.suffix else [None]:
                 if cls is None and not group.resources:
                     key = (group.suffix, ())
                 else:

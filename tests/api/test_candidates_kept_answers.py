@@ -194,9 +194,7 @@ def test_trees_that_answered_nothing_are_looked_at_again_once_written(tree, api,
     assert looked_at == [roots_of(tree, "H1", "H2", "D1")]  # all three answer now
 
 
-def test_a_tree_whose_root_now_passes_the_root_filter_is_looked_at_again(
-    tree, api, looked_at
-):
+def test_a_tree_whose_root_now_passes_the_root_filter_is_looked_at_again(tree, api, looked_at):
     hosts(tree, ("H1", 4), ("H2", 8))
     only_avx = f"{QUERY}&root_required={HOST_TRAITS[0]}"  # H1's trait
     assert tree.uuid["H2"] not in body_of(api, tree, only_avx).decode()
@@ -259,8 +257,11 @@ def test_the_body_kept_answers_only_the_same_cap_and_root_filter(tree, api, othe
 
 
 def test_randomized_answers_keep_no_body(tree, config, engine):
-    api = Api(create_app(config.replace(randomize_allocation_candidates=True),
-                         engine=engine).test_client())
+    api = Api(
+        create_app(
+            config.replace(randomize_allocation_candidates=True), engine=engine
+        ).test_client()
+    )
     tree = Providers(api)
     hosts(tree, ("H1", 4), ("H2", 8))
     body_of(api, tree, QUERY)
@@ -387,10 +388,13 @@ def test_a_limited_answer_is_kept_as_far_as_asked_and_a_longer_one_goes_on(tree,
     assert again == cold_body(api, tree, f"{TWO_NUMA}&limit=4")
 
 
-@pytest.mark.parametrize(("first", "second", "query"), [
-    ("1.34", "1.33", TWO_NUMA),  # mappings from 1.34
-    ("1.12", "1.11", QUERY),  # allocations a dict from 1.12, a list before
-])
+@pytest.mark.parametrize(
+    ("first", "second", "query"),
+    [
+        ("1.34", "1.33", TWO_NUMA),  # mappings from 1.34
+        ("1.12", "1.11", QUERY),  # allocations a dict from 1.12, a list before
+    ],
+)
 def test_microversions_that_write_requests_differently_are_kept_apart(
     tree, api, first, second, query
 ):
@@ -408,8 +412,9 @@ def test_microversions_that_write_requests_differently_are_kept_apart(
 def host_and_shared_disk(tree: Providers) -> None:
     """A host CN with VCPUs, and SS sharing its disk with CN's aggregate."""
     tree.add("CN", inventory={"VCPU": 8}, aggregates=["agg"])
-    tree.add("SS", inventory={"DISK_GB": 100}, traits=["MISC_SHARES_VIA_AGGREGATE"],
-             aggregates=["agg"])
+    tree.add(
+        "SS", inventory={"DISK_GB": 100}, traits=["MISC_SHARES_VIA_AGGREGATE"], aggregates=["agg"]
+    )
 
 
 def test_answers_through_sharing_providers_are_not_kept(tree, api):
@@ -431,12 +436,13 @@ def test_an_answer_through_a_sharing_provider_follows_its_usage(tree, api):
 
     after = body_of(api, tree, query)
     assert after == cold_body(api, tree, query)
-    assert b"allocation_requests\":[]" in after
+    assert b'allocation_requests":[]' in after
 
 
 def test_a_cache_of_zero_keeps_nothing(tree, config, engine):
-    api = Api(create_app(config.replace(allocation_candidates_cache_mib=0),
-                         engine=engine).test_client())
+    api = Api(
+        create_app(config.replace(allocation_candidates_cache_mib=0), engine=engine).test_client()
+    )
     tree = Providers(api)
     hosts(tree, ("H1", 4))
     assert tree.uuid["H1"] in body_of(api, tree, QUERY).decode()
@@ -575,13 +581,23 @@ NOT_IN_SIGNATURE = {
     "world",  # the trees themselves: their kept answers are dropped when they change
     "root_filter",  # chooses the trees (candidate_roots), not their candidates
     "in_tree_roots",  # likewise
-    "sharing_options", "anchors", "sharing",  # nothing is kept when something is shared
-    "subtree_sets_of_slot", "twin_families", "demand",  # follow from the slots and sets
+    "sharing_options",
+    "anchors",
+    "sharing",  # nothing is kept when something is shared
+    "subtree_sets_of_slot",
+    "twin_families",
+    "demand",  # follow from the slots and sets
     "preferred_trait_ids",  # only ranked requests read it, and nothing is kept for them
 }
 IN_SIGNATURE = {
-    "slots", "filter_of_slot", "isolate", "subtree_sets", "unsuffixed_slots",
-    "unsuffixed_traits", "one_provider_per_tree", "class_names",
+    "slots",
+    "filter_of_slot",
+    "isolate",
+    "subtree_sets",
+    "unsuffixed_slots",
+    "unsuffixed_traits",
+    "one_provider_per_tree",
+    "class_names",
 }
 
 
@@ -604,9 +620,14 @@ def test_a_plan_differing_in_any_signed_field_has_another_signature(tree, api, m
     body_of(api, tree, QUERY)
     (plan,) = plans
     different_values = {
-        "slots": [], "filter_of_slot": [], "isolate": not plan.isolate,
-        "subtree_sets": [(0,)], "unsuffixed_slots": (), "unsuffixed_traits": (frozenset({1}),),
-        "one_provider_per_tree": not plan.one_provider_per_tree, "class_names": {},
+        "slots": [],
+        "filter_of_slot": [],
+        "isolate": not plan.isolate,
+        "subtree_sets": [(0,)],
+        "unsuffixed_slots": (),
+        "unsuffixed_traits": (frozenset({1}),),
+        "one_provider_per_tree": not plan.one_provider_per_tree,
+        "class_names": {},
     }
     assert set(different_values) == IN_SIGNATURE
     for name, value in different_values.items():

@@ -148,9 +148,7 @@ class Oracle:
         total, reserved, min_unit, max_unit, step = inventory
         capacity = (total - reserved) * self.nodes[name].ratio.get(cls, 1)
         used = self.nodes[name].used.get(cls, 0)
-        return (
-            used + amount <= capacity and min_unit <= amount <= max_unit and amount % step == 0
-        )
+        return used + amount <= capacity and min_unit <= amount <= max_unit and amount % step == 0
 
     def serves(self, name: str, group: Group, cls: str | None) -> bool:
         node = self.nodes[name]
@@ -187,8 +185,9 @@ class Oracle:
         return chain
 
     def candidates(self, request: Request) -> Counter:
-        return Counter({self.render(slots, choice)
-                        for _root, slots, choice in self.valid_choices(request)})
+        return Counter(
+            {self.render(slots, choice) for _root, slots, choice in self.valid_choices(request)}
+        )
 
     def valid_choices(self, request: Request):
         """(root, slots, choice) for each valid choice of a provider per slot, by tree."""
@@ -253,8 +252,14 @@ def build(api, nodes: dict[str, Node]) -> Providers:
             node.name,
             parent=node.parent,
             inventory={
-                cls: {"total": t, "reserved": r, "min_unit": lo, "max_unit": hi, "step_size": st,
-                      "allocation_ratio": node.ratio.get(cls, 1.0)}
+                cls: {
+                    "total": t,
+                    "reserved": r,
+                    "min_unit": lo,
+                    "max_unit": hi,
+                    "step_size": st,
+                    "allocation_ratio": node.ratio.get(cls, 1.0),
+                }
                 for cls, (t, r, lo, hi, st) in node.inventory.items()
             },
             traits=sorted(node.traits),
@@ -265,7 +270,9 @@ def build(api, nodes: dict[str, Node]) -> Providers:
             consumer = f"00000000-0000-0000-0000-{number:012d}"
             claim = {
                 "allocations": {tree.uuid[node.name]: {"resources": node.used}},
-                "project_id": "p", "user_id": "u", "consumer_generation": None,
+                "project_id": "p",
+                "user_id": "u",
+                "consumer_generation": None,
             }
             response = api.put(f"/allocations/{consumer}", json=claim, version="1.28")
             assert response.status_code == 204
@@ -278,15 +285,19 @@ def rendered(tree: Providers, body: dict) -> Counter:
 
 def candidate_key(tree: Providers, request: dict) -> tuple:
     """One allocation request (1.34+) as ``Oracle.render`` writes a candidate."""
-    taken = tuple(sorted(
-        ((tree.name[uuid], cls), amount)
-        for uuid, allocation in request["allocations"].items()
-        for cls, amount in allocation["resources"].items()
-    ))
-    mappings = tuple(sorted(
-        (suffix, tuple(sorted(tree.name[u] for u in uuids)))
-        for suffix, uuids in request["mappings"].items()
-    ))
+    taken = tuple(
+        sorted(
+            ((tree.name[uuid], cls), amount)
+            for uuid, allocation in request["allocations"].items()
+            for cls, amount in allocation["resources"].items()
+        )
+    )
+    mappings = tuple(
+        sorted(
+            (suffix, tuple(sorted(tree.name[u] for u in uuids)))
+            for suffix, uuids in request["mappings"].items()
+        )
+    )
     return taken, mappings
 
 

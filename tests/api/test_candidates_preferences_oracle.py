@@ -355,13 +355,14 @@ def splits_twins(case: Case) -> bool:
         if not group.suffix:
             continue
         alike = (
-            tuple(sorted(group.resources.items())), repr(group.required),
-            tuple(sorted(group.forbidden)), repr(group.member_of), group.in_tree,
+            tuple(sorted(group.resources.items())),
+            repr(group.required),
+            tuple(sorted(group.forbidden)),
+            repr(group.member_of),
+            group.in_tree,
             tuple(group.suffix in s for s in request.same_subtree),
         )
-        liking = (
-            preferences.traits.get(group.suffix), preferences.aggregates.get(group.suffix)
-        )
+        liking = (preferences.traits.get(group.suffix), preferences.aggregates.get(group.suffix))
         if seen.setdefault(alike, liking) != liking:
             return True
     return False

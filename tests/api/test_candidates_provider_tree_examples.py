@@ -20,25 +20,30 @@ def tree(api) -> Providers:
 
 
 def test_sharing_provider_serves_the_trees_in_its_aggregate(tree):
-    tree.add("SS1", inventory={"DISK_GB": 1000}, traits=["MISC_SHARES_VIA_AGGREGATE"],
-             aggregates=["A"])
+    tree.add(
+        "SS1", inventory={"DISK_GB": 1000}, traits=["MISC_SHARES_VIA_AGGREGATE"], aggregates=["A"]
+    )
     tree.add("SS2", inventory={"DISK_GB": 1000}, traits=["MISC_SHARES_VIA_AGGREGATE"])
     tree.add("CN1", inventory={"VCPU": 8, "MEMORY_MB": 1024, "DISK_GB": 1000}, aggregates=["A"])
     tree.add("CN2", inventory={"VCPU": 8, "MEMORY_MB": 1024, "DISK_GB": 1000})
 
     found = tree.candidates(RESOURCES)
 
-    assert sorted(found, key=sorted) == sorted([
-        alloc(("CN1", "VCPU", 1, "MEMORY_MB", 512, "DISK_GB", 500)),
-        alloc(("CN2", "VCPU", 1, "MEMORY_MB", 512, "DISK_GB", 500)),
-        alloc(("CN1", "VCPU", 1, "MEMORY_MB", 512), ("SS1", "DISK_GB", 500)),
-    ], key=sorted)
+    assert sorted(found, key=sorted) == sorted(
+        [
+            alloc(("CN1", "VCPU", 1, "MEMORY_MB", 512, "DISK_GB", 500)),
+            alloc(("CN2", "VCPU", 1, "MEMORY_MB", 512, "DISK_GB", 500)),
+            alloc(("CN1", "VCPU", 1, "MEMORY_MB", 512), ("SS1", "DISK_GB", 500)),
+        ],
+        key=sorted,
+    )
 
 
 @pytest.fixture
 def numa_trees_with_sharing(tree) -> Providers:
-    tree.add("SS1", inventory={"DISK_GB": 1000}, traits=["MISC_SHARES_VIA_AGGREGATE"],
-             aggregates=["A"])
+    tree.add(
+        "SS1", inventory={"DISK_GB": 1000}, traits=["MISC_SHARES_VIA_AGGREGATE"], aggregates=["A"]
+    )
     tree.add("CN1", inventory={"MEMORY_MB": 1024, "DISK_GB": 1000}, aggregates=["A", "B"])
     tree.add("NUMA1_1", parent="CN1", inventory={"VCPU": 8})
     tree.add("NUMA1_2", parent="CN1", inventory={"VCPU": 8})
@@ -53,9 +58,7 @@ def _eight_numa_candidates():
     for cn, numas in (("CN1", ("NUMA1_1", "NUMA1_2")), ("CN2", ("NUMA2_1", "NUMA2_2"))):
         for numa in numas:
             found.append(alloc((numa, "VCPU", 1), (cn, "MEMORY_MB", 512, "DISK_GB", 500)))
-            found.append(
-                alloc((numa, "VCPU", 1), (cn, "MEMORY_MB", 512), ("SS1", "DISK_GB", 500))
-            )
+            found.append(alloc((numa, "VCPU", 1), (cn, "MEMORY_MB", 512), ("SS1", "DISK_GB", 500)))
     return found
 
 
@@ -76,10 +79,13 @@ def test_an_aggregate_on_the_root_spans_its_tree(numa_trees_with_sharing):
 def test_an_aggregate_on_a_child_does_not_span_its_tree(numa_trees_with_sharing):
     found = numa_trees_with_sharing.candidates(f"{RESOURCES}&member_of={{B}}")
 
-    assert sorted(found, key=sorted) == sorted([
-        alloc(("NUMA1_1", "VCPU", 1), ("CN1", "MEMORY_MB", 512, "DISK_GB", 500)),
-        alloc(("NUMA1_2", "VCPU", 1), ("CN1", "MEMORY_MB", 512, "DISK_GB", 500)),
-    ], key=sorted)
+    assert sorted(found, key=sorted) == sorted(
+        [
+            alloc(("NUMA1_1", "VCPU", 1), ("CN1", "MEMORY_MB", 512, "DISK_GB", 500)),
+            alloc(("NUMA1_2", "VCPU", 1), ("CN1", "MEMORY_MB", 512, "DISK_GB", 500)),
+        ],
+        key=sorted,
+    )
 
 
 @pytest.fixture
@@ -116,17 +122,14 @@ def test_traits_not_asked_for_are_ignored(nics):
 
 
 GRANULAR_NICS = (
-    f"{RESOURCES}&resources1=SRIOV_NET_VF:1&required1=HW_NIC_ACCEL_SSL"
-    "&resources2=SRIOV_NET_VF:1"
+    f"{RESOURCES}&resources1=SRIOV_NET_VF:1&required1=HW_NIC_ACCEL_SSL&resources2=SRIOV_NET_VF:1"
 )
 
 
 def test_isolated_granular_groups_take_distinct_providers(nics):
     found = nics.candidates(f"{GRANULAR_NICS}&group_policy=isolate")
 
-    assert found == [
-        alloc(COMPUTE, ("NIC1_1", "SRIOV_NET_VF", 1), ("NIC1_2", "SRIOV_NET_VF", 1))
-    ]
+    assert found == [alloc(COMPUTE, ("NIC1_1", "SRIOV_NET_VF", 1), ("NIC1_2", "SRIOV_NET_VF", 1))]
 
 
 def test_granular_groups_may_share_a_provider_with_group_policy_none(nics):
@@ -142,8 +145,9 @@ def test_granular_groups_may_share_a_provider_with_group_policy_none(nics):
 @pytest.fixture
 def two_trees_two_sharing(tree) -> Providers:
     for ss in ("SS1", "SS2"):
-        tree.add(ss, inventory={"DISK_GB": 1000}, traits=["MISC_SHARES_VIA_AGGREGATE"],
-                 aggregates=["A"])
+        tree.add(
+            ss, inventory={"DISK_GB": 1000}, traits=["MISC_SHARES_VIA_AGGREGATE"], aggregates=["A"]
+        )
     for cn, numas in (("CN1", ("NUMA1_1", "NUMA1_2")), ("CN2", ("NUMA2_1", "NUMA2_2"))):
         tree.add(cn, inventory={"DISK_GB": 1000}, aggregates=["A"])
         for numa in numas:
@@ -163,9 +167,7 @@ def test_in_tree_keeps_the_tree_of_the_named_provider(two_trees_two_sharing, anc
 
 
 def test_unsuffixed_in_tree_does_not_bind_a_granular_group(two_trees_two_sharing):
-    found = two_trees_two_sharing.candidates(
-        "resources=VCPU:1&in_tree=<CN1>&resources1=DISK_GB:10"
-    )
+    found = two_trees_two_sharing.candidates("resources=VCPU:1&in_tree=<CN1>&resources1=DISK_GB:10")
 
     assert set(found) == {
         alloc((numa, "VCPU", 1), (disk, "DISK_GB", 10))
@@ -189,8 +191,7 @@ def test_suffixed_in_tree_sticks_to_the_sharing_provider(two_trees_two_sharing):
 
 def test_in_tree_on_both_groups(two_trees_two_sharing):
     found = two_trees_two_sharing.candidates(
-        "resources1=VCPU:1&in_tree1=<CN1>&resources2=DISK_GB:10&in_tree2=<SS1>"
-        "&group_policy=isolate"
+        "resources1=VCPU:1&in_tree1=<CN1>&resources2=DISK_GB:10&in_tree2=<SS1>&group_policy=isolate"
     )
 
     assert set(found) == {
@@ -205,14 +206,25 @@ def root_traits(tree) -> Providers:
     tree.add(
         "NON_NUMA_CN",
         inventory={"VCPU": 8, "MEMORY_MB": 1024, "DISK_GB": 1000},
-        traits=["HW_CPU_X86_AVX2", "STORAGE_DISK_SSD", "COMPUTE_VOLUME_MULTI_ATTACH",
-                "CUSTOM_WINDOWS_LICENSE_POOL"],
+        traits=[
+            "HW_CPU_X86_AVX2",
+            "STORAGE_DISK_SSD",
+            "COMPUTE_VOLUME_MULTI_ATTACH",
+            "CUSTOM_WINDOWS_LICENSE_POOL",
+        ],
     )
-    tree.add("NUMA_CN", inventory={"DISK_GB": 1000},
-             traits=["STORAGE_DISK_SSD", "COMPUTE_VOLUME_MULTI_ATTACH"])
+    tree.add(
+        "NUMA_CN",
+        inventory={"DISK_GB": 1000},
+        traits=["STORAGE_DISK_SSD", "COMPUTE_VOLUME_MULTI_ATTACH"],
+    )
     tree.add("NUMA1", parent="NUMA_CN", inventory={"VCPU": 4, "MEMORY_MB": 1024})
-    tree.add("NUMA2", parent="NUMA_CN", inventory={"VCPU": 4, "MEMORY_MB": 1024},
-             traits=["HW_CPU_X86_AVX2"])
+    tree.add(
+        "NUMA2",
+        parent="NUMA_CN",
+        inventory={"VCPU": 4, "MEMORY_MB": 1024},
+        traits=["HW_CPU_X86_AVX2"],
+    )
     return tree
 
 
@@ -246,8 +258,9 @@ def test_root_required_forbidden_trait_drops_the_tree(root_traits):
 def fpgas(tree) -> Providers:
     tree.add("CN")
     for numa in ("NUMA0", "NUMA1"):
-        tree.add(numa, parent="CN", inventory={"VCPU": 4, "MEMORY_MB": 2048},
-                 traits=["HW_NUMA_ROOT"])
+        tree.add(
+            numa, parent="CN", inventory={"VCPU": 4, "MEMORY_MB": 2048}, traits=["HW_NUMA_ROOT"]
+        )
     tree.add("FPGA0_0", parent="NUMA0", inventory={"FPGA": 1}, traits=["CUSTOM_TYPE1"])
     tree.add("FPGA1_0", parent="NUMA1", inventory={"FPGA": 1}, traits=["CUSTOM_TYPE1"])
     tree.add("FPGA1_1", parent="NUMA1", inventory={"FPGA": 1}, traits=["CUSTOM_TYPE2"])
@@ -279,5 +292,7 @@ def test_same_subtree_with_a_resourceless_group(fpgas):
     assert fpgas.named(request) == alloc(("FPGA1_0", "FPGA", 1), ("FPGA1_1", "FPGA", 1))
     # The resourceless group's provider shows in the mappings only.
     assert fpgas.mappings(request) == {
-        "_NUMA": {"NUMA1"}, "_ACCEL1": {"FPGA1_0"}, "_ACCEL2": {"FPGA1_1"},
+        "_NUMA": {"NUMA1"},
+        "_ACCEL1": {"FPGA1_0"},
+        "_ACCEL2": {"FPGA1_1"},
     }

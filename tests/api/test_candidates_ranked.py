@@ -30,11 +30,19 @@ def gpu_hosts(api, hosts: int, fast_gpus) -> Providers:
         root = tree.add(f"host{host}", inventory={"VCPU": {"total": 64}})
         for gpu in range(GPUS):
             traits = ["CUSTOM_FAST"] if gpu < fast_gpus(host) else []
-            tree.add(f"host{host}-gpu{gpu}", parent=f"host{host}",
-                     inventory={"PGPU": {"total": 1}}, traits=traits)
+            tree.add(
+                f"host{host}-gpu{gpu}",
+                parent=f"host{host}",
+                inventory={"PGPU": {"total": 1}},
+                traits=traits,
+            )
         if host:
-            claim = {"allocations": {root: {"resources": {"VCPU": host * 8}}},
-                     "project_id": "p", "user_id": "u", "consumer_generation": None}
+            claim = {
+                "allocations": {root: {"resources": {"VCPU": host * 8}}},
+                "project_id": "p",
+                "user_id": "u",
+                "consumer_generation": None,
+            }
             consumer = f"00000000-0000-0000-0000-{host:012d}"
             answer = api.put(f"/allocations/{consumer}", json=claim, version="1.28")
             assert answer.status_code == 204
@@ -124,11 +132,15 @@ def test_no_candidate_still_has_scores(api):
     assert body == {"allocation_requests": [], "scores": [], "provider_summaries": {}}
     # No plan at all (an aggregate nobody is in): the same fields, in the same order.
     unknown = "12345678-1234-1234-1234-123456789012"
-    for query in ("resources=VCPU:2&utilization=pack",
-                  f"resources=VCPU:1&member_of={unknown}&utilization=pack"):
+    for query in (
+        "resources=VCPU:2&utilization=pack",
+        f"resources=VCPU:1&member_of={unknown}&utilization=pack",
+    ):
         answer = api.get(f"/allocation_candidates?{query}", version="1.39")
         assert list(json.loads(answer.get_data())) == [
-            "allocation_requests", "scores", "provider_summaries"
+            "allocation_requests",
+            "scores",
+            "provider_summaries",
         ]
     assert tree.get("resources=VCPU:2") == {"allocation_requests": [], "provider_summaries": {}}
 
@@ -146,10 +158,15 @@ def test_the_bounds_kept_between_requests_follow_every_write(config, engine):
 
     pack = "resources=VCPU:8&utilization=pack"
     assert best_host(pack) == "host2"
-    claim = {"allocations": {tree.uuid["host0"]: {"resources": {"VCPU": 40}}},
-             "project_id": "p", "user_id": "u", "consumer_generation": None}
-    answer = api.put("/allocations/10000000-0000-0000-0000-000000000000", json=claim,
-                     version="1.28")
+    claim = {
+        "allocations": {tree.uuid["host0"]: {"resources": {"VCPU": 40}}},
+        "project_id": "p",
+        "user_id": "u",
+        "consumer_generation": None,
+    }
+    answer = api.put(
+        "/allocations/10000000-0000-0000-0000-000000000000", json=claim, version="1.28"
+    )
     assert answer.status_code == 204
     assert best_host(pack) == "host0"
     preferring = f"{pack}&prefer=CUSTOM_FAST"
@@ -161,9 +178,7 @@ def test_the_bounds_kept_between_requests_follow_every_write(config, engine):
         assert best_host(preferring) == "host1"
 
 
-def test_a_placement_on_a_sharing_provider_alone_keeps_its_place_whatever_the_limit(
-    config, engine
-):
+def test_a_placement_on_a_sharing_provider_alone_keeps_its_place_whatever_the_limit(config, engine):
     # A (rank 0) and B (rank 2) are in the sharing provider S's aggregate; W (rank 1) is
     # not. S alone scores 0, as W0 does: S is anchored in A, the first tree S serves, so it
     # comes before W0 among the ties, whether the walk (best bound first) meets it from A
@@ -175,14 +190,19 @@ def test_a_placement_on_a_sharing_provider_alone_keeps_its_place_whatever_the_li
     tree.add("W", inventory={"DISK_GB": {"total": 10}}, traits=["CUSTOM_P"])
     tree.add("W0", parent="W", inventory={"DISK_GB": {"total": 10}})
     tree.add("B", inventory={"DISK_GB": {"total": 10}}, traits=["CUSTOM_P"], aggregates=["agg"])
-    tree.add("S", inventory={"DISK_GB": {"total": 10}},
-             traits=["MISC_SHARES_VIA_AGGREGATE"], aggregates=["agg"])
+    tree.add(
+        "S",
+        inventory={"DISK_GB": {"total": 10}},
+        traits=["MISC_SHARES_VIA_AGGREGATE"],
+        aggregates=["agg"],
+    )
     query = "resources1=DISK_GB:1&prefer1=CUSTOM_P"
 
     def named(body: dict) -> list[tuple[float, str]]:
-        return [(score, tree.name[next(iter(request["allocations"]))])
-                for score, request in zip(body["scores"], body["allocation_requests"],
-                                          strict=True)]
+        return [
+            (score, tree.name[next(iter(request["allocations"]))])
+            for score, request in zip(body["scores"], body["allocation_requests"], strict=True)
+        ]
 
     every = named(ranked(tree, query))
     assert every == [(1.0, "W"), (1.0, "B"), (0.0, "S"), (0.0, "W0")]

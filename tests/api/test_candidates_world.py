@@ -84,8 +84,14 @@ class WarmCold:
         with self.engine.connect() as conn:
             cold.refresh(conn)
         with warm.lock:
-            for name in ("class_names", "_versions", "trees", "id_of_uuid",
-                         "trait_id_of_name", "aggregate_id_of_uuid"):
+            for name in (
+                "class_names",
+                "_versions",
+                "trees",
+                "id_of_uuid",
+                "trait_id_of_name",
+                "aggregate_id_of_uuid",
+            ):
                 if hasattr(cold, name):
                     assert getattr(warm, name) == getattr(cold, name), name
             assert warm.providers.keys() == cold.providers.keys()
@@ -102,9 +108,11 @@ class WarmCold:
 
 
 def _without_request_ids(body: dict) -> dict:
-    return {"errors": [
-        {k: v for k, v in error.items() if k != "request_id"} for error in body["errors"]
-    ]}
+    return {
+        "errors": [
+            {k: v for k, v in error.items() if k != "request_id"} for error in body["errors"]
+        ]
+    }
 
 
 def _non_empty(index: dict[int, set[int]]) -> dict[int, set[int]]:
@@ -130,7 +138,8 @@ def _forms(world: ProviderWorld) -> dict:
         # (``keys`` is what the search worked out of the form, per request: not state)
         if dataclasses.is_dataclass(form):
             return [
-                (f.name, getattr(form, f.name)) for f in dataclasses.fields(form)
+                (f.name, getattr(form, f.name))
+                for f in dataclasses.fields(form)
                 if f.name != "keys"
             ]
         return [("form", form)]
@@ -171,7 +180,8 @@ def put_inventory(api, provider_uuid, class_name, version=LATEST, **fields):
     """PUT of one class's inventory (the single-inventory path)."""
     body = {"resource_provider_generation": api.generation(provider_uuid), **fields}
     response = api.put(
-        f"/resource_providers/{provider_uuid}/inventories/{class_name}", json=body,
+        f"/resource_providers/{provider_uuid}/inventories/{class_name}",
+        json=body,
         version=version,
     )
     assert response.status_code == 200, response.json
@@ -204,7 +214,8 @@ def test_inventory_total(check, tree, api):
     api.set_inventory(tree.uuid["CN1"], VCPU=8)  # PUT of every inventory
 
     assert check.candidates("resources=VCPU:6") == {
-        alloc(("CN1", "VCPU", 6)), alloc(("CN2", "VCPU", 6)),
+        alloc(("CN1", "VCPU", 6)),
+        alloc(("CN2", "VCPU", 6)),
     }
     body = check.answer("resources=VCPU:1")
     assert check.summary(body, "CN1")["resources"]["VCPU"] == {"capacity": 8, "used": 0}
@@ -220,8 +231,11 @@ def test_inventory_added_with_post(check, tree, api):
     tree.add("CN", inventory={"VCPU": 4})
     assert check.candidates("resources=VCPU:1,DISK_GB:10") == set()
 
-    body = {"resource_class": "DISK_GB", "total": 100,
-            "resource_provider_generation": api.generation(tree.uuid["CN"])}
+    body = {
+        "resource_class": "DISK_GB",
+        "total": 100,
+        "resource_provider_generation": api.generation(tree.uuid["CN"]),
+    }
     response = api.post(f"/resource_providers/{tree.uuid['CN']}/inventories", json=body)
     assert response.status_code == 201, response.json
 
@@ -299,7 +313,8 @@ def test_inventory_deleted(check, tree, api):
     tree.add("CN2", inventory={"VCPU": 4, "DISK_GB": 100})
     query = "resources=VCPU:1,DISK_GB:10"
     assert check.candidates(query) == {
-        alloc(("CN1", "VCPU", 1, "DISK_GB", 10)), alloc(("CN2", "VCPU", 1, "DISK_GB", 10)),
+        alloc(("CN1", "VCPU", 1, "DISK_GB", 10)),
+        alloc(("CN2", "VCPU", 1, "DISK_GB", 10)),
     }
     check.answer("resources=VCPU:1")  # keeps both trees' summaries
 
@@ -335,7 +350,8 @@ def test_put_and_delete_allocations(check, tree, api):
     claim(api, second, {cn2: {"VCPU": 2}})
     assert check.candidates("resources=VCPU:3") == set()
     assert check.candidates("resources=VCPU:2") == {
-        alloc(("CN1", "VCPU", 2)), alloc(("CN2", "VCPU", 2)),
+        alloc(("CN1", "VCPU", 2)),
+        alloc(("CN2", "VCPU", 2)),
     }
 
     # The first consumer moves from CN1 to CN2: CN1 is empty again, CN2 full.
@@ -349,7 +365,8 @@ def test_put_and_delete_allocations(check, tree, api):
     assert api.delete(f"/allocations/{first}").status_code == 204  # usage back
     assert api.generation(cn2) == generation  # as upstream; the revision moved
     assert check.candidates("resources=VCPU:2") == {
-        alloc(("CN1", "VCPU", 2)), alloc(("CN2", "VCPU", 2)),
+        alloc(("CN1", "VCPU", 2)),
+        alloc(("CN2", "VCPU", 2)),
     }
     assert check.candidates("resources=VCPU:3") == {alloc(("CN1", "VCPU", 3))}
 
@@ -361,14 +378,17 @@ def test_post_allocations_of_several_consumers(check, tree, api):
     cn1 = tree.add("CN1", inventory={"VCPU": 4})
     cn2 = tree.add("CN2", inventory={"VCPU": 4})
     assert check.candidates("resources=VCPU:2") == {
-        alloc(("CN1", "VCPU", 2)), alloc(("CN2", "VCPU", 2)),
+        alloc(("CN1", "VCPU", 2)),
+        alloc(("CN2", "VCPU", 2)),
     }
     a, b, c = new_consumer(), new_consumer(), new_consumer()
 
     def entry(allocations, generation):
         return {
             "allocations": {rp: {"resources": res} for rp, res in allocations.items()},
-            "project_id": "p", "user_id": "u", "consumer_generation": generation,
+            "project_id": "p",
+            "user_id": "u",
+            "consumer_generation": generation,
             "consumer_type": "INSTANCE",
         }
 
@@ -390,8 +410,9 @@ def test_post_allocations_of_several_consumers(check, tree, api):
 
 def test_sharing_provider_usage(check, tree, api):
     tree.add("CN", inventory={"VCPU": 4}, aggregates=["A"])
-    ss = tree.add("SS", inventory={"DISK_GB": 100}, traits=["MISC_SHARES_VIA_AGGREGATE"],
-                  aggregates=["A"])
+    ss = tree.add(
+        "SS", inventory={"DISK_GB": 100}, traits=["MISC_SHARES_VIA_AGGREGATE"], aggregates=["A"]
+    )
     query = "resources=VCPU:1,DISK_GB:60"
     assert check.candidates(query) == {alloc(("CN", "VCPU", 1), ("SS", "DISK_GB", 60))}
 
@@ -473,7 +494,8 @@ def test_member_of(check, tree, api):
     assert response.status_code == 200, response.json
     assert api.generation(cn2) == generation
     assert check.candidates(member_of_a) == {
-        alloc(("CN1", "VCPU", 1)), alloc(("CN2", "VCPU", 1)),
+        alloc(("CN1", "VCPU", 1)),
+        alloc(("CN2", "VCPU", 1)),
     }
     assert check.candidates(not_in_a) == set()
 
@@ -503,8 +525,9 @@ def test_aggregate_of_the_root_spans_its_tree(check, tree, api):
 
 def test_sharing_provider_gives_and_loses_disk(check, tree, api):
     cn = tree.add("CN", inventory={"VCPU": 4})
-    ss = tree.add("SS", inventory={"DISK_GB": 100}, traits=["MISC_SHARES_VIA_AGGREGATE"],
-                  aggregates=["A"])
+    ss = tree.add(
+        "SS", inventory={"DISK_GB": 100}, traits=["MISC_SHARES_VIA_AGGREGATE"], aggregates=["A"]
+    )
     a = tree.aggregate("A")
     query = "resources=VCPU:1,DISK_GB:10"
     assert check.candidates(query) == set()
@@ -546,19 +569,23 @@ def test_provider_created_and_deleted(check, tree, api):
 
     tree.add("CN2", inventory={"VCPU": 4})  # a new tree
     assert check.candidates("resources=VCPU:1") == {
-        alloc(("CN1", "VCPU", 1)), alloc(("CN2", "VCPU", 1)),
+        alloc(("CN1", "VCPU", 1)),
+        alloc(("CN2", "VCPU", 1)),
     }
 
     tree.add("NUMA", parent="CN2", inventory={"VCPU": 2})  # a new child
     assert check.candidates("resources=VCPU:1") == {
-        alloc(("CN1", "VCPU", 1)), alloc(("CN2", "VCPU", 1)), alloc(("NUMA", "VCPU", 1)),
+        alloc(("CN1", "VCPU", 1)),
+        alloc(("CN2", "VCPU", 1)),
+        alloc(("NUMA", "VCPU", 1)),
     }
     body = check.answer("resources=VCPU:1")
     assert tree.uuid["NUMA"] in body["provider_summaries"]
 
     assert api.delete(f"/resource_providers/{tree.uuid['NUMA']}").status_code == 204
     assert check.candidates("resources=VCPU:1") == {
-        alloc(("CN1", "VCPU", 1)), alloc(("CN2", "VCPU", 1)),
+        alloc(("CN1", "VCPU", 1)),
+        alloc(("CN2", "VCPU", 1)),
     }
 
     assert api.delete(f"/resource_providers/{tree.uuid['CN1']}").status_code == 204
@@ -665,7 +692,8 @@ def test_moving_a_subtree_between_trees(check, numa_hosts, api):
 
     move(api, tree.uuid["H1"], "H1", tree.uuid["G11"])  # a whole tree under another
     assert check.candidates("resources=PGPU:1&in_tree=<N11>") == {
-        alloc(("G11", "PGPU", 1)), alloc(("G10", "PGPU", 1)),
+        alloc(("G11", "PGPU", 1)),
+        alloc(("G10", "PGPU", 1)),
     }
     assert check.candidates("resources=VCPU:1,PGPU:1") == {
         alloc(("H2", "VCPU", 1), ("G20", "PGPU", 1)),
@@ -780,13 +808,15 @@ def test_renamed_class_is_shown_by_its_new_name(check, tree, api, rename_version
     check.answer("resources=CUSTOM_OLD:1", version="1.26")
     check.answer("resources=CUSTOM_OLD:1", version="1.28")
 
-    response = api.put("/resource_classes/CUSTOM_OLD", json={"name": "CUSTOM_NEW"},
-                       version=rename_version)
+    response = api.put(
+        "/resource_classes/CUSTOM_OLD", json={"name": "CUSTOM_NEW"}, version=rename_version
+    )
     assert response.status_code == 200, response.json
 
     body = check.answer("resources=VCPU:1")  # the tree's kept summary
     assert check.summary(body, "CN")["resources"] == {
-        "VCPU": {"capacity": 4, "used": 0}, "CUSTOM_NEW": {"capacity": 8, "used": 3},
+        "VCPU": {"capacity": 4, "used": 0},
+        "CUSTOM_NEW": {"capacity": 8, "used": 3},
     }
     body = check.answer("resources=CUSTOM_NEW:5")
     assert body["allocation_requests"] == [
@@ -816,7 +846,8 @@ def test_two_classes_swap_names(check, tree, api):
     assert check.candidates("resources=CUSTOM_A:4") == {alloc(("CN", "CUSTOM_A", 4))}
     body = check.answer("resources=CUSTOM_B:1")
     assert body["provider_summaries"][cn]["resources"] == {
-        "CUSTOM_A": {"capacity": 8, "used": 0}, "CUSTOM_B": {"capacity": 2, "used": 0},
+        "CUSTOM_A": {"capacity": 8, "used": 0},
+        "CUSTOM_B": {"capacity": 2, "used": 0},
     }
 
 
@@ -842,7 +873,9 @@ def test_reshape_moves_inventory_and_allocations_to_a_child(check, tree, api):
         "allocations": {
             consumer: {
                 "allocations": {child: {"resources": {"VGPU": 2}}},
-                "project_id": "p", "user_id": "u", "consumer_generation": 1,
+                "project_id": "p",
+                "user_id": "u",
+                "consumer_generation": 1,
                 "consumer_type": "INSTANCE",
             }
         },
@@ -908,8 +941,13 @@ def test_usage_counts_where_room_is_short(check, tree, api):
                 if first == second:
                     found.add(alloc((host, "DISK_GB", 1), (f"{host}{first}", "VCPU", 2)))
                 else:
-                    found.add(alloc((host, "DISK_GB", 1), (f"{host}{first}", "VCPU", 1),
-                                    (f"{host}{second}", "VCPU", 1)))
+                    found.add(
+                        alloc(
+                            (host, "DISK_GB", 1),
+                            (f"{host}{first}", "VCPU", 1),
+                            (f"{host}{second}", "VCPU", 1),
+                        )
+                    )
         return found
 
     every = one_each(*(f"{h}{n}" for h in hosts for n in ("N0", "N1")))
@@ -928,9 +966,13 @@ def test_usage_counts_where_room_is_short(check, tree, api):
     }
     assert len(check.answer(two)["allocation_requests"]) == 11
     body = check.answer("resources=DISK_GB:1&resources1=VCPU:2")
-    assert {
-        tree.name[u] for r in body["allocation_requests"] for u in r["mappings"]["1"]
-    } == {"H0N0", "H0N1", "H1N1", "H2N0", "H2N1"}
+    assert {tree.name[u] for r in body["allocation_requests"] for u in r["mappings"]["1"]} == {
+        "H0N0",
+        "H0N1",
+        "H1N1",
+        "H2N0",
+        "H2N1",
+    }
 
     claim(api, consumer, {tree.uuid["H1N0"]: {"VCPU": 4}}, generation=1)  # H1N0 full
     assert check.candidates(one) == every - one_each("H1N0")
@@ -963,12 +1005,16 @@ def test_a_write_between_the_versions_and_the_details_waits_for_the_next_request
         if not raced and provider_ids is not None and cn2_id in provider_ids:
             raced.append(True)
             with engine.begin() as other:
-                other.execute(text(
-                    "UPDATE inventories SET total = 8 WHERE resource_provider_id = :id"
-                ), {"id": cn2_id})
-                other.execute(text(
-                    "UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"
-                ), {"id": cn2_id})
+                other.execute(
+                    text("UPDATE inventories SET total = 8 WHERE resource_provider_id = :id"),
+                    {"id": cn2_id},
+                )
+                other.execute(
+                    text(
+                        "UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"
+                    ),
+                    {"id": cn2_id},
+                )
         return original(conn, provider_ids)
 
     put_inventory(api, cn2, "VCPU", total=5)  # CN2's version changes: its details are read

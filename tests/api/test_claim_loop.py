@@ -52,7 +52,8 @@ def test_post_the_candidate_as_returned(api, host, version):
     response = api.post("/allocations", json=body, version=version)
     assert response.status_code == 204, response.json
     assert api.get(f"/allocations/{consumer}").json["allocations"][host]["resources"] == {
-        "VCPU": 2, "MEMORY_MB": 512,
+        "VCPU": 2,
+        "MEMORY_MB": 512,
     }
 
 
@@ -77,7 +78,8 @@ def test_granular_mappings_are_accepted_back(api, host, version):
     )
     assert set(chosen["mappings"]) == {"", "1"}
     response = api.put(
-        f"/allocations/{uuid.uuid4()}", json={**chosen, **_consumer_fields(version)},
+        f"/allocations/{uuid.uuid4()}",
+        json={**chosen, **_consumer_fields(version)},
         version=version,
     )
     assert response.status_code == 204, response.json

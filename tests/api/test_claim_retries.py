@@ -88,7 +88,6 @@ def test_conflicts_every_time_end_in_a_concurrent_update(engine, host):
     assert choices == CLAIM_ATTEMPTS
 
 
-
 def test_a_retry_is_logged_and_recorded(engine, host, caplog):
     recorder = Recorder()
     with caplog.at_level(logging.WARNING, logger="placement.claiming"):

@@ -30,8 +30,12 @@ WIDE_REQUEST = {"nvidia.com/gpu": 6}
 
 
 def wide_node(index: int) -> dict:
-    return switch_box(gpus_per_switch=(3,) * 4, nics_per_switch=(0,) * 4,
-                      switches_per_numa=2, memory=f"{16 + index}Gi")
+    return switch_box(
+        gpus_per_switch=(3,) * 4,
+        nics_per_switch=(0,) * 4,
+        switches_per_numa=2,
+        memory=f"{16 + index}Gi",
+    )
 
 
 def wide_world(api) -> None:
@@ -46,8 +50,9 @@ def wide(api) -> Api:
 
 
 def test_a_budget_cuts_a_wide_search_and_every_candidate_is_the_nodes_best(wide):
-    response = wide.post("/group_resources/device_candidates",
-                         json={"resources": WIDE_REQUEST, "budget_ms": 1})
+    response = wide.post(
+        "/group_resources/device_candidates", json={"resources": WIDE_REQUEST, "budget_ms": 1}
+    )
     assert response.status_code == 200, response.json
     cut = assert_cut(response, NODES)
     answer = response.json
@@ -66,26 +71,31 @@ def test_without_a_budget_nothing_changes(wide):
     for extra in ({}, {"limit": 2}):
         body = {"resources": WIDE_REQUEST, **extra}
         plain = wide.post("/group_resources/device_candidates", json=body)
-        roomy = wide.post("/group_resources/device_candidates",
-                          json={**body, "budget_ms": 9_999_999})
+        roomy = wide.post(
+            "/group_resources/device_candidates", json={**body, "budget_ms": 9_999_999}
+        )
         for response in (plain, roomy):
             assert "Placement-Search-Cut" not in response.headers
             assert list(response.json) == [
-                "candidates", "nodes_considered", "unplaced", "nodes_out_of_sync"]
+                "candidates",
+                "nodes_considered",
+                "unplaced",
+                "nodes_out_of_sync",
+            ]
         assert roomy.get_data() == plain.get_data()
 
 
 def test_a_claim_under_a_cut_budget_claims_the_best_it_found(wide):
     best = by_node(candidates(wide, WIDE_REQUEST))
     consumer = str(uuid.uuid4())
-    response = wide.post("/group_resources/device_claims", json={
-        "resources": WIDE_REQUEST, "consumer_uuid": consumer, **CLAIMING, "budget_ms": 1})
+    response = wide.post(
+        "/group_resources/device_claims",
+        json={"resources": WIDE_REQUEST, "consumer_uuid": consumer, **CLAIMING, "budget_ms": 1},
+    )
     assert_claimed_as_found(wide, response, consumer, best)
 
 
-def test_a_claim_that_finds_nothing_in_its_budget_is_refused_as_when_nothing_fits(
-    api, engine
-):
+def test_a_claim_that_finds_nothing_in_its_budget_is_refused_as_when_nothing_fits(api, engine):
     """Of the nodes named, the first by name is looked at first; the budget, spent before
     the search, stops the search after it."""
     import_node(api, "a-full", wide_node(0))
@@ -94,8 +104,15 @@ def test_a_claim_that_finds_nothing_in_its_budget_is_refused_as_when_nothing_fit
     naming = api.services.config.group_naming()
     with engine.connect() as conn, conn.begin(), pytest.raises(errors.Conflict) as refused:
         api.services.devices.claim(
-            conn, parse_device_request(WIDE_REQUEST, {}, naming), naming, str(uuid.uuid4()),
-            "p", "u", node_names=["a-full", "b-empty"], budget=spent_budget())
+            conn,
+            parse_device_request(WIDE_REQUEST, {}, naming),
+            naming,
+            str(uuid.uuid4()),
+            "p",
+            "u",
+            node_names=["a-full", "b-empty"],
+            budget=spent_budget(),
+        )
     assert_refused_after_cut(refused.value, "No device node can take the request: ")
     # Without the budget the empty node takes it.
     assert claim(api, WIDE_REQUEST, nodes=["a-full", "b-empty"])["node"] == "b-empty"
@@ -104,7 +121,8 @@ def test_a_claim_that_finds_nothing_in_its_budget_is_refused_as_when_nothing_fit
 @pytest.mark.parametrize("value", BAD_BUDGETS)
 def test_a_bad_budget_is_400(api, value):
     assert_bad_budget_refused(
-        api, ("device_candidates", "device_claims"), {"nvidia.com/gpu": 1}, value)
+        api, ("device_candidates", "device_claims"), {"nvidia.com/gpu": 1}, value
+    )
 
 
 def test_the_configured_default_budget_applies_without_budget_ms(config, engine):
@@ -112,6 +130,8 @@ def test_the_configured_default_budget_applies_without_budget_ms(config, engine)
     wide_world(api)
     cut = api.post("/group_resources/device_candidates", json={"resources": WIDE_REQUEST})
     assert_cut(cut, NODES)
-    roomy = api.post("/group_resources/device_candidates",
-                     json={"resources": WIDE_REQUEST, "budget_ms": 9_999_999})
+    roomy = api.post(
+        "/group_resources/device_candidates",
+        json={"resources": WIDE_REQUEST, "budget_ms": 9_999_999},
+    )
     assert "cut" not in roomy.json and len(roomy.json["candidates"]) == NODES

@@ -30,12 +30,21 @@ def test_inventory_changes_renames_and_moves_show_at_once(api):
     candidates(api, {"nvidia.com/gpu": 2})
     gpu1 = _gpu(body, 1)["provider"]
     inventories = api.get(f"/resource_providers/{gpu1}/inventories").json
-    memory = {**inventories["inventories"]["CUSTOM_GPU_MEMORY_KB"], "total": 1024 * 1024,
-              "max_unit": 1024 * 1024}
-    api.put(f"/resource_providers/{gpu1}/inventories/CUSTOM_GPU_MEMORY_KB", json={
-        **memory, "resource_provider_generation": inventories["resource_provider_generation"]})
-    [best] = candidates(api, {"kubernetes.io/gpu-core": 10,
-                              "kubernetes.io/gpu-memory": "2Gi"})["candidates"]
+    memory = {
+        **inventories["inventories"]["CUSTOM_GPU_MEMORY_KB"],
+        "total": 1024 * 1024,
+        "max_unit": 1024 * 1024,
+    }
+    api.put(
+        f"/resource_providers/{gpu1}/inventories/CUSTOM_GPU_MEMORY_KB",
+        json={
+            **memory,
+            "resource_provider_generation": inventories["resource_provider_generation"],
+        },
+    )
+    [best] = candidates(api, {"kubernetes.io/gpu-core": 10, "kubernetes.io/gpu-memory": "2Gi"})[
+        "candidates"
+    ]
     assert minors(best, "gpu") == [0]
     # A rename takes the node out of the search (its tree no longer matches).
     provider = api.get(f"/resource_providers/{gpu1}").json
@@ -92,22 +101,31 @@ def test_a_warm_search_answers_as_a_cold_one_after_every_kind_of_change(api):
 
     def answer():
         body = candidates(api, request)
-        return ([(c["node"], minors(c, "gpu")) for c in body["candidates"]],
-                body["nodes_out_of_sync"])
+        return (
+            [(c["node"], minors(c, "gpu")) for c in body["candidates"]],
+            body["nodes_out_of_sync"],
+        )
 
     for step in range(30):
         action = rng.choice(["claim", "release", "import", "delete", "rename"])
         if action == "claim":
             consumer = str(uuid.uuid4())
-            response = api.post("/group_resources/device_claims", json={
-                "resources": request, "consumer_uuid": consumer, "project_id": "p",
-                "user_id": "u"})
+            response = api.post(
+                "/group_resources/device_claims",
+                json={
+                    "resources": request,
+                    "consumer_uuid": consumer,
+                    "project_id": "p",
+                    "user_id": "u",
+                },
+            )
             assert response.status_code in (200, 409), response.json
             if response.status_code == 200:
                 held.append(consumer)
         elif action == "release" and held:
-            assert api.delete(f"/allocations/{held.pop(rng.randrange(len(held)))}"
-                              ).status_code == 204
+            assert (
+                api.delete(f"/allocations/{held.pop(rng.randrange(len(held)))}").status_code == 204
+            )
         elif action == "import":
             name = rng.choice(names)
             gpu_provider[name] = _gpu(import_node(api, name, ONE_SWITCH).json, 1)["provider"]
@@ -119,8 +137,10 @@ def test_a_warm_search_answers_as_a_cold_one_after_every_kind_of_change(api):
             if shown.status_code == 200:
                 current = shown.json["name"]
                 flipped = current[:-1] if current.endswith("~") else current + "~"
-                assert api.put(f"/resource_providers/{provider}",
-                               json={"name": flipped}).status_code == 200
+                assert (
+                    api.put(f"/resource_providers/{provider}", json={"name": flipped}).status_code
+                    == 200
+                )
         warm = answer()
         seen_out_of_sync |= bool(warm[1])
         api.services.replica.forget()

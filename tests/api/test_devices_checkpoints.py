@@ -24,15 +24,20 @@ POD = "fa8983dc-bb76-4eeb-8dcc-556fbd44d7ce"
 # A pod's checkpoint entry as kubelet writes it, naming a GPU of the node; ABSENT_ID is
 # a GPU the node does not list (see
 # test_an_entry_naming_a_gpu_the_node_lacks_is_reported_not_refused).
-ENTRY = {"podUID": POD, "containerName": "cuda-container",
-              "resourceName": "nvidia.com/gpu", "deviceIDs": [GPU0_ID]}
+ENTRY = {
+    "podUID": POD,
+    "containerName": "cuda-container",
+    "resourceName": "nvidia.com/gpu",
+    "deviceIDs": [GPU0_ID],
+}
 ABSENT_ID = "GPU-36b27e44-b086-46f7-f2dc-73c36dc65991"
 CHECKPOINT_NAMESPACE = uuid.UUID("9aa9ddc1-8a0a-4611-a873-08332f60972b")
 
 
 def put_checkpoints(api, node, entries, expect=200, **extra):
-    response = api.put(f"/group_resources/device_nodes/{node}/checkpoints",
-                       json={"checkpoints": entries, **extra})
+    response = api.put(
+        f"/group_resources/device_nodes/{node}/checkpoints", json={"checkpoints": entries, **extra}
+    )
     assert response.status_code == expect, response.json
     return response.json
 
@@ -62,13 +67,17 @@ def test_a_pods_checkpointed_gpu_is_held_whole_by_the_pods_consumer(api):
     [pod] = body["pods"]
     assert pod["podUID"] == POD and pod["consumer_uuid"] == consumer_of(POD)
     assert [(d["minor"], d["id"], d["provider"]) for d in pod["devices"]["gpu"]] == [
-        (0, GPU0_ID, gpu0)]
+        (0, GPU0_ID, gpu0)
+    ]
     held = allocations_of(api, consumer_of(POD))
     assert held["consumer_type"] == "KUBELET_CHECKPOINT"
     assert held["project_id"] == held["user_id"] == "00000000-0000-0000-0000-000000000000"
     assert held["allocations"][gpu0]["resources"] == {
-        "CUSTOM_GPU_CORE": 100, "CUSTOM_GPU_MEMORY_KB": 15472384,
-        "CUSTOM_GPU_MEMORY_RATIO": 100, "CUSTOM_GPU_TENANCY": 1000}
+        "CUSTOM_GPU_CORE": 100,
+        "CUSTOM_GPU_MEMORY_KB": 15472384,
+        "CUSTOM_GPU_MEMORY_RATIO": 100,
+        "CUSTOM_GPU_TENANCY": 1000,
+    }
     [switch] = [uuid for uuid in held["allocations"] if uuid != gpu0]
     assert held["allocations"][switch]["resources"] == {"CUSTOM_PCIE_GPU_TENANCY": 1}
 
@@ -76,15 +85,19 @@ def test_a_pods_checkpointed_gpu_is_held_whole_by_the_pods_consumer(api):
 def test_a_held_device_is_never_offered_nor_claimed(api):
     import_node(api, "node-1", NODE)
     put_checkpoints(api, "node-1", [ENTRY])
-    for resources in ({"nvidia.com/gpu": 1}, {"kubernetes.io/gpu": 50},
-                      {"kubernetes.io/gpu-core": 1, "kubernetes.io/gpu-memory": "1Mi"}):
+    for resources in (
+        {"nvidia.com/gpu": 1},
+        {"kubernetes.io/gpu": 50},
+        {"kubernetes.io/gpu-core": 1, "kubernetes.io/gpu-memory": "1Mi"},
+    ):
         for scorer in ("pack", "spread"):
             [best] = candidates(api, resources, scorer=scorer)["candidates"]
             assert minors(best, "gpu") == [1], (resources, scorer)
     answer = candidates(api, {"nvidia.com/gpu": 2})
     assert answer["candidates"] == []
     assert answer["unplaced"] == [
-        {"reason": "gpu: 2 device(s) needed, 1 can give the request", "nodes": 1}]
+        {"reason": "gpu: 2 device(s) needed, 1 can give the request", "nodes": 1}
+    ]
     assert minors(claim(api, {"kubernetes.io/gpu": 50}), "gpu") == [1]
     claim(api, {"nvidia.com/gpu": 1}, expect=409)
 
@@ -120,28 +133,50 @@ def test_a_pod_left_out_of_the_checkpoint_gives_its_devices_back(api):
 
 
 def test_a_pods_containers_are_one_consumer_and_nics_are_held_with_their_vfs(api):
-    node = import_node(api, "box", switch_box(gpus_per_switch=(2,), nics_per_switch=(1,),
-                                              switches_per_numa=1, vfs=4)).json
+    node = import_node(
+        api,
+        "box",
+        switch_box(gpus_per_switch=(2,), nics_per_switch=(1,), switches_per_numa=1, vfs=4),
+    ).json
     nic = next(d["provider"] for d in node["devices"] if d["type"] == "rdma")
     entries = [
-        {"podUID": "p", "containerName": "a", "resourceName": "nvidia.com/gpu",
-         "deviceIDs": ["GPU-0000"]},
-        {"podUID": "p", "containerName": "b", "resourceName": "koordinator.sh/rdma",
-         "deviceIDs": ["mlx5_0"], "allocResp": "CgQKAggB"},
-        {"podUID": "p", "containerName": "c", "resourceName": "nvidia.com/gpu",
-         "deviceIDs": ["GPU-0001"]},
+        {
+            "podUID": "p",
+            "containerName": "a",
+            "resourceName": "nvidia.com/gpu",
+            "deviceIDs": ["GPU-0000"],
+        },
+        {
+            "podUID": "p",
+            "containerName": "b",
+            "resourceName": "koordinator.sh/rdma",
+            "deviceIDs": ["mlx5_0"],
+            "allocResp": "CgQKAggB",
+        },
+        {
+            "podUID": "p",
+            "containerName": "c",
+            "resourceName": "nvidia.com/gpu",
+            "deviceIDs": ["GPU-0001"],
+        },
     ]
     [pod] = put_checkpoints(api, "box", entries)["pods"]
     assert {t: [d["minor"] for d in found] for t, found in pod["devices"].items()} == {
-        "gpu": [0, 1], "rdma": [0]}
+        "gpu": [0, 1],
+        "rdma": [0],
+    }
     held = allocations_of(api, pod["consumer_uuid"])["allocations"]
     assert held[nic]["resources"] == {
-        "CUSTOM_RDMA_SHARE": 100, "CUSTOM_RDMA_VF": 4, "CUSTOM_RDMA_TENANCY": 1004}
+        "CUSTOM_RDMA_SHARE": 100,
+        "CUSTOM_RDMA_VF": 4,
+        "CUSTOM_RDMA_TENANCY": 1004,
+    }
     switch = node["devices"][0]["path"].rsplit("/gpu/", 1)[0]
     assert switch == "numa/0/bridge/0/pcie/0"
     # One unit of the switch's tenancy per type, as a claim takes.
-    switch_takes = [a["resources"] for uuid, a in held.items()
-                    if "CUSTOM_PCIE_GPU_TENANCY" in a["resources"]]
+    switch_takes = [
+        a["resources"] for uuid, a in held.items() if "CUSTOM_PCIE_GPU_TENANCY" in a["resources"]
+    ]
     assert switch_takes == [{"CUSTOM_PCIE_GPU_TENANCY": 1, "CUSTOM_PCIE_RDMA_TENANCY": 1}]
     answer = candidates(api, {"koordinator.sh/rdma": 1})
     assert answer["candidates"] == []
@@ -157,29 +192,38 @@ def test_an_unhealthy_device_a_pod_holds_is_held_all_the_same(api):
 
 
 def test_checkpoints_that_do_not_fit_the_node_are_400_and_write_nothing(api):
-    import_node(api, "node-1", switch_box(gpus_per_switch=(2,), nics_per_switch=(1,),
-                                          switches_per_numa=1))
+    import_node(
+        api, "node-1", switch_box(gpus_per_switch=(2,), nics_per_switch=(1,), switches_per_numa=1)
+    )
     good = {"podUID": "good", "resourceName": "nvidia.com/gpu", "deviceIDs": ["GPU-0000"]}
     refused = [
-        ({**good, "podUID": "p", "containerName": "c", "deviceIDs": ["mlx5_0"]},
-         "Checkpoint of pod p, container c: device 'mlx5_0' is of type rdma, not gpu "
-         "(nvidia.com/gpu)."),
-        ({**good, "podUID": "p", "resourceName": "example.com/foo"},
-         "Checkpoint of pod p: resourceName 'example.com/foo' is not a device resource "
-         "(known: nvidia.com/gpu, or kubernetes.io/ or koordinator.sh/ followed by gpu, "
-         "rdma, fpga)."),
-        ({**good, "podUID": "p", "containerName": "c"},
-         "Device 'GPU-0000' of node node-1 is given twice: to pod good and to pod p, "
-         "container c."),
+        (
+            {**good, "podUID": "p", "containerName": "c", "deviceIDs": ["mlx5_0"]},
+            "Checkpoint of pod p, container c: device 'mlx5_0' is of type rdma, not gpu "
+            "(nvidia.com/gpu).",
+        ),
+        (
+            {**good, "podUID": "p", "resourceName": "example.com/foo"},
+            "Checkpoint of pod p: resourceName 'example.com/foo' is not a device resource "
+            "(known: nvidia.com/gpu, or kubernetes.io/ or koordinator.sh/ followed by gpu, "
+            "rdma, fpga).",
+        ),
+        (
+            {**good, "podUID": "p", "containerName": "c"},
+            "Device 'GPU-0000' of node node-1 is given twice: to pod good and to pod p, "
+            "container c.",
+        ),
     ]
     for entry, expected in refused:
-        response = api.put("/group_resources/device_nodes/node-1/checkpoints",
-                           json={"checkpoints": [good, entry]})
+        response = api.put(
+            "/group_resources/device_nodes/node-1/checkpoints", json={"checkpoints": [good, entry]}
+        )
         assert response.status_code == 400, response.json
         assert detail(response.json) == expected
     twice = {**good, "deviceIDs": ["GPU-0001", "GPU-0001"]}
-    response = api.put("/group_resources/device_nodes/node-1/checkpoints",
-                       json={"checkpoints": [twice]})
+    response = api.put(
+        "/group_resources/device_nodes/node-1/checkpoints", json={"checkpoints": [twice]}
+    )
     assert response.status_code == 400
     assert "'GPU-0001' of node node-1 is given twice" in detail(response.json)
     assert allocations_of(api, consumer_of("good"))["allocations"] == {}
@@ -191,22 +235,29 @@ def test_bodies_that_do_not_validate_are_400(api):
     for body, expected in [
         ({}, "JSON does not validate: checkpoints: 'checkpoints' is a required property"),
         ({"checkpoints": "[{"}, "JSON does not validate: checkpoints: the text is not JSON: "),
-        ({"checkpoints": {"podUID": POD}},
-         f"JSON does not validate: checkpoints: {{'podUID': '{POD}'}} is not of type 'array'"),
-        ({"checkpoints": [{"resourceName": "nvidia.com/gpu"}]},
-         "JSON does not validate: checkpoints.0.podUID: 'podUID' is a required property"),
-        ({"checkpoints": [{**ENTRY, "deviceIDs": GPU0_ID}]},
-         "JSON does not validate: checkpoints.0.deviceIDs: "),
-        ({"checkpoints": [{**ENTRY, "extra": 1}]},
-         "JSON does not validate: checkpoints.0.extra: Additional properties are not allowed "
-         "('extra' was unexpected)"),
+        (
+            {"checkpoints": {"podUID": POD}},
+            f"JSON does not validate: checkpoints: {{'podUID': '{POD}'}} is not of type 'array'",
+        ),
+        (
+            {"checkpoints": [{"resourceName": "nvidia.com/gpu"}]},
+            "JSON does not validate: checkpoints.0.podUID: 'podUID' is a required property",
+        ),
+        (
+            {"checkpoints": [{**ENTRY, "deviceIDs": GPU0_ID}]},
+            "JSON does not validate: checkpoints.0.deviceIDs: ",
+        ),
+        (
+            {"checkpoints": [{**ENTRY, "extra": 1}]},
+            "JSON does not validate: checkpoints.0.extra: Additional properties are not allowed "
+            "('extra' was unexpected)",
+        ),
         ({"checkpoints": [], "project_id": ""}, "JSON does not validate: project_id: "),
     ]:
         response = api.put("/group_resources/device_nodes/node-1/checkpoints", json=body)
         assert response.status_code == 400, (body, response.json)
         assert detail(response.json).startswith(expected), (body, response.json)
-    response = api.put("/group_resources/device_nodes/nope/checkpoints",
-                       json={"checkpoints": []})
+    response = api.put("/group_resources/device_nodes/nope/checkpoints", json={"checkpoints": []})
     assert response.status_code == 404
     assert detail(response.json) == "No device node named nope."
 
@@ -216,8 +267,9 @@ def test_a_device_another_consumer_holds_is_409_and_nothing_is_written(api):
     shared = claim(api, {"kubernetes.io/gpu": 50})
     assert minors(shared, "gpu") == [0]
     other = {**ENTRY, "podUID": "pod-2", "deviceIDs": [GPU1_ID]}
-    response = api.put("/group_resources/device_nodes/node-1/checkpoints",
-                       json={"checkpoints": [other, ENTRY]})
+    response = api.put(
+        "/group_resources/device_nodes/node-1/checkpoints", json={"checkpoints": [other, ENTRY]}
+    )
     assert response.status_code == 409, response.json
     assert "would exceed the capacity" in detail(response.json)
     assert allocations_of(api, consumer_of("pod-2"))["allocations"] == {}
@@ -229,13 +281,15 @@ def test_a_pod_held_on_another_node_is_409(api):
     import_node(api, "node-2", switch_box(gpus_per_switch=(1,), nics_per_switch=(0,)))
     put_checkpoints(api, "node-1", [ENTRY])
     elsewhere = {**ENTRY, "deviceIDs": ["GPU-0000"]}
-    response = api.put("/group_resources/device_nodes/node-2/checkpoints",
-                       json={"checkpoints": [elsewhere]})
+    response = api.put(
+        "/group_resources/device_nodes/node-2/checkpoints", json={"checkpoints": [elsewhere]}
+    )
     assert response.status_code == 409
     assert response.json["errors"][0]["code"] == "placement.group_resources.consumer_exists"
     assert detail(response.json) == (
         f"Consumer {consumer_of(POD)} of pod {POD} already has allocations not written "
-        "from node node-2's checkpoints.")
+        "from node node-2's checkpoints."
+    )
 
 
 def test_a_held_device_keeps_its_node_and_provider(api):
@@ -257,12 +311,13 @@ def test_a_node_whose_tree_no_longer_matches_its_topology_is_409(api):
     node = import_node(api, "node-1", NODE).json
     gpu1 = node["devices"][1]["provider"]
     assert api.delete(f"/resource_providers/{gpu1}").status_code == 204
-    response = api.put("/group_resources/device_nodes/node-1/checkpoints",
-                       json={"checkpoints": [ENTRY]})
+    response = api.put(
+        "/group_resources/device_nodes/node-1/checkpoints", json={"checkpoints": [ENTRY]}
+    )
     assert response.status_code == 409
     assert detail(response.json) == (
-        "Node node-1's tree no longer matches its topology; import it again before its "
-        "checkpoint.")
+        "Node node-1's tree no longer matches its topology; import it again before its checkpoint."
+    )
     import_node(api, "node-1", NODE)
     put_checkpoints(api, "node-1", [ENTRY])
 
@@ -276,7 +331,8 @@ def test_an_entry_naming_a_gpu_the_node_lacks_is_reported_not_refused(api):
     body = put_checkpoints(api, "node-1", [absent_entry])
     assert body["pods"] == [] and body["changed"] is False
     assert body["unknownDevices"] == [
-        {"podUID": POD, "containerName": "cuda-container", "deviceID": ABSENT_ID}]
+        {"podUID": POD, "containerName": "cuda-container", "deviceID": ABSENT_ID}
+    ]
     both = put_checkpoints(api, "node-1", [{**ENTRY, "deviceIDs": [ABSENT_ID, GPU1_ID]}])
     [pod] = both["pods"]
     assert [g["minor"] for g in pod["devices"]["gpu"]] == [1]

@@ -42,17 +42,21 @@ SWITCH = "on a PCIe switch that allows it (tenancy; PCIeLevel: no device of the 
 RESOURCES = "the node's own resources (cpu, memory, ...) free"
 EVERY_TYPE = "every device type has the devices asked"
 CHOICE = "a choice of every type"
-JOINT = ("a choice of every type together (device-joint-allocate: the other types beside the "
-         "primary type's devices, in one scope)")
+JOINT = (
+    "a choice of every type together (device-joint-allocate: the other types beside the "
+    "primary type's devices, in one scope)"
+)
 
 
 @pytest.fixture
 def two_nodes(api):
     """p: 4 GPUs on 2 switches, 2 of them held by a claim; q: 2 GPUs. Both 4 cpu."""
-    import_node(api, "p", switch_box(gpus_per_switch=(2, 2), nics_per_switch=(0, 0),
-                                     resources={"cpu": 4}))
-    import_node(api, "q", switch_box(gpus_per_switch=(2,), nics_per_switch=(0,),
-                                     resources={"cpu": 4}))
+    import_node(
+        api, "p", switch_box(gpus_per_switch=(2, 2), nics_per_switch=(0, 0), resources={"cpu": 4})
+    )
+    import_node(
+        api, "q", switch_box(gpus_per_switch=(2,), nics_per_switch=(0,), resources={"cpu": 4})
+    )
     claim(api, {"nvidia.com/gpu": 2}, nodes=["p"])
     return api
 
@@ -64,7 +68,12 @@ def test_each_check_is_counted_in_turn_and_the_nearest_misses_are_one_device_sho
     [gpu] = body["types"]
     assert (gpu["type"], gpu["devices"]) == ("gpu", 3)
     assert counts(gpu["filters"]) == [
-        ("nodes", 2), ("gpu devices", 1), ("healthy", 1), (GIVES, 0), (SWITCH, 0)]
+        ("nodes", 2),
+        ("gpu devices", 1),
+        ("healthy", 1),
+        (GIVES, 0),
+        (SWITCH, 0),
+    ]
     assert counts(body["nodes"]) == [("device nodes", 2), (EVERY_TYPE, 0), (CHOICE, 0)]
     assert body["empties_at"] == f"gpu: {GIVES}"
     assert [(m["node"], m["fails"], m["short"]) for m in body["nearest_misses"]] == [
@@ -77,11 +86,17 @@ def test_each_check_is_counted_in_turn_and_the_nearest_misses_are_one_device_sho
 def test_the_nodes_own_resources_come_first_among_the_node_steps(two_nodes):
     body = explained(two_nodes, {"nvidia.com/gpu": 2, "cpu": 6}, limit=1, budget_ms=1)
     assert counts(body["nodes"]) == [
-        ("device nodes", 2), (RESOURCES, 0), (EVERY_TYPE, 0), (CHOICE, 0)]
+        ("device nodes", 2),
+        (RESOURCES, 0),
+        (EVERY_TYPE, 0),
+        (CHOICE, 0),
+    ]
     assert body["empties_at"] == f"nodes: {RESOURCES}"
     # Both have 2 free GPUs and lack cpu alone.
     assert [(m["node"], m["fails"], m["short"]) for m in body["nearest_misses"]] == [
-        ("p", RESOURCES, {"VCPU": 2}), ("q", RESOURCES, {"VCPU": 2})]
+        ("p", RESOURCES, {"VCPU": 2}),
+        ("q", RESOURCES, {"VCPU": 2}),
+    ]
     # Three GPUs and cpu: each node fails two checks, so none is a near miss.
     assert explained(two_nodes, {"nvidia.com/gpu": 3, "cpu": 6})["nearest_misses"] == []
 
@@ -108,18 +123,28 @@ def test_apply_for_all_needs_every_selected_device(two_nodes):
     assert gpu["devices"] == "all"
     # p has 4 GPUs selected, 2 of which held: not all can give; q's 2 both can.
     assert counts(gpu["filters"]) == [
-        ("nodes", 2), ("gpu devices", 2), ("healthy", 2), (GIVES, 1), (SWITCH, 1)]
+        ("nodes", 2),
+        ("gpu devices", 2),
+        ("healthy", 2),
+        (GIVES, 1),
+        (SWITCH, 1),
+    ]
     assert [(m["node"], m["short"]) for m in body["nearest_misses"]] == [("p", {"gpu": 2})]
 
 
-@pytest.mark.parametrize("body", [
-    {},
-    {"resources": {"example.com/foo": 1}},
-    {"resources": {"nvidia.com/gpu": 1}, "pod": {}},
-    {"resources": {"nvidia.com/gpu": 1}, "limit": 0},
-    {"resources": {"nvidia.com/gpu": 1},
-     "annotations": {"scheduling.koordinator.sh/device-joint-allocate": "{not json"}},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"resources": {"example.com/foo": 1}},
+        {"resources": {"nvidia.com/gpu": 1}, "pod": {}},
+        {"resources": {"nvidia.com/gpu": 1}, "limit": 0},
+        {
+            "resources": {"nvidia.com/gpu": 1},
+            "annotations": {"scheduling.koordinator.sh/device-joint-allocate": "{not json"},
+        },
+    ],
+)
 def test_what_the_candidates_refuse_is_refused(api, body):
     response = api.post("/group_resources/device_candidates/explain", json=body)
     assert response.status_code == 400, response.json

@@ -7,8 +7,13 @@ from tests.api.device_helpers import candidates, claim, import_node, minors, swi
 from tests.conftest import error_code
 
 # A node of 4 GPUs of 8 GB each (here: two switches of two GPUs).
-NODE_A = switch_box(gpus_per_switch=(2, 2), nics_per_switch=(0, 0), switches_per_numa=2,
-                    memory="8Gi", resources={"cpu": 16, "memory": "64Gi"})
+NODE_A = switch_box(
+    gpus_per_switch=(2, 2),
+    nics_per_switch=(0, 0),
+    switches_per_numa=2,
+    memory="8Gi",
+    resources={"cpu": 16, "memory": "64Gi"},
+)
 
 
 def gpus(candidate) -> list[dict]:
@@ -23,7 +28,9 @@ def test_the_node_reports_core_memory_and_ratio_per_gpu(api):
     assert gpu0["inventories"]["memory"] == {"total": 8 * 2**20, "used": 0}  # KiB
     provider = api.get(f"/resource_providers/{gpu0['provider']}/inventories").json
     assert set(provider["inventories"]) == {
-        "CUSTOM_GPU_CORE", "CUSTOM_GPU_MEMORY_KB", "CUSTOM_GPU_MEMORY_RATIO",
+        "CUSTOM_GPU_CORE",
+        "CUSTOM_GPU_MEMORY_KB",
+        "CUSTOM_GPU_MEMORY_RATIO",
         "CUSTOM_GPU_TENANCY",
     }
 
@@ -47,11 +54,16 @@ def test_half_a_gpu_packs_onto_one_device_before_the_next(api):
     """kubernetes.io/gpu: 50 is core 50 and memory ratio 50, i.e. 4Gi of an 8Gi GPU."""
     import_node(api, "a", NODE_A)
     first = claim(api, {"kubernetes.io/gpu": 50})
-    assert gpus(first) == [{**gpus(first)[0], "resources": {
-        "kubernetes.io/gpu-core": 50,
-        "kubernetes.io/gpu-memory-ratio": 50,
-        "kubernetes.io/gpu-memory": "4096Mi",
-    }}]
+    assert gpus(first) == [
+        {
+            **gpus(first)[0],
+            "resources": {
+                "kubernetes.io/gpu-core": 50,
+                "kubernetes.io/gpu-memory-ratio": 50,
+                "kubernetes.io/gpu-memory": "4096Mi",
+            },
+        }
+    ]
     second = claim(api, {"kubernetes.io/gpu": 50})
     third = claim(api, {"kubernetes.io/gpu": 50})
     assert minors(first, "gpu") == minors(second, "gpu") == [0]
@@ -95,25 +107,32 @@ def test_a_gpu_too_small_for_the_memory_is_skipped(api):
     document = switch_box(gpus_per_switch=(1, 1), nics_per_switch=(0, 0), switches_per_numa=2)
     document["devices"][0]["memory"] = "4Gi"
     import_node(api, "a", document)
-    [best] = candidates(
-        api, {"kubernetes.io/gpu-core": 10, "kubernetes.io/gpu-memory": "6Gi"}
-    )["candidates"]
+    [best] = candidates(api, {"kubernetes.io/gpu-core": 10, "kubernetes.io/gpu-memory": "6Gi"})[
+        "candidates"
+    ]
     assert minors(best, "gpu") == [1]
 
 
 @pytest.mark.parametrize(
     ("resources", "words"),
     [
-        ({"kubernetes.io/gpu-core": 150, "kubernetes.io/gpu-memory-ratio": 150},
-         "multiple of 100"),
+        ({"kubernetes.io/gpu-core": 150, "kubernetes.io/gpu-memory-ratio": 150}, "multiple of 100"),
         ({"kubernetes.io/gpu": 250}, "multiple of 100"),
         ({"kubernetes.io/gpu-core": 50}, "exactly one of"),
         ({"kubernetes.io/gpu-memory-ratio": 50}, "needs kubernetes.io/gpu-core"),
-        ({"kubernetes.io/gpu-core": 50, "kubernetes.io/gpu-memory-ratio": 50,
-          "kubernetes.io/gpu-memory": "1Gi"}, "exactly one of"),
+        (
+            {
+                "kubernetes.io/gpu-core": 50,
+                "kubernetes.io/gpu-memory-ratio": 50,
+                "kubernetes.io/gpu-memory": "1Gi",
+            },
+            "exactly one of",
+        ),
         ({"nvidia.com/gpu": 1, "kubernetes.io/gpu": 50}, "cannot be combined"),
-        ({"kubernetes.io/gpu-core": 200, "kubernetes.io/gpu-memory-ratio": 100},
-         "same number of whole GPUs"),
+        (
+            {"kubernetes.io/gpu-core": 200, "kubernetes.io/gpu-memory-ratio": 100},
+            "same number of whole GPUs",
+        ),
         ({"nvidia.com/gpu": "1.5"}, "not a whole number"),
         ({"example.com/foo": 1}, "Unknown resource 'example.com/foo'"),
         ({"nvidia.com/gpu": "lots"}, "is not an amount"),
@@ -136,12 +155,20 @@ def test_claims_are_placement_allocations(api):
     }
     device = gpus(body)[0]
     assert allocations[device["provider"]]["resources"] == {
-        "CUSTOM_GPU_CORE": 50, "CUSTOM_GPU_MEMORY_RATIO": 50, "CUSTOM_GPU_MEMORY_KB": 4194304,
+        "CUSTOM_GPU_CORE": 50,
+        "CUSTOM_GPU_MEMORY_RATIO": 50,
+        "CUSTOM_GPU_MEMORY_KB": 4194304,
         "CUSTOM_GPU_TENANCY": 1,
     }
-    again = api.post("/group_resources/device_claims", json={
-        "resources": {"kubernetes.io/gpu": 50}, "consumer_uuid": body["consumer_uuid"],
-        "project_id": "p", "user_id": "u"})
+    again = api.post(
+        "/group_resources/device_claims",
+        json={
+            "resources": {"kubernetes.io/gpu": 50},
+            "consumer_uuid": body["consumer_uuid"],
+            "project_id": "p",
+            "user_id": "u",
+        },
+    )
     assert again.status_code == 409
     assert error_code(again) == "placement.group_resources.consumer_exists"
 
@@ -153,11 +180,18 @@ def test_a_pod_manifest_is_read_as_kubernetes_would(api):
     pod = {
         "kind": "Pod",
         "metadata": {"name": "test-pod"},
-        "spec": {"containers": [
-            {"name": "main", "resources": {"limits": {"nvidia.com/gpu": 1},
-                                           "requests": {"cpu": "4", "memory": "8Gi"}}},
-            {"name": "side", "resources": {"requests": {"cpu": "500m"}}},
-        ]},
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "resources": {
+                        "limits": {"nvidia.com/gpu": 1},
+                        "requests": {"cpu": "4", "memory": "8Gi"},
+                    },
+                },
+                {"name": "side", "resources": {"requests": {"cpu": "500m"}}},
+            ]
+        },
     }
     response = api.post("/group_resources/device_candidates", json={"pod": pod})
     assert response.status_code == 200, response.json
@@ -171,8 +205,10 @@ def test_a_pod_manifest_is_read_as_kubernetes_would(api):
     [
         ({"kubernetes.io/rdma": 20, "koordinator.sh/rdma": 50}, "asked twice"),
         ({"kubernetes.io/gpu-core": 20, "koordinator.sh/gpu-memory-ratio": 50}, "one prefix"),
-        ({"kubernetes.io/gpu-core": 50, "kubernetes.io/gpu-memory-ratio": 200},
-         "same number of whole GPUs"),
+        (
+            {"kubernetes.io/gpu-core": 50, "kubernetes.io/gpu-memory-ratio": 200},
+            "same number of whole GPUs",
+        ),
     ],
 )
 def test_one_resource_is_asked_once_under_one_prefix(api, resources, words):
@@ -185,8 +221,10 @@ def test_a_whole_gpu_by_percent_is_one_gpu_to_itself(api):
     """kubernetes.io/gpu: 100 (and gpu-core 100 with gpu-memory-ratio 100) is one whole
     GPU, as nvidia.com/gpu: 1: no one else may share it."""
     import_node(api, "a", NODE_A)
-    for resources in ({"kubernetes.io/gpu": 100},
-                      {"kubernetes.io/gpu-core": 100, "kubernetes.io/gpu-memory-ratio": 100}):
+    for resources in (
+        {"kubernetes.io/gpu": 100},
+        {"kubernetes.io/gpu-core": 100, "kubernetes.io/gpu-memory-ratio": 100},
+    ):
         [best] = candidates(api, resources)["candidates"]
         assert gpus(best)[0]["resources"]["exclusive"] is True
 
@@ -194,16 +232,20 @@ def test_a_whole_gpu_by_percent_is_one_gpu_to_itself(api):
 def test_inventory_units_set_through_placement_are_respected(api):
     """A GPU whose core inventory allows at most 50 per allocation cannot be taken whole:
     the candidate and the claim go to a GPU that can."""
-    a = import_node(api, "a", switch_box(gpus_per_switch=(1,), nics_per_switch=(0,),
-                                         switches_per_numa=1)).json
+    a = import_node(
+        api, "a", switch_box(gpus_per_switch=(1,), nics_per_switch=(0,), switches_per_numa=1)
+    ).json
     gpu = a["devices"][0]["provider"]
     inventories = api.get(f"/resource_providers/{gpu}/inventories").json
     core = {**inventories["inventories"]["CUSTOM_GPU_CORE"], "max_unit": 50}
-    response = api.put(f"/resource_providers/{gpu}/inventories/CUSTOM_GPU_CORE", json={
-        **core, "resource_provider_generation": inventories["resource_provider_generation"]})
+    response = api.put(
+        f"/resource_providers/{gpu}/inventories/CUSTOM_GPU_CORE",
+        json={**core, "resource_provider_generation": inventories["resource_provider_generation"]},
+    )
     assert response.status_code == 200, response.json
-    import_node(api, "b", switch_box(gpus_per_switch=(1,), nics_per_switch=(0,),
-                                     switches_per_numa=1))
+    import_node(
+        api, "b", switch_box(gpus_per_switch=(1,), nics_per_switch=(0,), switches_per_numa=1)
+    )
     answer = candidates(api, {"nvidia.com/gpu": 1})
     assert len(answer["candidates"]) == 1, answer
     [only] = answer["candidates"]
@@ -214,8 +256,11 @@ def test_inventory_units_set_through_placement_are_respected(api):
 
 
 def test_tenancy_grows_with_the_vfs(api):
-    body = import_node(api, "n", switch_box(gpus_per_switch=(0,), nics_per_switch=(2,),
-                                            switches_per_numa=1, vfs=1200)).json
+    body = import_node(
+        api,
+        "n",
+        switch_box(gpus_per_switch=(0,), nics_per_switch=(2,), switches_per_numa=1, vfs=1200),
+    ).json
     nic = body["devices"][0]
     assert nic["inventories"]["tenancy"]["total"] == 1000 + 1200
     tree = api.get("/group_resources/nodes/n").json["groups"]
@@ -226,8 +271,9 @@ def test_tenancy_grows_with_the_vfs(api):
 def test_requests_as_count_counts_whole_gpus(api):
     """RequestsAsCount holds for any device type, GPUs too: kubernetes.io/gpu: 2 is then
     two whole GPUs (without it, 2% of one)."""
-    import_node(api, "n", switch_box(gpus_per_switch=(2, 2), nics_per_switch=(0, 0),
-                                     switches_per_numa=2))
+    import_node(
+        api, "n", switch_box(gpus_per_switch=(2, 2), nics_per_switch=(0, 0), switches_per_numa=2)
+    )
     as_count = {"gpu": {"allocateStrategy": "RequestsAsCount"}}
     [best] = candidates(api, {"kubernetes.io/gpu": 2}, hint=as_count, limit=1)["candidates"]
     assert len(minors(best, "gpu")) == 2
@@ -238,16 +284,21 @@ def test_requests_as_count_counts_whole_gpus(api):
     [counted] = candidates(api, {"nvidia.com/gpu": 2}, hint=as_count, limit=1)["candidates"]
     assert minors(counted, "gpu") == minors(best, "gpu")
     # Fine-grained amounts are amounts of one GPU, not counts.
-    refused = candidates(api, {"kubernetes.io/gpu-core": 2, "kubernetes.io/gpu-memory-ratio": 2},
-                         hint=as_count, expect=400)
+    refused = candidates(
+        api,
+        {"kubernetes.io/gpu-core": 2, "kubernetes.io/gpu-memory-ratio": 2},
+        hint=as_count,
+        expect=400,
+    )
     assert "RequestsAsCount" in refused["errors"][0]["detail"]
     # Claimed: two whole GPUs allocated.
     claimed = claim(api, {"kubernetes.io/gpu": 2}, hint=as_count)
     assert len(minors(claimed, "gpu")) == 2
 
 
-ONE_8G_GPU = switch_box(gpus_per_switch=(1,), nics_per_switch=(0,), switches_per_numa=1,
-                        memory="8Gi")
+ONE_8G_GPU = switch_box(
+    gpus_per_switch=(1,), nics_per_switch=(0,), switches_per_numa=1, memory="8Gi"
+)
 
 
 def test_memory_asked_as_an_amount_can_fill_a_gpu(api):
@@ -281,8 +332,9 @@ def test_three_thirds_of_memory_fit_and_a_ratio_cannot_overcommit_them(api):
 
 # GPUs reporting 15472384Ki of memory, which is not a whole MiB.
 ODD_GPU_MEMORY = "15472384Ki"
-TWO_ODD_MEMORY_GPUS = switch_box(gpus_per_switch=(2,), nics_per_switch=(0,),
-                                 switches_per_numa=1, memory=ODD_GPU_MEMORY)
+TWO_ODD_MEMORY_GPUS = switch_box(
+    gpus_per_switch=(2,), nics_per_switch=(0,), switches_per_numa=1, memory=ODD_GPU_MEMORY
+)
 
 
 def test_gpu_memory_not_a_whole_mib_is_kept_exactly(api):
@@ -294,13 +346,15 @@ def test_gpu_memory_not_a_whole_mib_is_kept_exactly(api):
     assert gpu0["inventories"]["memory"] == {"total": 15472384, "used": 0}
     [whole] = candidates(api, {"nvidia.com/gpu": 1})["candidates"]
     assert gpus(whole)[0]["resources"]["kubernetes.io/gpu-memory"] == ODD_GPU_MEMORY
-    [provider] = [uuid for uuid, a in whole["allocations"].items()
-                  if "CUSTOM_GPU_MEMORY_KB" in a["resources"]]
+    [provider] = [
+        uuid for uuid, a in whole["allocations"].items() if "CUSTOM_GPU_MEMORY_KB" in a["resources"]
+    ]
     assert whole["allocations"][provider]["resources"]["CUSTOM_GPU_MEMORY_KB"] == 15472384
     all_of_it = {"kubernetes.io/gpu-core": 100, "kubernetes.io/gpu-memory": ODD_GPU_MEMORY}
     [best] = candidates(api, all_of_it)["candidates"]
     assert gpus(best)[0]["resources"] == {
-        "kubernetes.io/gpu-core": 100, "kubernetes.io/gpu-memory-ratio": 100,
+        "kubernetes.io/gpu-core": 100,
+        "kubernetes.io/gpu-memory-ratio": 100,
         "kubernetes.io/gpu-memory": ODD_GPU_MEMORY,
     }
     # Two whole GPUs each with at least half of the amount asked: all of each, exactly.
@@ -327,8 +381,9 @@ def test_memory_asked_in_any_unit_is_whole_kib_rounded_up(api, memory, kib):
     answer = candidates(api, {"kubernetes.io/gpu-core": 10, "kubernetes.io/gpu-memory": memory})
     if kib is None:
         assert answer["candidates"] == []
-        assert answer["unplaced"] == [{"reason": "gpu: 1 device(s) needed, 0 can give the "
-                                       "request", "nodes": 1}]
+        assert answer["unplaced"] == [
+            {"reason": "gpu: 1 device(s) needed, 0 can give the request", "nodes": 1}
+        ]
         return
     [best] = answer["candidates"]
     gpu = gpus(best)[0]

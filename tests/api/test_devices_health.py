@@ -18,8 +18,9 @@ from tests.api.device_helpers import (
     switch_box,
 )
 
-FOUR_GPUS = switch_box(gpus_per_switch=(2, 2), nics_per_switch=(0, 0), switches_per_numa=2,
-                       memory="8Gi")
+FOUR_GPUS = switch_box(
+    gpus_per_switch=(2, 2), nics_per_switch=(0, 0), switches_per_numa=2, memory="8Gi"
+)
 JOINT_GPU_RDMA = {"deviceTypes": ["gpu", "rdma"]}
 
 
@@ -39,7 +40,11 @@ def device(view: dict, device_type: str, minor: int) -> dict:
 def test_the_node_reports_each_devices_health(api):
     body = import_node(api, "n", with_health(FOUR_GPUS, {("gpu", 1)})).json
     assert [(d["minor"], d["health"]) for d in body["devices"]] == [
-        (0, True), (1, False), (2, True), (3, True)]
+        (0, True),
+        (1, False),
+        (2, True),
+        (3, True),
+    ]
     shown = api.get("/group_resources/device_nodes/n").json
     assert device(shown, "gpu", 1)["health"] is False
     # Healthy by default: a document that says nothing is all healthy.
@@ -51,16 +56,20 @@ def test_health_must_be_a_boolean(api):
     document["devices"][0]["health"] = "yes"
     response = api.put("/group_resources/device_nodes/n", json=document)
     assert response.status_code == 400, response.json
-    assert "devices.0.health: 'yes' is not of type 'boolean'" in (
-        response.json["errors"][0]["detail"])
+    assert (
+        "devices.0.health: 'yes' is not of type 'boolean'" in (response.json["errors"][0]["detail"])
+    )
 
 
 @pytest.mark.parametrize("scorer", ["pack", "spread"])
 def test_an_unhealthy_gpu_is_never_offered(api, scorer):
     import_node(api, "n", with_health(FOUR_GPUS, {("gpu", 0)}))
-    for resources in ({"nvidia.com/gpu": 1}, {"kubernetes.io/gpu": 50},
-                      {"kubernetes.io/gpu-core": 10, "kubernetes.io/gpu-memory": "1Gi"},
-                      {"kubernetes.io/gpu-core": 10, "kubernetes.io/gpu-memory-ratio": 10}):
+    for resources in (
+        {"nvidia.com/gpu": 1},
+        {"kubernetes.io/gpu": 50},
+        {"kubernetes.io/gpu-core": 10, "kubernetes.io/gpu-memory": "1Gi"},
+        {"kubernetes.io/gpu-core": 10, "kubernetes.io/gpu-memory-ratio": 10},
+    ):
         [best] = candidates(api, resources, scorer=scorer)["candidates"]
         assert 0 not in minors(best, "gpu"), resources
     # GPU1, alone on its switch now, pairs with the others across switches.
@@ -69,7 +78,8 @@ def test_an_unhealthy_gpu_is_never_offered(api, scorer):
     answer = candidates(api, {"nvidia.com/gpu": 4}, scorer=scorer)
     assert answer["candidates"] == []
     assert answer["unplaced"] == [
-        {"reason": "gpu: 4 device(s) needed, 3 can give the request (1 unhealthy)", "nodes": 1}]
+        {"reason": "gpu: 4 device(s) needed, 3 can give the request (1 unhealthy)", "nodes": 1}
+    ]
 
 
 def test_an_unhealthy_gpu_is_never_claimed_and_its_shares_stay_visible(api):
@@ -131,14 +141,20 @@ def test_joint_allocation_skips_an_unhealthy_nic_or_gpu(api):
     switches 0 and 1 have no pair left, so 4 GPUs each with a NIC on its switch are
     those of NUMA node 1 (all pairs on one socket), and 2 those of switches 2 and 3."""
     import_node(api, "box", with_health(EIGHT_SWITCHES, {("rdma", 0), ("gpu", 1)}))
-    [best] = candidates(api, {"nvidia.com/gpu": 4, "koordinator.sh/rdma": 1},
-                        joint={**JOINT_GPU_RDMA, "requiredScope": "SamePCIe"})["candidates"]
+    [best] = candidates(
+        api,
+        {"nvidia.com/gpu": 4, "koordinator.sh/rdma": 1},
+        joint={**JOINT_GPU_RDMA, "requiredScope": "SamePCIe"},
+    )["candidates"]
     assert best["scope"] == "SamePCIe"
     assert minors(best, "gpu") == [4, 5, 6, 7]
     assert minors(best, "rdma") == [4, 5, 6, 7]
     # Two pairs fit on NUMA node 0 (switches 2 and 3) and are preferred there by minor.
-    [two] = candidates(api, {"nvidia.com/gpu": 2, "koordinator.sh/rdma": 1},
-                       joint={**JOINT_GPU_RDMA, "requiredScope": "SamePCIe"})["candidates"]
+    [two] = candidates(
+        api,
+        {"nvidia.com/gpu": 2, "koordinator.sh/rdma": 1},
+        joint={**JOINT_GPU_RDMA, "requiredScope": "SamePCIe"},
+    )["candidates"]
     assert (minors(two, "gpu"), minors(two, "rdma")) == ([2, 3], [2, 3])
 
 
@@ -146,15 +162,19 @@ def test_the_one_nic_unhealthy_leaves_no_same_pcie_pair(api):
     """A server of 8 switches with one NIC in all: that NIC unhealthy, no scope has a NIC
     to give, and a NIC alone is not offered either."""
     import_node(api, "hetero", with_health(HETEROGENEOUS, {("rdma", 0)}))
-    answer = candidates(api, {"nvidia.com/gpu": 1, "koordinator.sh/rdma": 1},
-                        joint={**JOINT_GPU_RDMA, "requiredScope": "SamePCIe"})
+    answer = candidates(
+        api,
+        {"nvidia.com/gpu": 1, "koordinator.sh/rdma": 1},
+        joint={**JOINT_GPU_RDMA, "requiredScope": "SamePCIe"},
+    )
     assert answer["candidates"] == []
-    assert answer["unplaced"] == [{
-        "reason": "gpu+rdma: no 1 gpu device(s) with their rdma on one PCIe switch",
-        "nodes": 1}]
+    assert answer["unplaced"] == [
+        {"reason": "gpu+rdma: no 1 gpu device(s) with their rdma on one PCIe switch", "nodes": 1}
+    ]
     alone = candidates(api, {"koordinator.sh/rdma": 1})
     assert alone["unplaced"] == [
-        {"reason": "rdma: no device of the node is of that type (1 unhealthy)", "nodes": 1}]
+        {"reason": "rdma: no device of the node is of that type (1 unhealthy)", "nodes": 1}
+    ]
     claim(api, {"koordinator.sh/rdma": 1}, expect=409)
 
 
@@ -169,9 +189,13 @@ def test_apply_for_all_takes_every_healthy_device(api):
 
 def test_a_pod_is_never_placed_on_an_unhealthy_device(api):
     import_node(api, "n", with_health(FOUR_GPUS, {("gpu", 0), ("gpu", 2)}))
-    pod = {"kind": "Pod", "metadata": {"annotations": {HINT: '{"gpu": {}}'}},
-           "spec": {"containers": [{"name": "main",
-                                     "resources": {"requests": {"nvidia.com/gpu": 2}}}]}}
+    pod = {
+        "kind": "Pod",
+        "metadata": {"annotations": {HINT: '{"gpu": {}}'}},
+        "spec": {
+            "containers": [{"name": "main", "resources": {"requests": {"nvidia.com/gpu": 2}}}]
+        },
+    }
     response = api.post("/group_resources/device_candidates", json={"pod": pod})
     assert response.status_code == 200, response.json
     [best] = response.json["candidates"]

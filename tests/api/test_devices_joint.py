@@ -54,17 +54,17 @@ def test_required_same_pcie_gives_no_candidate_without_a_nic_per_switch(api):
     import_node(api, "hetero", HETEROGENEOUS)
     response = api.post(
         "/group_resources/device_candidates",
-        json={"resources": GPU_AND_NIC,
-              "annotations": {"scheduling.koordinator.sh/device-joint-allocate": SAME_PCIE}},
+        json={
+            "resources": GPU_AND_NIC,
+            "annotations": {"scheduling.koordinator.sh/device-joint-allocate": SAME_PCIE},
+        },
     )
     assert response.status_code == 200
     assert response.json["candidates"] == []
     [unplaced] = response.json["unplaced"]
     assert "one PCIe switch" in unplaced["reason"]
     # One GPU fits: the one beside the NIC.
-    [best] = candidates(api, {**GPU_AND_NIC, "nvidia.com/gpu": 1}, joint=SAME_PCIE)[
-        "candidates"
-    ]
+    [best] = candidates(api, {**GPU_AND_NIC, "nvidia.com/gpu": 1}, joint=SAME_PCIE)["candidates"]
     assert (minors(best, "gpu"), minors(best, "rdma")) == ([0], [0])
 
 
@@ -86,22 +86,23 @@ def test_pcie_level_exclusive_nics_are_not_shared_by_switch(api):
     first = claim(api, GPU_AND_NIC, joint=SAME_PCIE, hint=hint)
     for nic in first["devices"]["rdma"]:
         assert nic["resources"] == {"vfs": 1, "exclusive": True}
-    second = claim(api, {"nvidia.com/gpu": 2, "koordinator.sh/rdma": 1},
-                   joint=SAME_PCIE, hint=hint)
+    second = claim(api, {"nvidia.com/gpu": 2, "koordinator.sh/rdma": 1}, joint=SAME_PCIE, hint=hint)
     assert set(switches(first, "rdma")).isdisjoint(switches(second, "rdma"))
     # Two switches are left with their NICs free: a plain VF request takes one of them.
     plain = claim(api, {"koordinator.sh/rdma": 1}, hint={"rdma": {"vfSelector": {}}})
     assert switches(plain, "rdma")[0] not in switches(first, "rdma") + switches(second, "rdma")
     # And now a PCIe-exclusive request cannot use that switch either: one switch is left.
-    last = claim(api, {"nvidia.com/gpu": 2, "koordinator.sh/rdma": 1}, joint=SAME_PCIE,
-                 hint=hint, expect=409)
+    last = claim(
+        api, {"nvidia.com/gpu": 2, "koordinator.sh/rdma": 1}, joint=SAME_PCIE, hint=hint, expect=409
+    )
     assert last["errors"][0]["code"] == "placement.group_resources.unplaceable"
     claim(api, {"nvidia.com/gpu": 1, "koordinator.sh/rdma": 1}, joint=SAME_PCIE, hint=hint)
 
 
 def test_device_level_exclusive_refuses_a_nic_someone_uses(api):
-    import_node(api, "box", switch_box(gpus_per_switch=(0, 0), nics_per_switch=(1, 1),
-                                       switches_per_numa=2))
+    import_node(
+        api, "box", switch_box(gpus_per_switch=(0, 0), nics_per_switch=(1, 1), switches_per_numa=2)
+    )
     claim(api, {"koordinator.sh/rdma": 10})
     exclusive = {"rdma": {"exclusivePolicy": "DeviceLevel"}}
     [best] = candidates(api, {"koordinator.sh/rdma": 10}, hint=exclusive)["candidates"]
@@ -120,8 +121,7 @@ def test_apply_for_all_takes_every_nic_of_the_node(api):
         api, {"koordinator.sh/rdma": 100}, hint={"rdma": {"allocateStrategy": "ApplyForAll"}}
     )["candidates"]
     assert minors(best, "rdma") == list(range(8))
-    assert all(nic["resources"]["koordinator.sh/rdma"] == 100
-               for nic in best["devices"]["rdma"])
+    assert all(nic["resources"]["koordinator.sh/rdma"] == 100 for nic in best["devices"]["rdma"])
     # Once one NIC is used, ApplyForAll cannot have them all.
     claim(api, {"koordinator.sh/rdma": 5})
     answer = candidates(
@@ -141,16 +141,22 @@ def test_requests_as_count_takes_one_vf_from_each_of_two_nics(api):
 
 
 def test_selector_picks_devices_by_label(api):
-    document = switch_box(gpus_per_switch=(1, 1), nics_per_switch=(1, 1), switches_per_numa=2,
-                          vfs=2)
+    document = switch_box(
+        gpus_per_switch=(1, 1), nics_per_switch=(1, 1), switches_per_numa=2, vfs=2
+    )
     document["devices"][1]["labels"] = {"fabric": "roce"}
     document["devices"][3]["labels"] = {"fabric": "ib"}
     import_node(api, "box", document)
     hint = {"rdma": {"selector": {"matchLabels": {"fabric": "ib"}}}}
     [best] = candidates(api, {"koordinator.sh/rdma": 50}, hint=hint)["candidates"]
     assert minors(best, "rdma") == [1]
-    hint = {"rdma": {"selector": {"matchExpressions": [
-        {"key": "fabric", "operator": "NotIn", "values": ["ib"]}]}}}
+    hint = {
+        "rdma": {
+            "selector": {
+                "matchExpressions": [{"key": "fabric", "operator": "NotIn", "values": ["ib"]}]
+            }
+        }
+    }
     [best] = candidates(api, {"koordinator.sh/rdma": 50}, hint=hint)["candidates"]
     assert minors(best, "rdma") == [0]
 
@@ -164,16 +170,21 @@ def test_the_order_of_device_types_changes_nothing(api):
         answers = []
         for device_types in (["gpu", "rdma"], ["rdma", "gpu"]):
             body = candidates(api, GPU_AND_NIC, joint={"deviceTypes": device_types, **scope})
-            answers.append([
-                (c["node"], c["scope"], minors(c, "gpu"), minors(c, "rdma"))
-                for c in body["candidates"]
-            ])
+            answers.append(
+                [
+                    (c["node"], c["scope"], minors(c, "gpu"), minors(c, "rdma"))
+                    for c in body["candidates"]
+                ]
+            )
         assert answers[0] == answers[1], scope
         box = next(a for a in answers[1] if a[0] == "box")
         assert (box[1], len(box[2]), len(box[3])) == ("SamePCIe", 4, 4)
     # A tie (one of each): the GPU leads, the NIC follows it on its switch.
     for device_types in (["gpu", "rdma"], ["rdma", "gpu"]):
-        body = candidates(api, {"nvidia.com/gpu": 1, "koordinator.sh/rdma": 1},
-                          joint={"deviceTypes": device_types, "requiredScope": "SamePCIe"})
+        body = candidates(
+            api,
+            {"nvidia.com/gpu": 1, "koordinator.sh/rdma": 1},
+            joint={"deviceTypes": device_types, "requiredScope": "SamePCIe"},
+        )
         best = next(c for c in body["candidates"] if c["node"] == "box")
         assert switches(best, "gpu") == switches(best, "rdma")

@@ -238,8 +238,15 @@ class Ask:
     def primary_first(self) -> tuple[str, ...]:
         """The joint types, the primary first: the type asked for the most devices, on a
         tie the first of gpu, rdma, fpga (the list's own order changes nothing)."""
-        return tuple(sorted(self.joint_types, key=lambda device_type: (
-            -(self.wants[device_type].count or 0), ("gpu", "rdma", "fpga").index(device_type))))
+        return tuple(
+            sorted(
+                self.joint_types,
+                key=lambda device_type: (
+                    -(self.wants[device_type].count or 0),
+                    ("gpu", "rdma", "fpga").index(device_type),
+                ),
+            )
+        )
 
     def hint(self) -> dict | None:
         hint = {}
@@ -950,8 +957,7 @@ def set_up_world(api, rng: random.Random) -> list[str]:
             body = {
                 "allocations": {
                     gpu.provider: {
-                        "resources": {"CUSTOM_GPU_CORE": 20,
-                                      "CUSTOM_GPU_MEMORY_KB": 1024 * 1024}
+                        "resources": {"CUSTOM_GPU_CORE": 20, "CUSTOM_GPU_MEMORY_KB": 1024 * 1024}
                     }
                 },
                 "project_id": "p",

@@ -54,8 +54,13 @@ def test_the_most_nvlinked_gpus_come_first(api):
     assert four["links"]["gpu"]["nvlinks"] == 9
     [two] = candidates(api, {"nvidia.com/gpu": 2})["candidates"]
     assert minors(two, "gpu") == [2, 3]
-    assert two["links"]["gpu"] == {"nvlinks": 2, "samePCIe": 1, "sameHostBridge": 0,
-                                   "sameNUMA": 0, "crossNUMA": 0}
+    assert two["links"]["gpu"] == {
+        "nvlinks": 2,
+        "samePCIe": 1,
+        "sameHostBridge": 0,
+        "sameNUMA": 0,
+        "crossNUMA": 0,
+    }
 
 
 def test_gpus_of_one_board_come_before_gpus_of_one_switch(api):
@@ -63,12 +68,14 @@ def test_gpus_of_one_board_come_before_gpus_of_one_switch(api):
     (GPU0/GPU1: one PCIe switch): the board pair is chosen, although the lowest minors
     would be GPU0 and GPU1; the node shows the board, and claims take that pair too."""
     text = "\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\n" + "".join(
-        "\t".join(row) + "\t0-7\n" for row in (
+        "\t".join(row) + "\t0-7\n"
+        for row in (
             ("GPU0", "X", "PIX", "PHB", "PHB"),
             ("GPU1", "PIX", "X", "PHB", "PHB"),
             ("GPU2", "PHB", "PHB", "X", "PSB"),
             ("GPU3", "PHB", "PHB", "PSB", "X"),
-        ))
+        )
+    )
     body = import_node(api, "k80s", {"matrix": text, "gpu": {"memory": "12Gi"}}).json
     assert [d.get("board", -1) for d in body["devices"]] == [-1, -1, 0, 0]
     [two] = candidates(api, {"nvidia.com/gpu": 2})["candidates"]
@@ -88,7 +95,8 @@ def test_dgx_a100_device_list_joint_allocation_uses_whole_switches(api):
     the two switches of one NUMA node, one NIC per switch."""
     import_node(api, "a100", device_list("dgx_a100.yaml"))
     [best] = candidates(
-        api, {"nvidia.com/gpu": 4, "koordinator.sh/rdma": 1},
+        api,
+        {"nvidia.com/gpu": 4, "koordinator.sh/rdma": 1},
         joint={"deviceTypes": ["gpu", "rdma"], "requiredScope": "SamePCIe"},
     )["candidates"]
     assert best["scope"] == "SamePCIe"
@@ -110,12 +118,15 @@ def test_selector_over_labels_from_a_device_list(api):
 def test_pcie_box_required_scope_takes_the_switch_with_the_nic(api):
     import_node(api, "box", matrix("pcie_4gpu.txt", memory="24Gi"))
     joint = {"deviceTypes": ["gpu", "rdma"], "requiredScope": "SamePCIe"}
-    [best] = candidates(api, {"nvidia.com/gpu": 2, "koordinator.sh/rdma": 1},
-                        joint=joint)["candidates"]
+    [best] = candidates(api, {"nvidia.com/gpu": 2, "koordinator.sh/rdma": 1}, joint=joint)[
+        "candidates"
+    ]
     assert minors(best, "gpu") == [0, 1]
     assert minors(best, "rdma") == [0]
-    assert candidates(api, {"nvidia.com/gpu": 3, "koordinator.sh/rdma": 1},
-                      joint=joint)["candidates"] == []
+    assert (
+        candidates(api, {"nvidia.com/gpu": 3, "koordinator.sh/rdma": 1}, joint=joint)["candidates"]
+        == []
+    )
 
 
 def test_the_heterogeneous_box_from_its_matrix_and_from_its_device_list_is_one_tree(api):
@@ -123,8 +134,9 @@ def test_the_heterogeneous_box_from_its_matrix_and_from_its_device_list_is_one_t
     from_list = import_node(api, "l", device_list("hetero_1nic.yaml")).json
 
     def shape(body):
-        return sorted((d["type"], d["minor"], d["numa"], d["pcie"], d["path"])
-                      for d in body["devices"])
+        return sorted(
+            (d["type"], d["minor"], d["numa"], d["pcie"], d["path"]) for d in body["devices"]
+        )
 
     assert shape(from_matrix) == shape(from_list)
 
@@ -148,8 +160,11 @@ def test_a_malformed_matrix_is_a_400_naming_the_problem(api, sample, words):
 @pytest.mark.parametrize(
     ("memory", "words"),
     [
-        ("80GB", "gpu.memory 80GB is in decimal units (80GB = 80 x 1000^3 bytes, 76293 MiB). "
-                 "Give GPU memory in binary units: 80Gi is 81920 MiB."),
+        (
+            "80GB",
+            "gpu.memory 80GB is in decimal units (80GB = 80 x 1000^3 bytes, 76293 MiB). "
+            "Give GPU memory in binary units: 80Gi is 81920 MiB.",
+        ),
         ("16G", "16Gi is 16384 MiB"),
         ("1.5T", "1.5Ti is 1572864 MiB"),
     ],
@@ -169,9 +184,14 @@ def test_a_matrix_gpu_memory_in_binary_units_or_bytes_is_taken(api, memory):
     assert gpus and all(gpu["memory"] == "81920Mi" for gpu in gpus)
 
 
-@pytest.mark.parametrize(("memory", "shown", "kib"), [
-    ("15472384Ki", "15472384Ki", 15472384), (str(15472384 * 1024), "15472384Ki", 15472384),
-    ("16Gi", "16384Mi", 16 * 2**20)])
+@pytest.mark.parametrize(
+    ("memory", "shown", "kib"),
+    [
+        ("15472384Ki", "15472384Ki", 15472384),
+        (str(15472384 * 1024), "15472384Ki", 15472384),
+        ("16Gi", "16384Mi", 16 * 2**20),
+    ],
+)
 def test_a_matrix_gpu_memory_is_kept_to_the_kib(api, memory, shown, kib):
     response = api.put("/group_resources/device_nodes/box", json=matrix("pcie_4gpu.txt", memory))
     assert response.status_code == 201, response.json
@@ -180,10 +200,13 @@ def test_a_matrix_gpu_memory_is_kept_to_the_kib(api, memory, shown, kib):
     assert {gpu["inventories"]["memory"]["total"] for gpu in gpus} == {kib}
 
 
-@pytest.mark.parametrize(("memory", "words"), [
-    (str(2**30 + 1), "gpu.memory: '1073741825' is not a whole number of KiB (1048576.001 KiB)"),
-    ("512Ki", "gpu.memory: '512Ki' is less than 1 MiB."),
-])
+@pytest.mark.parametrize(
+    ("memory", "words"),
+    [
+        (str(2**30 + 1), "gpu.memory: '1073741825' is not a whole number of KiB (1048576.001 KiB)"),
+        ("512Ki", "gpu.memory: '512Ki' is less than 1 MiB."),
+    ],
+)
 def test_a_matrix_gpu_memory_that_is_not_whole_kib_is_refused(api, memory, words):
     response = api.put("/group_resources/device_nodes/box", json=matrix("pcie_4gpu.txt", memory))
     assert response.status_code == 400, response.json
@@ -206,11 +229,18 @@ def test_an_empty_matrix_is_a_400_that_says_it_is_empty(api, text):
     [
         ({"matrix": "GPU0\n"}, "needs 'gpu'"),
         ({"devices": []}, "devices"),
-        ({"devices": [{"type": "tpu", "minor": 0, "numa": 0, "pcie": 0}]},
-         "Unknown device type 'tpu'"),
+        (
+            {"devices": [{"type": "tpu", "minor": 0, "numa": 0, "pcie": 0}]},
+            "Unknown device type 'tpu'",
+        ),
         ({"devices": [{"type": "gpu", "minor": 0, "numa": 0, "pcie": 0}]}, "memory"),
-        ({"devices": [{"type": "gpu", "minor": 0, "numa": 0, "pcie": 0, "memory": "1Gi"}],
-          "nvlinks": [{"gpus": [0, 1], "links": 2}]}, "gpu1"),
+        (
+            {
+                "devices": [{"type": "gpu", "minor": 0, "numa": 0, "pcie": 0, "memory": "1Gi"}],
+                "nvlinks": [{"gpus": [0, 1], "links": 2}],
+            },
+            "gpu1",
+        ),
         ({"matrix": "x", "devices": []}, "either"),
     ],
 )
@@ -222,9 +252,7 @@ def test_a_bad_import_is_a_400_naming_the_problem(api, body, words):
 
 def test_device_nodes_are_listed_shown_and_deleted(api):
     import_node(api, "dgx1", matrix("dgx1_v100.txt"))
-    assert [n["name"] for n in api.get("/group_resources/device_nodes").json["nodes"]] == [
-        "dgx1"
-    ]
+    assert [n["name"] for n in api.get("/group_resources/device_nodes").json["nodes"]] == ["dgx1"]
     held = claim(api, {"nvidia.com/gpu": 1})
     refused = api.delete("/group_resources/device_nodes/dgx1")
     assert refused.status_code == 409
@@ -238,30 +266,51 @@ def test_device_nodes_are_listed_shown_and_deleted(api):
 def test_unknown_device_types_and_bad_annotations_are_400(api):
     import_node(api, "dgx1", matrix("dgx1_v100.txt"))
     cases = [
-        ({"scheduling.koordinator.sh/device-joint-allocate": '{"deviceTypes": ["gpu", "tpu"]}'},
-         "unknown device type 'tpu'"),
-        ({"scheduling.koordinator.sh/device-allocate-hint": '{"tpu": {}}'},
-         "unknown device type 'tpu'"),
+        (
+            {"scheduling.koordinator.sh/device-joint-allocate": '{"deviceTypes": ["gpu", "tpu"]}'},
+            "unknown device type 'tpu'",
+        ),
+        (
+            {"scheduling.koordinator.sh/device-allocate-hint": '{"tpu": {}}'},
+            "unknown device type 'tpu'",
+        ),
         ({"scheduling.koordinator.sh/device-joint-allocate": "{not json"}, "is not JSON"),
-        ({"scheduling.koordinator.sh/device-joint-allocate":
-          '{"deviceTypes": ["gpu", "rdma"], "requiredScope": "SameNUMA"}'}, "requiredScope"),
-        ({"scheduling.koordinator.sh/device-allocate-hint":
-          '{"gpu": {"exclusivePolicy": "NodeLevel"}}'}, "exclusivePolicy"),
-        ({"scheduling.koordinator.sh/device-allocate-hint": '{"rdma": {}}'},
-         "asks for no rdma"),
-        ({"scheduling.koordinator.sh/device-allocate-hint": '{"gpu": {"vfSelector": {}}}'},
-         "vfSelector is for rdma"),
+        (
+            {
+                "scheduling.koordinator.sh/device-joint-allocate": (
+                    '{"deviceTypes": ["gpu", "rdma"], "requiredScope": "SameNUMA"}'
+                )
+            },
+            "requiredScope",
+        ),
+        (
+            {
+                "scheduling.koordinator.sh/device-allocate-hint": (
+                    '{"gpu": {"exclusivePolicy": "NodeLevel"}}'
+                )
+            },
+            "exclusivePolicy",
+        ),
+        ({"scheduling.koordinator.sh/device-allocate-hint": '{"rdma": {}}'}, "asks for no rdma"),
+        (
+            {"scheduling.koordinator.sh/device-allocate-hint": '{"gpu": {"vfSelector": {}}}'},
+            "vfSelector is for rdma",
+        ),
     ]
     for annotations, words in cases:
-        response = api.post("/group_resources/device_candidates", json={
-            "resources": {"nvidia.com/gpu": 1}, "annotations": annotations})
+        response = api.post(
+            "/group_resources/device_candidates",
+            json={"resources": {"nvidia.com/gpu": 1}, "annotations": annotations},
+        )
         assert response.status_code == 400, (annotations, response.json)
         assert words in response.json["errors"][0]["detail"], response.json
 
 
 def test_node_resources_are_plain_names(api):
-    body = {"devices": [{"type": "rdma", "minor": 0, "numa": 0, "pcie": 0}],
-            "resources": {"cpu": 8, "numa/0/extra": 1}}
+    body = {
+        "devices": [{"type": "rdma", "minor": 0, "numa": 0, "pcie": 0}],
+        "resources": {"cpu": 8, "numa/0/extra": 1},
+    }
     response = api.put("/group_resources/device_nodes/n", json=body)
     assert response.status_code == 400
     assert "'numa/0/extra'" in response.json["errors"][0]["detail"]
@@ -277,8 +326,7 @@ def test_a_device_node_is_not_rewritten_by_the_translator_and_its_delete_takes_t
     assert api.delete("/group_resources/nodes/dgx1").status_code == 204
     assert api.get("/group_resources/device_nodes").json["nodes"] == []
     # The name is free again for a plain translator node, which is no device node.
-    assert api.put("/group_resources/nodes/dgx1",
-                   json={"resources": {"cpu": 1}}).status_code == 201
+    assert api.put("/group_resources/nodes/dgx1", json={"resources": {"cpu": 1}}).status_code == 201
     assert api.get("/group_resources/device_nodes/dgx1").status_code == 404
 
 
@@ -288,9 +336,15 @@ def test_a_node_whose_tree_was_changed_is_left_out_and_named(api):
     assert api.delete(f"/resource_providers/{gpu0['provider']}").status_code == 204
     answer = candidates(api, {"nvidia.com/gpu": 1})
     assert (answer["candidates"], answer["nodes_out_of_sync"]) == ([], ["dgx1"])
-    refused = api.post("/group_resources/device_claims", json={
-        "resources": {"nvidia.com/gpu": 1}, "consumer_uuid": "7b1d8b5e-0d3a-4c4e-9d7e-2f0e0a3b9c11",
-        "project_id": "p", "user_id": "u"})
+    refused = api.post(
+        "/group_resources/device_claims",
+        json={
+            "resources": {"nvidia.com/gpu": 1},
+            "consumer_uuid": "7b1d8b5e-0d3a-4c4e-9d7e-2f0e0a3b9c11",
+            "project_id": "p",
+            "user_id": "u",
+        },
+    )
     assert refused.status_code == 409
     assert "dgx1" in refused.json["errors"][0]["detail"]
     assert api.get("/group_resources/device_nodes/dgx1").json["in_sync"] is False
@@ -329,9 +383,15 @@ def test_the_translator_searches_leave_device_nodes_out(api):
     assert answer["candidates"] == []
     limited = api.post("/group_resources/candidates", json={**request, "limit": 1}).json
     assert limited["candidates"] == []
-    refused = api.post("/group_resources/claims", json={
-        **request, "consumer_uuid": "1d3c2b8e-7f0a-4b6e-9c55-0a1b2c3d4e5f",
-        "project_id": "p", "user_id": "u"})
+    refused = api.post(
+        "/group_resources/claims",
+        json={
+            **request,
+            "consumer_uuid": "1d3c2b8e-7f0a-4b6e-9c55-0a1b2c3d4e5f",
+            "project_id": "p",
+            "user_id": "u",
+        },
+    )
     assert refused.status_code == 409
     assert api.post("/group_resources/queries", json=request).json["queries"] == []
     # The tree is still shown by the translator's view.

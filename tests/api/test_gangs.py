@@ -14,8 +14,12 @@ from tests.conftest import error_code
 
 # 2 spines; spine s0 has leaves l0 (nvlink domains a, b) and l1 (c); s1 has l2 (d).
 CLUSTER = {
-    "n0": ("s0", "l0", "a"), "n1": ("s0", "l0", "a"), "n2": ("s0", "l0", "b"),
-    "n3": ("s0", "l1", "c"), "n4": ("s0", "l1", "c"), "n5": ("s1", "l2", "d"),
+    "n0": ("s0", "l0", "a"),
+    "n1": ("s0", "l0", "a"),
+    "n2": ("s0", "l0", "b"),
+    "n3": ("s0", "l1", "c"),
+    "n4": ("s0", "l1", "c"),
+    "n5": ("s1", "l2", "d"),
 }
 
 
@@ -28,8 +32,10 @@ def test_the_network_is_set_read_and_changed_one_node_at_a_time(api):
     shown = _network(api)
     assert shown["levels"] == LEVELS
     assert shown["nodes"]["n3"] == {"spine": "s0", "leaf": "l1", "nvlink_domain": "c"}
-    response = api.put("/group_resources/network/nodes/n9",
-                       json={"domains": {"spine": "s1", "leaf": "l2", "nvlink_domain": "d"}})
+    response = api.put(
+        "/group_resources/network/nodes/n9",
+        json={"domains": {"spine": "s1", "leaf": "l2", "nvlink_domain": "d"}},
+    )
     assert response.status_code == 201, response.json
     assert api.get("/group_resources/network/nodes/n9").json["domains"]["leaf"] == "l2"
     assert api.delete("/group_resources/network/nodes/n9").status_code == 204
@@ -56,14 +62,24 @@ def test_a_gang_is_found_claimed_shown_and_released(api):
         assert member["allocations"]
 
     # What is left under s0: n3 and n4, two members at most.
-    refused = api.post("/group_resources/gang_claims", json={
-        **body, "gang_uuid": claimed["gang_uuid"],
-        "consumer_uuids": claimed["consumer_uuids"], "project_id": "p", "user_id": "u"})
+    refused = api.post(
+        "/group_resources/gang_claims",
+        json={
+            **body,
+            "gang_uuid": claimed["gang_uuid"],
+            "consumer_uuids": claimed["consumer_uuids"],
+            "project_id": "p",
+            "user_id": "u",
+        },
+    )
     assert refused.status_code == 409
     none = gangs(api, body)
     assert none["gangs"] == []
     assert none["closest"][0] == {
-        "domain": "s0", "members_fit": 2, "members_needed": 3, "nodes": 5,
+        "domain": "s0",
+        "members_fit": 2,
+        "members_needed": 3,
+        "nodes": 5,
         "nodes_unfit": [{"reason": none["closest"][0]["nodes_unfit"][0]["reason"], "nodes": 3}],
     }
     _, refusal = claim_gang(api, body, expect=409)
@@ -87,17 +103,34 @@ def test_members_may_share_a_node(api):
     assert gangs(api, gang_body(2, 2, "spine"))["gangs"][0]["nodes"] == 2
 
 
-@pytest.mark.parametrize("change, words", [
-    ({"levels": ["spine", "leaf", "spine"]}, "named twice"),
-    ({"levels": []}, "at least one level"),
-    ({"nodes": {"n0": {"spine": "s0", "leaf": "l0", "rack": "r"}}}, "unknown level 'rack'"),
-    ({"nodes": {"n0": {"spine": "s0", "leaf": "l0"}}}, "no domain at level(s) nvlink_domain"),
-    ({"nodes": {"n0": {"spine": "s0", "leaf": "l0", "nvlink_domain": "a"},
-                "n1": {"spine": "s1", "leaf": "l0", "nvlink_domain": "b"}}}, "two parents"),
-    ({"nodes": {"n0": {"spine": "s0", "leaf": "l0", "nvlink_domain": "a"},
-                "n1": {"spine": "s0", "leaf": "l1", "nvlink_domain": "a"}}}, "two parents"),
-    ({"nodes": ["n0"]}, "nodes"),
-])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"levels": ["spine", "leaf", "spine"]}, "named twice"),
+        ({"levels": []}, "at least one level"),
+        ({"nodes": {"n0": {"spine": "s0", "leaf": "l0", "rack": "r"}}}, "unknown level 'rack'"),
+        ({"nodes": {"n0": {"spine": "s0", "leaf": "l0"}}}, "no domain at level(s) nvlink_domain"),
+        (
+            {
+                "nodes": {
+                    "n0": {"spine": "s0", "leaf": "l0", "nvlink_domain": "a"},
+                    "n1": {"spine": "s1", "leaf": "l0", "nvlink_domain": "b"},
+                }
+            },
+            "two parents",
+        ),
+        (
+            {
+                "nodes": {
+                    "n0": {"spine": "s0", "leaf": "l0", "nvlink_domain": "a"},
+                    "n1": {"spine": "s0", "leaf": "l1", "nvlink_domain": "a"},
+                }
+            },
+            "two parents",
+        ),
+        ({"nodes": ["n0"]}, "nodes"),
+    ],
+)
 def test_a_bad_network_is_refused_and_nothing_is_written(api, change, words):
     build_cluster(api, CLUSTER)
     before = _network(api)
@@ -111,25 +144,32 @@ def test_a_bad_network_is_refused_and_nothing_is_written(api, change, words):
 def test_a_node_with_a_second_parent_is_refused(api):
     build_cluster(api, CLUSTER)
     before = _network(api)
-    response = api.put("/group_resources/network/nodes/n9", json={
-        "domains": {"spine": "s1", "leaf": "l0", "nvlink_domain": "z"}})
+    response = api.put(
+        "/group_resources/network/nodes/n9",
+        json={"domains": {"spine": "s1", "leaf": "l0", "nvlink_domain": "z"}},
+    )
     assert response.status_code == 400
     assert "leaf l0 has two parents" in response.json["errors"][0]["detail"]
-    response = api.put("/group_resources/network/nodes/n9", json={
-        "domains": {"spine": "s1", "rack": "l0", "nvlink_domain": "z"}})
+    response = api.put(
+        "/group_resources/network/nodes/n9",
+        json={"domains": {"spine": "s1", "rack": "l0", "nvlink_domain": "z"}},
+    )
     assert response.status_code == 400
     assert _network(api) == before
 
 
-@pytest.mark.parametrize("change, words", [
-    ({"required": "rack"}, "unknown level 'rack'"),
-    ({"preferred": "rack"}, "unknown level 'rack'"),
-    ({"required": "leaf", "preferred": "spine"}, "broader than the required level"),
-    ({"members": 0}, "members"),
-    ({"member": {"resources": {"nvidia.com/gpu": "lots"}}}, "nvidia.com/gpu"),
-    ({"member": {"resources": {}}}, "asks for no resource"),
-    ({"member": {}}, "give 'resources'"),
-])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"required": "rack"}, "unknown level 'rack'"),
+        ({"preferred": "rack"}, "unknown level 'rack'"),
+        ({"required": "leaf", "preferred": "spine"}, "broader than the required level"),
+        ({"members": 0}, "members"),
+        ({"member": {"resources": {"nvidia.com/gpu": "lots"}}}, "nvidia.com/gpu"),
+        ({"member": {"resources": {}}}, "asks for no resource"),
+        ({"member": {}}, "give 'resources'"),
+    ],
+)
 def test_a_bad_gang_request_is_refused_and_nothing_is_written(api, change, words):
     build_cluster(api, CLUSTER)
     body = {**gang_body(2, 4, "spine"), **change}
@@ -140,19 +180,32 @@ def test_a_bad_gang_request_is_refused_and_nothing_is_written(api, change, words
     for consumer in claimed["consumer_uuids"]:
         assert api.get(f"/allocations/{consumer}").json["allocations"] == {}
     assert api.get(f"/group_resources/gangs/{claimed['gang_uuid']}").status_code == 404
-    assert error_code(api.post("/group_resources/gang_claims", json={
-        **gang_body(2, 4, "spine"), "gang_uuid": claimed["gang_uuid"],
-        "consumer_uuids": claimed["consumer_uuids"][:1], "project_id": "p",
-        "user_id": "u"})) is not None
+    assert (
+        error_code(
+            api.post(
+                "/group_resources/gang_claims",
+                json={
+                    **gang_body(2, 4, "spine"),
+                    "gang_uuid": claimed["gang_uuid"],
+                    "consumer_uuids": claimed["consumer_uuids"][:1],
+                    "project_id": "p",
+                    "user_id": "u",
+                },
+            )
+        )
+        is not None
+    )
 
 
 def test_a_gang_claim_with_a_consumer_that_exists_writes_nothing(api):
     build_cluster(api, CLUSTER)
     body = gang_body(2, 4, "spine")
     claimed, _ = claim_gang(api, body)
-    again = {**claimed, "gang_uuid": "8c1d3e2a-3a43-4b3e-9a33-7f0f3f2a1b00",
-             "consumer_uuids": [claimed["consumer_uuids"][0],
-                                "9c1d3e2a-3a43-4b3e-9a33-7f0f3f2a1b00"]}
+    again = {
+        **claimed,
+        "gang_uuid": "8c1d3e2a-3a43-4b3e-9a33-7f0f3f2a1b00",
+        "consumer_uuids": [claimed["consumer_uuids"][0], "9c1d3e2a-3a43-4b3e-9a33-7f0f3f2a1b00"],
+    }
     response = api.post("/group_resources/gang_claims", json=again)
     assert response.status_code == 409
     assert error_code(response) == "placement.group_resources.consumer_exists"

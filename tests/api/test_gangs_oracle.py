@@ -36,8 +36,7 @@ from tests.api.gang_helpers import LEVELS, claim_gang, gangs, set_network
 SEED = 20_261_129
 WORLDS = 12
 REQUESTS_PER_WORLD = 5
-WEIGHTS = {"nvlinks": 100, "samePCIe": 50, "sameHostBridge": 30, "sameNUMA": 20,
-           "crossNUMA": 10}
+WEIGHTS = {"nvlinks": 100, "samePCIe": 50, "sameHostBridge": 30, "sameNUMA": 20, "crossNUMA": 10}
 SCORE_SLACK = 1e-5  # scores are answered to 6 decimals
 
 
@@ -54,25 +53,35 @@ def _world(rng: random.Random) -> tuple[dict, dict]:
     documents, placements = {}, {}
     for index in range(rng.randint(2, 12)):
         gpus = rng.choice([2, 4])
-        nvlinks = [((a, a + 1), rng.randint(1, 2)) for a in range(0, gpus - 1)
-                   if rng.random() < 0.4]
+        nvlinks = [
+            ((a, a + 1), rng.randint(1, 2)) for a in range(0, gpus - 1) if rng.random() < 0.4
+        ]
         documents[f"node-{index:02d}"] = switch_box(
-            gpus_per_switch=[2] * (gpus // 2), nics_per_switch=[0] * (gpus // 2),
-            switches_per_numa=rng.choice([1, 2]), nvlinks=nvlinks, resources={"cpu": 16})
+            gpus_per_switch=[2] * (gpus // 2),
+            nics_per_switch=[0] * (gpus // 2),
+            switches_per_numa=rng.choice([1, 2]),
+            nvlinks=nvlinks,
+            resources={"cpu": 16},
+        )
         placements[f"node-{index:02d}"] = rng.choice(cells) if rng.random() > 0.1 else None
     return documents, placements
 
 
 def _member(rng: random.Random) -> dict:
-    return rng.choice([{"nvidia.com/gpu": 1}, {"nvidia.com/gpu": 2},
-                       {"kubernetes.io/gpu": 50, "cpu": 2}])
+    return rng.choice(
+        [{"nvidia.com/gpu": 1}, {"nvidia.com/gpu": 2}, {"kubernetes.io/gpu": 50, "cpu": 2}]
+    )
 
 
 def _use(api, rng: random.Random, node: str) -> None:
     for _ in range(rng.randint(0, 2)):
-        body = {"resources": rng.choice([{"nvidia.com/gpu": 1}, {"kubernetes.io/gpu": 50}]),
-                "nodes": [node], "consumer_uuid": str(uuid.uuid4()), "project_id": "p",
-                "user_id": "u"}
+        body = {
+            "resources": rng.choice([{"nvidia.com/gpu": 1}, {"kubernetes.io/gpu": 50}]),
+            "nodes": [node],
+            "consumer_uuid": str(uuid.uuid4()),
+            "project_id": "p",
+            "user_id": "u",
+        }
         api.post("/group_resources/device_claims", json=body)
 
 
@@ -86,14 +95,20 @@ def _choices(api, node: str, member: dict, scorer: str, most: int) -> list[dict]
         if not answer["candidates"]:
             break
         candidate = answer["candidates"][0]
-        found.append({"minors": sorted(d["minor"] for d in candidate["devices"]["gpu"]),
-                      "scope": candidate.get("scope"),
-                      "strength": sum(WEIGHTS[k] * n for k, n in candidate["links"]["gpu"].items()),
-                      "score": candidate["score"]})
+        found.append(
+            {
+                "minors": sorted(d["minor"] for d in candidate["devices"]["gpu"]),
+                "scope": candidate.get("scope"),
+                "strength": sum(WEIGHTS[k] * n for k, n in candidate["links"]["gpu"].items()),
+                "score": candidate["score"],
+            }
+        )
         if len(found) < most:
             consumer = str(uuid.uuid4())
-            claimed = api.post("/group_resources/device_claims", json={
-                **body, "consumer_uuid": consumer, "project_id": "p", "user_id": "u"})
+            claimed = api.post(
+                "/group_resources/device_claims",
+                json={**body, "consumer_uuid": consumer, "project_id": "p", "user_id": "u"},
+            )
             assert claimed.status_code == 200, claimed.json
             held.append(consumer)
     for consumer in held:
@@ -104,8 +119,9 @@ def _choices(api, node: str, member: dict, scorer: str, most: int) -> list[dict]
 SCOPES = [None, "SamePCIe", "SameNUMA", "Node"]
 
 
-def _key(counts: dict[str, int], placements: dict, request: dict,
-         choices: dict[str, list[dict]]) -> tuple:
+def _key(
+    counts: dict[str, int], placements: dict, request: dict, choices: dict[str, list[dict]]
+) -> tuple:
     """The rank of the gang that puts ``counts[node]`` members on each node: the domain
     counts, then the summed scopes, strengths (negated) and scores (negated, by pack
     or spread as scored)."""
@@ -116,7 +132,7 @@ def _key(counts: dict[str, int], placements: dict, request: dict,
             key.append(len({placements[node][position] for node in used}))
         if request.get("share_nodes"):
             key.append(len(used))
-    members = [choice for node in used for choice in choices[node][:counts[node]]]
+    members = [choice for node in used for choice in choices[node][: counts[node]]]
     key.append(sum(max(SCOPES.index(m["scope"]) - 1, 0) for m in members))
     key.append(-sum(m["strength"] for m in members))
     return (tuple(key), -sum(m["score"] for m in members))
@@ -129,8 +145,9 @@ def _better_or_equal(first: tuple, second: tuple) -> bool:
     return first[1] <= second[1] + SCORE_SLACK
 
 
-def _oracle(placements: dict, request: dict, choices: dict[str, list[dict]],
-            seen: set[str]) -> dict:
+def _oracle(
+    placements: dict, request: dict, choices: dict[str, list[dict]], seen: set[str]
+) -> dict:
     """Required domain -> the best rank of a gang in it (domains holding none left out).
     ``seen`` is told which rules decided (for the coverage guard)."""
     required = LEVELS.index(request["required"])
@@ -138,14 +155,20 @@ def _oracle(placements: dict, request: dict, choices: dict[str, list[dict]],
     best: dict[str, tuple] = {}
     domains = sorted({path[required] for path in placements.values() if path})
     for domain in domains:
-        nodes = [n for n, path in sorted(placements.items()) if path and path[required] == domain
-                 and choices[n]]
+        nodes = [
+            n
+            for n, path in sorted(placements.items())
+            if path and path[required] == domain and choices[n]
+        ]
         if request.get("share_nodes"):
-            gangs_tried = (dict(zip(*_counted(combo), strict=True))
-                           for combo in itertools.combinations_with_replacement(nodes, members))
+            gangs_tried = (
+                dict(zip(*_counted(combo), strict=True))
+                for combo in itertools.combinations_with_replacement(nodes, members)
+            )
         else:
-            gangs_tried = ({n: 1 for n in combo}
-                           for combo in itertools.combinations(nodes, members))
+            gangs_tried = (
+                {n: 1 for n in combo} for combo in itertools.combinations(nodes, members)
+            )
         for counts in gangs_tried:
             if any(count > len(choices[node]) for node, count in counts.items()):
                 continue
@@ -169,8 +192,13 @@ def test_gangs_match_the_brute_force(api):
     for world in range(WORLDS):
         _check_world(api, world, seen)
     # Coverage guard: each rule decided somewhere.
-    assert seen == {"domain counts", "a domain without a gang", "members share a node",
-                    "a gang of 3 or more", "several gangs ranked"}, seen
+    assert seen == {
+        "domain counts",
+        "a domain without a gang",
+        "members share a node",
+        "a gang of 3 or more",
+        "several gangs ranked",
+    }, seen
 
 
 def _check_world(api, world: int, seen: set[str]) -> None:
@@ -184,16 +212,23 @@ def _check_world(api, world: int, seen: set[str]) -> None:
     set_network(api, {n: path for n, path in placements.items() if path})
     for _ in range(REQUESTS_PER_WORLD):
         required = rng.randrange(len(LEVELS))
-        request = {"members": rng.randint(1, 4), "member": {"resources": _member(rng)},
-                   "required": LEVELS[required], "scorer": rng.choice(["pack", "spread"])}
+        request = {
+            "members": rng.randint(1, 4),
+            "member": {"resources": _member(rng)},
+            "required": LEVELS[required],
+            "scorer": rng.choice(["pack", "spread"]),
+        }
         if rng.random() < 0.7:
             request["preferred"] = LEVELS[rng.randint(required, len(LEVELS) - 1)]
         if rng.random() < 0.5:
             request["share_nodes"] = True
         most = request["members"] if request.get("share_nodes") else 1
         resources = request["member"]["resources"]
-        choices = {node: _choices(api, node, resources, request["scorer"], most)
-                   for node, path in placements.items() if path}
+        choices = {
+            node: _choices(api, node, resources, request["scorer"], most)
+            for node, path in placements.items()
+            if path
+        }
         best = _oracle(placements, request, choices, seen)
         answer = gangs(api, request)
         answered = {gang["required"]["domain"]: gang for gang in answer["gangs"]}
@@ -225,9 +260,10 @@ def _check_world(api, world: int, seen: set[str]) -> None:
             first = answer["gangs"][0]
             for member, consumer in zip(first["members"], claimed["consumer_uuids"], strict=True):
                 held = api.get(f"/allocations/{consumer}").json["allocations"]
-                assert held == {uuid: {"resources": entry["resources"]} for uuid, entry
-                                in member["allocations"].items()} or _same_amounts(
-                                    held, member["allocations"])
+                assert held == {
+                    uuid: {"resources": entry["resources"]}
+                    for uuid, entry in member["allocations"].items()
+                } or _same_amounts(held, member["allocations"])
             assert api.delete(f"/group_resources/gangs/{claimed['gang_uuid']}").status_code == 204
             for consumer in claimed["consumer_uuids"]:
                 assert api.get(f"/allocations/{consumer}").json["allocations"] == {}
@@ -235,4 +271,5 @@ def _check_world(api, world: int, seen: set[str]) -> None:
 
 def _same_amounts(held: dict, expected: dict) -> bool:
     return {p: v["resources"] for p, v in held.items()} == {
-        p: v["resources"] for p, v in expected.items()}
+        p: v["resources"] for p, v in expected.items()
+    }

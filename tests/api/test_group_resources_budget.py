@@ -19,10 +19,14 @@ GPUS = 16
 # 8 GPUs of 8 sizes on nodes of 16 GPUs of 16 sizes, the sizes shifted on each node: every
 # node's best placement is a search of its own (nothing alike to remember), a few
 # milliseconds each, so the whole search takes far beyond a millisecond.
-WIDE_REQUEST = {"cpu": 1, **{
-    key: value for k in range(8)
-    for key, value in ((f"gpu/{k}/cards", 1), (f"gpu/{k}/memory", f"{8 + k}GiB"))
-}}
+WIDE_REQUEST = {
+    "cpu": 1,
+    **{
+        key: value
+        for k in range(8)
+        for key, value in ((f"gpu/{k}/cards", 1), (f"gpu/{k}/memory", f"{8 + k}GiB"))
+    },
+}
 
 
 def wide_node(index: int) -> dict:
@@ -65,7 +69,8 @@ def assert_claimed_as_found(api, response, consumer: str, best: dict[str, dict])
     assert {key: claimed[key] for key in expected} == expected
     written = api.get(f"/allocations/{consumer}").json["allocations"]
     assert {uuid: a["resources"] for uuid, a in written.items()} == {
-        uuid: a["resources"] for uuid, a in claimed["allocations"].items()}
+        uuid: a["resources"] for uuid, a in claimed["allocations"].items()
+    }
 
 
 def assert_refused_after_cut(refused: errors.Conflict, start: str) -> None:
@@ -79,13 +84,15 @@ def assert_cut(response, nodes: int) -> dict:
     cut = response.json["cut"]
     assert cut["nodes"] == nodes and 1 <= cut["nodes_looked_at"] < nodes, cut
     assert response.headers["Placement-Search-Cut"] == (
-        f"nodes={cut['nodes_looked_at']}/{cut['nodes']}")
+        f"nodes={cut['nodes_looked_at']}/{cut['nodes']}"
+    )
     return cut
 
 
 def test_a_budget_cuts_a_wide_search_and_every_candidate_is_the_nodes_best(wide):
-    response = wide.post("/group_resources/candidates",
-                         json={"resources": WIDE_REQUEST, "budget_ms": 1})
+    response = wide.post(
+        "/group_resources/candidates", json={"resources": WIDE_REQUEST, "budget_ms": 1}
+    )
     assert response.status_code == 200, response.json
     cut = assert_cut(response, NODES)
     answer = response.json
@@ -101,8 +108,9 @@ def test_a_budget_cuts_a_wide_search_and_every_candidate_is_the_nodes_best(wide)
 
 
 def test_a_cut_search_with_limit_answers_the_best_it_found(wide):
-    response = wide.post("/group_resources/candidates",
-                         json={"resources": WIDE_REQUEST, "limit": 3, "budget_ms": 1})
+    response = wide.post(
+        "/group_resources/candidates", json={"resources": WIDE_REQUEST, "limit": 3, "budget_ms": 1}
+    )
     assert response.status_code == 200
     assert_cut(response, NODES)
     best = by_node(candidates(wide, WIDE_REQUEST))
@@ -113,15 +121,20 @@ def test_a_cut_search_with_limit_answers_the_best_it_found(wide):
 
 def test_without_a_budget_nothing_changes(wide):
     plain = wide.post("/group_resources/candidates", json={"resources": WIDE_REQUEST})
-    roomy = wide.post("/group_resources/candidates",
-                      json={"resources": WIDE_REQUEST, "budget_ms": 9_999_999})
+    roomy = wide.post(
+        "/group_resources/candidates", json={"resources": WIDE_REQUEST, "budget_ms": 9_999_999}
+    )
     for response in (plain, roomy):
         assert "Placement-Search-Cut" not in response.headers
         assert list(response.json) == ["candidates", "unplaced", "feasible_nodes"]
     assert roomy.get_data() == plain.get_data()
     limited = {"resources": WIDE_REQUEST, "limit": 2}
-    assert wide.post("/group_resources/candidates", json=limited).get_data() == wide.post(
-        "/group_resources/candidates", json={**limited, "budget_ms": 9_999_999}).get_data()
+    assert (
+        wide.post("/group_resources/candidates", json=limited).get_data()
+        == wide.post(
+            "/group_resources/candidates", json={**limited, "budget_ms": 9_999_999}
+        ).get_data()
+    )
 
 
 def test_a_claim_under_a_cut_budget_claims_the_best_it_found(wide):
@@ -130,9 +143,7 @@ def test_a_claim_under_a_cut_budget_claims_the_best_it_found(wide):
     assert_claimed_as_found(wide, claim(wide, WIDE_REQUEST, consumer, budget_ms=1), consumer, best)
 
 
-def test_a_claim_that_finds_nothing_in_its_budget_is_refused_as_when_nothing_fits(
-    api, engine
-):
+def test_a_claim_that_finds_nothing_in_its_budget_is_refused_as_when_nothing_fits(api, engine):
     """The node whose cpu is all taken has the higher bound (pack), so it is looked at
     first; the budget, spent before the search, stops the search after it."""
     sync(api, "a-full", wide_node(0))
@@ -140,8 +151,14 @@ def test_a_claim_that_finds_nothing_in_its_budget_is_refused_as_when_nothing_fit
     assert claim(api, {"cpu": 64}, str(uuid.uuid4()), nodes=["a-full"]).status_code == 200
     with engine.connect() as conn, conn.begin(), pytest.raises(errors.Conflict) as refused:
         api.services.group_resources.claim(
-            conn, WIDE_REQUEST, api.services.config.group_naming(), str(uuid.uuid4()), "p",
-            "u", budget=spent_budget())
+            conn,
+            WIDE_REQUEST,
+            api.services.config.group_naming(),
+            str(uuid.uuid4()),
+            "p",
+            "u",
+            budget=spent_budget(),
+        )
     assert_refused_after_cut(refused.value, "No node can take the request: ")
     # Without the budget the emptier node takes it.
     assert claim(api, WIDE_REQUEST, str(uuid.uuid4())).json["node"] == "b-empty"
@@ -154,10 +171,13 @@ CLAIMING = {"project_id": "p", "user_id": "u"}
 def assert_bad_budget_refused(api, paths: tuple[str, str], resources: dict, value) -> None:
     """``budget_ms: value`` is 400 on the candidates and the claims ``paths``."""
     candidates_path, claims_path = paths
-    for path, extra in ((candidates_path, {}),
-                        (claims_path, {"consumer_uuid": str(uuid.uuid4()), **CLAIMING})):
-        response = api.post(f"/group_resources/{path}",
-                            json={"resources": resources, "budget_ms": value, **extra})
+    for path, extra in (
+        (candidates_path, {}),
+        (claims_path, {"consumer_uuid": str(uuid.uuid4()), **CLAIMING}),
+    ):
+        response = api.post(
+            f"/group_resources/{path}", json={"resources": resources, "budget_ms": value, **extra}
+        )
         assert response.status_code == 400, (path, response.json)
         assert "budget_ms" in response.json["errors"][0]["detail"]
 
@@ -169,8 +189,9 @@ def test_a_bad_budget_is_400(api, value):
 
 def api_with_default_budget(config, engine) -> Api:
     """An API whose configuration gives every search a budget of 1 ms."""
-    return Api(create_app(config.replace(group_candidates_budget_ms=1), engine=engine)
-               .test_client())
+    return Api(
+        create_app(config.replace(group_candidates_budget_ms=1), engine=engine).test_client()
+    )
 
 
 def test_the_configured_default_budget_applies_without_budget_ms(config, engine):
@@ -178,8 +199,9 @@ def test_the_configured_default_budget_applies_without_budget_ms(config, engine)
     wide_world(api)
     cut = api.post("/group_resources/candidates", json={"resources": WIDE_REQUEST})
     assert_cut(cut, NODES)
-    roomy = api.post("/group_resources/candidates",
-                     json={"resources": WIDE_REQUEST, "budget_ms": 9_999_999})
+    roomy = api.post(
+        "/group_resources/candidates", json={"resources": WIDE_REQUEST, "budget_ms": 9_999_999}
+    )
     assert "cut" not in roomy.json and roomy.json["feasible_nodes"] == NODES
 
 
@@ -192,6 +214,7 @@ def test_a_deadline_met_where_no_node_left_could_enter_cuts_nothing(api, engine)
     budget = spent_budget()
     with engine.connect() as conn, conn.begin():
         answer = api.services.group_resources.find_candidates(
-            conn, {"cpu": 2}, api.services.config.group_naming(), limit=1, budget=budget)
+            conn, {"cpu": 2}, api.services.config.group_naming(), limit=1, budget=budget
+        )
     assert [placement.node.name for placement in answer.placements] == ["a"]
     assert budget.cut is None

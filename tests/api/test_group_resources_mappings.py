@@ -90,9 +90,9 @@ def test_claim_writes_the_mapped_allocations_and_a_second_claim_gets_other_devic
         assert devices.isdisjoint(taken)
         taken |= devices
         stored = api.get(f"/allocations/{consumer}").json["allocations"]
-        assert {
-            uuid_: entry["resources"] for uuid_, entry in stored.items()
-        } == {u: e["resources"] for u, e in response.json["allocations"].items()}
+        assert {uuid_: entry["resources"] for uuid_, entry in stored.items()} == {
+            u: e["resources"] for u, e in response.json["allocations"].items()
+        }
     response = claim(api, request, str(uuid.uuid4()))
     assert response.status_code == 409
     assert error_code(response) == "placement.group_resources.unplaceable"

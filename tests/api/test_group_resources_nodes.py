@@ -44,9 +44,9 @@ def test_a_synced_node_is_a_provider_tree_named_by_key_paths(api):
 
 def test_syncing_the_same_map_again_changes_nothing(api):
     first = sync(api, "n1", eight_gpu_node()).json
-    generations = {
-        g["uuid"]: api.generation(g["uuid"]) for g in first["groups"]
-    } | {first["uuid"]: api.generation(first["uuid"])}
+    generations = {g["uuid"]: api.generation(g["uuid"]) for g in first["groups"]} | {
+        first["uuid"]: api.generation(first["uuid"])
+    }
     again = sync(api, "n1", eight_gpu_node())
     assert again.status_code == 200
     assert again.json["changed"] is False
@@ -65,8 +65,9 @@ def test_a_changed_map_adds_updates_and_removes(api):
     groups = {g["key"]: g for g in body["groups"]}
     assert set(groups) == {"gpu/dev0", "gpu/dev1", "gpu/dev2", "gpu/dev4"}
     assert groups["gpu/dev1"]["inventories"]["CUSTOM_GPU_MEMORY_MB"]["total"] == 6144
-    assert groups["gpu/dev4"]["inventories"] == {"CUSTOM_GPU_CARDS": {
-        "total": 1, "reserved": 0, "allocation_ratio": 1.0, "used": 0}}
+    assert groups["gpu/dev4"]["inventories"] == {
+        "CUSTOM_GPU_CARDS": {"total": 1, "reserved": 0, "allocation_ratio": 1.0, "used": 0}
+    }
     assert body["inventories"]["VCPU"]["total"] == 8
 
 
@@ -148,7 +149,8 @@ def test_claims_refuse_an_existing_consumer_and_bad_bodies(api):
     assert "gpu/0/cards/x" in bad_key.json["errors"][0]["detail"]
     # Nothing was written by the refused claims: one consumer, one GPU used.
     used = [
-        g for g in _groups(api, "n1").values()
+        g
+        for g in _groups(api, "n1").values()
         if g["inventories"].get("CUSTOM_GPU_CARDS", {}).get("used")
     ]
     assert len(used) == 1
@@ -180,9 +182,7 @@ def test_candidates_rank_nodes_and_honour_limit_and_node_filter(api):
         "/group_resources/candidates", json={"resources": request, "scorer": "spread"}
     ).json
     assert [c["node"] for c in spread["candidates"]] == ["n1", "n2"]
-    limited = api.post(
-        "/group_resources/candidates", json={"resources": request, "limit": 1}
-    ).json
+    limited = api.post("/group_resources/candidates", json={"resources": request, "limit": 1}).json
     assert len(limited["candidates"]) == 1 and limited["feasible_nodes"] == 2
     only = api.post(
         "/group_resources/candidates", json={"resources": request, "nodes": ["n1"]}
@@ -212,7 +212,10 @@ def test_providers_added_by_others_are_left_alone_and_block_delete(api):
     node = sync(api, "n1", MIXED_MEMORY_NODE).json
     api.create_provider("extra", parent=node["uuid"])
     assert {g["key"] for g in _groups(api, "n1").values()} == {
-        "gpu/dev0", "gpu/dev1", "gpu/dev2", "gpu/dev3"
+        "gpu/dev0",
+        "gpu/dev1",
+        "gpu/dev2",
+        "gpu/dev3",
     }
     assert sync(api, "n1", MIXED_MEMORY_NODE).json["changed"] is False
     refused = api.delete("/group_resources/nodes/n1")
@@ -265,14 +268,14 @@ def test_a_group_moved_through_the_generic_api_is_put_back_by_sync(api):
     groups = _groups(api, "n1")
     moved = api.put(
         f"/resource_providers/{groups['Gpugrp0/0/gpu/dev1']['uuid']}",
-        json={"name": "n1/Gpugrp0/0/gpu/dev1",
-              "parent_provider_uuid": groups["Gpugrp0/1"]["uuid"]},
+        json={"name": "n1/Gpugrp0/0/gpu/dev1", "parent_provider_uuid": groups["Gpugrp0/1"]["uuid"]},
     )
     assert moved.status_code == 200, moved.json
     pair = {"Gpugrp0/RA/gpu/a/cards": 1, "Gpugrp0/RA/gpu/b/cards": 1}
     # While moved, the node is not as its map says: it is left out, never split.
-    assert api.post("/group_resources/candidates", json={"resources": pair}).json[
-        "candidates"] == []
+    assert (
+        api.post("/group_resources/candidates", json={"resources": pair}).json["candidates"] == []
+    )
     assert sync(api, "n1", node).json["changed"] is True
     provider = api.get(f"/resource_providers/{groups['Gpugrp0/0/gpu/dev1']['uuid']}").json
     assert provider["parent_provider_uuid"] == groups["Gpugrp0/0"]["uuid"]
@@ -303,8 +306,11 @@ def test_an_absurd_allocation_ratio_elsewhere_does_not_break_the_search(api):
     dev0 = _groups(api, "n2")["gpu/dev0"]["uuid"]
     changed = api.put(
         f"/resource_providers/{dev0}/inventories/CUSTOM_GPU_CARDS",
-        json={"resource_provider_generation": api.generation(dev0), "total": 1,
-              "allocation_ratio": 1e-300},
+        json={
+            "resource_provider_generation": api.generation(dev0),
+            "total": 1,
+            "allocation_ratio": 1e-300,
+        },
     )
     assert changed.status_code == 200, changed.json
     for options in ({}, {"limit": 1}):

@@ -14,9 +14,7 @@ ROUTES = ("/group_resources/candidates", "/group_resources/claims", "/group_reso
 TWO_GPUS = {"gpu/0/cards": 1, "gpu/1/cards": 1}
 
 # One Gpugrp1 of two Gpugrp0 pairs: four GPUs.
-ONE_GROUP1 = {
-    f"Gpugrp1/0/Gpugrp0/{d // 2}/gpu/dev{d}/cards": 1 for d in range(4)
-}
+ONE_GROUP1 = {f"Gpugrp1/0/Gpugrp0/{d // 2}/gpu/dev{d}/cards": 1 for d in range(4)}
 
 
 def _query(api, resources, **fields):
@@ -62,7 +60,12 @@ def test_flat_requests_fill_levels_gives_each_group_its_own_higher_groups(api):
     [filled] = _query(api, TWO_GPUS, nodes=["gpu8"], **fill)
     assert sorted(anywhere["groups"].values()) == ["gpu/0", "gpu/1"]
     assert sorted(filled["groups"].values()) == [
-        "Gpugrp1/0", "Gpugrp1/0/Gpugrp0/0", "Gpugrp1/1", "Gpugrp1/1/Gpugrp0/1", "gpu/0", "gpu/1"
+        "Gpugrp1/0",
+        "Gpugrp1/0/Gpugrp0/0",
+        "Gpugrp1/1",
+        "Gpugrp1/1/Gpugrp0/1",
+        "gpu/0",
+        "gpu/1",
     ]
     assert "same_subtree=" in filled["query"] and "group_policy=isolate" in filled["query"]
 
@@ -86,9 +89,7 @@ def test_node_ranking_sum_prefers_the_node_with_the_larger_sum(api):
     assert [c["node"] for c in limited] == ["big"]
     spread = candidates(api, one, scorer="spread", options={"node_ranking": "sum"})
     # spread sums 1 - used / capacity: 8 - 5 on big, 4 - 4 on small.
-    assert [(c["node"], c["score"]) for c in spread["candidates"]] == [
-        ("big", 3.0), ("small", 0.0)
-    ]
+    assert [(c["node"], c["score"]) for c in spread["candidates"]] == [("big", 3.0), ("small", 0.0)]
     assert _claimed(api, one, options={"node_ranking": "sum"})["node"] == "big"
     # The query is unscored: the ranking changes nothing in it.
     assert _query(api, one) == _query(api, one, options={"node_ranking": "sum"})
@@ -169,20 +170,29 @@ def test_no_options_and_empty_options_are_the_defaults(api):
     ("options", "detail"),
     [
         ({"node_ranking": "max"}, "options.node_ranking: Must be one of: mean, sum."),
-        ({"flat_requests": "fill_all"},
-         "options.flat_requests: Must be one of: anywhere, fill_levels."),
+        (
+            {"flat_requests": "fill_all"},
+            "options.flat_requests: Must be one of: anywhere, fill_levels.",
+        ),
         ({"sibling_groups": True}, "options.sibling_groups: True is not of type 'string'"),
         ({"shared": "yes"}, "options.shared: Additional properties are not allowed"),
         ("sum", "options: Invalid input type."),
     ],
 )
 def test_bad_options_are_refused_on_every_route(api, options, detail):
-    body = {"resources": TWO_GPUS, "options": options, "consumer_uuid": str(uuid.uuid4()),
-            "project_id": "p", "user_id": "u"}
+    body = {
+        "resources": TWO_GPUS,
+        "options": options,
+        "consumer_uuid": str(uuid.uuid4()),
+        "project_id": "p",
+        "user_id": "u",
+    }
     for route in ROUTES:
-        fields = body if route.endswith("claims") else {
-            k: v for k, v in body.items() if k in ("resources", "options")
-        }
+        fields = (
+            body
+            if route.endswith("claims")
+            else {k: v for k, v in body.items() if k in ("resources", "options")}
+        )
         response = api.post(route, json=fields)
         assert response.status_code == 400, (route, response.json)
         assert error_code(response) == "placement.undefined_code"

@@ -290,8 +290,10 @@ def brute_force(
             inventory = group.inventories[cls]
             load[(id(group), cls)] = load.get((id(group), cls), 0) + sign * amount
             total = load[(id(group), cls)]
-            room = room and total <= inventory.max_unit and inventory.used + total <= (
-                inventory.capacity
+            room = (
+                room
+                and total <= inventory.max_unit
+                and inventory.used + total <= (inventory.capacity)
             )
         return room
 
@@ -560,9 +562,7 @@ def _allocate_some(api, rng: random.Random, world: World) -> None:
         if not amounts:
             continue
         amount = rng.choice(amounts)
-        response = api.allocate(
-            uuid.uuid4(), {group.uuid: {cls: amount}}, project="p1", user="u1"
-        )
+        response = api.allocate(uuid.uuid4(), {group.uuid: {cls: amount}}, project="p1", user="u1")
         assert response.status_code == 204, response.json
         inventory.used += amount
 
@@ -622,9 +622,7 @@ class Expected:
         return sorted(self.best, key=lambda name: (-round(self.best[name] * 10**9), name))
 
 
-def expected(
-    world: World, request: dict, scorer: str, reading: Reading | None = None
-) -> Expected:
+def expected(world: World, request: dict, scorer: str, reading: Reading | None = None) -> Expected:
     reading = reading or Reading()
     top, flat = parse_request(request)
     anywhere = flat and not reading.fill_levels
@@ -638,9 +636,7 @@ def expected(
         found = brute_force(node, fitted, anywhere, reading.shared)
         if found:
             answer.valid[name] = {signature(a) for a in found}
-            answer.best[name] = max(
-                score(scorer, node, fitted, a, reading.summed) for a in found
-            )
+            answer.best[name] = max(score(scorer, node, fitted, a, reading.summed) for a in found)
     return answer
 
 
@@ -808,18 +804,24 @@ def test_each_reading_agrees_with_brute_force(api, reading, seed):
     )
     for number in range(REQUESTS_PER_WORLD):
         request = random_request(rng)
-        check_reading(api, world, request, READINGS[reading], rng.choice(SCORERS),
-                      f"{reading} seed {seed}, request {number}: {request}")
+        check_reading(
+            api,
+            world,
+            request,
+            READINGS[reading],
+            rng.choice(SCORERS),
+            f"{reading} seed {seed}, request {number}: {request}",
+        )
 
 
-def check_reading(api, world: World, request: dict, options: dict, claim_scorer: str,
-                  context: str) -> None:
+def check_reading(
+    api, world: World, request: dict, options: dict, claim_scorer: str, context: str
+) -> None:
     """Candidates with both scorers, a claim and the dry run of a request read by ``options``."""
     for scorer in SCORERS:
         check_candidates(api, world, request, scorer, f"{context} ({scorer})", options)
     check_claim(api, world, request, claim_scorer, context, options)
     check_engine(api, world, request, context, options)
-
 
 
 def random_multi_card_node_resources(rng: random.Random) -> dict:
@@ -840,8 +842,15 @@ def test_shared_groups_on_multi_card_devices_agree_with_brute_force(api, seed):
     _tweak_inventories(api, rng, world)  # units and ratios: what sums and groups alone meet
     for number in range(REQUESTS_PER_WORLD):
         request = random_request(rng)
-        check_reading(api, world, request, READINGS["shared"], rng.choice(SCORERS),
-                      f"multi-card seed {seed}, request {number}: {request}")
+        check_reading(
+            api,
+            world,
+            request,
+            READINGS["shared"],
+            rng.choice(SCORERS),
+            f"multi-card seed {seed}, request {number}: {request}",
+        )
+
 
 # Many nodes: /candidates with a limit reads them in batches (32 first), best bound first.
 
@@ -881,9 +890,7 @@ def random_big_node_resources(rng: random.Random) -> dict:
 
 
 def random_big_request(rng: random.Random) -> dict:
-    return {
-        f"gpu/{i}/units": 2**30 + rng.randint(-2, 2) for i in range(rng.randint(1, 3))
-    }
+    return {f"gpu/{i}/units": 2**30 + rng.randint(-2, 2) for i in range(rng.randint(1, 3))}
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -894,8 +901,13 @@ def test_scores_closer_than_float_rounding_agree_with_brute_force(api, seed):
     for number in range(REQUESTS_PER_WORLD):
         request = random_big_request(rng)
         for scorer in SCORERS:
-            check_candidates(api, world, request, scorer,
-                             f"big seed {seed}, request {number}: {request} ({scorer})")
+            check_candidates(
+                api,
+                world,
+                request,
+                scorer,
+                f"big seed {seed}, request {number}: {request} ({scorer})",
+            )
 
 
 def test_a_placement_better_by_less_than_float_rounding_wins(api):
@@ -967,8 +979,16 @@ def test_a_tie_breaks_alike_on_a_worker_that_met_other_groups_first(api):
     the one in which a worker had numbered the groups' contents: a worker that had built
     a node with a GPU like dev1 first put dev1 first."""
     sync(api, "m", {"gpu/devA/cards": 1, "gpu/devA/memory": "4GiB"})
-    sync(api, "n", {"gpu/dev0/cards": 1, "gpu/dev0/memory": "2GiB",
-                    "gpu/dev1/cards": 1, "gpu/dev1/memory": "4GiB"})
+    sync(
+        api,
+        "n",
+        {
+            "gpu/dev0/cards": 1,
+            "gpu/dev0/memory": "2GiB",
+            "gpu/dev1/cards": 1,
+            "gpu/dev1/memory": "4GiB",
+        },
+    )
     request = {"gpu/0/cards": 1}
     [first] = candidates(api, request, nodes=["n"])["candidates"]
     assert first["mappings"] == {"gpu/0/cards": "gpu/dev0/cards"}
@@ -989,8 +1009,9 @@ def test_a_claim_takes_the_first_candidate_on_any_worker(api, seed):
     then the claim by another that met the nodes one by one in reverse name order, and by
     the first worker; both claims take the first candidate (node and mappings)."""
     rng = random.Random(5000 + seed)
-    world = build_world(api, rng, [f"t{i}" for i in range(rng.randint(1, 3))],
-                        random_node_resources)
+    world = build_world(
+        api, rng, [f"t{i}" for i in range(rng.randint(1, 3))], random_node_resources
+    )
     claimed = 0
     for number in range(40):
         if claimed == 5:

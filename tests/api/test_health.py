@@ -32,7 +32,8 @@ def test_liveness_does_not_wait_for_a_long_request(api):
     answered = []
     with services.serving_lock:  # as a long search holds this process's turn
         probe = threading.Thread(
-            target=lambda: answered.append(api.client.get("/healthcheck").status_code))
+            target=lambda: answered.append(api.client.get("/healthcheck").status_code)
+        )
         probe.start()
         probe.join(timeout=5)
     assert answered == [200]

@@ -206,9 +206,7 @@ def test_min_unit_above_max_unit_is_stored_as_upstream_does(api, provider):
 
 
 def test_a_generation_inside_an_inventory_record_is_accepted_and_ignored(api, provider):
-    response = _replace(
-        api, provider, {"VCPU": {"total": 8, "resource_provider_generation": 99}}
-    )
+    response = _replace(api, provider, {"VCPU": {"total": 8, "resource_provider_generation": 99}})
     assert response.status_code == 200
     assert response.json["resource_provider_generation"] == 1
     assert "resource_provider_generation" not in response.json["inventories"]["VCPU"]
@@ -216,8 +214,14 @@ def test_a_generation_inside_an_inventory_record_is_accepted_and_ignored(api, pr
 
 @pytest.mark.parametrize(
     ("version", "ratio", "status"),
-    [("1.25", 0, 400), ("1.26", 0, 200), ("1.39", 0.0, 200), ("1.39", 0.1, 200),
-     ("1.25", 0.1, 400), ("1.39", -1, 400)],
+    [
+        ("1.25", 0, 400),
+        ("1.26", 0, 200),
+        ("1.39", 0.0, 200),
+        ("1.39", 0.1, 200),
+        ("1.25", 0.1, 400),
+        ("1.39", -1, 400),
+    ],
 )
 def test_allocation_ratio_follows_the_capacity_rule(api, provider, version, ratio, status):
     # The capacity int((total - reserved) * ratio): positive before 1.26, zero allowed after.

@@ -71,12 +71,20 @@ def test_requests_are_counted_by_route_template_method_and_status(api):
     assert moved(counter, route=template, method="GET", status="404") == 3
     assert moved(counter, route="/resource_providers", method="POST", status="200") == 1
     assert moved(counter, route="unmatched", method="GET", status="404") == 1
-    assert moved("placement_http_request_duration_seconds_count", route=template,
-                 method="GET") == 3
-    assert moved("placement_http_request_duration_seconds_bucket", route=template,
-                 method="GET", le="+Inf") == 3
-    assert value(after, "placement_http_request_duration_seconds_sum", route=template,
-                 method="GET") > 0
+    assert moved("placement_http_request_duration_seconds_count", route=template, method="GET") == 3
+    assert (
+        moved(
+            "placement_http_request_duration_seconds_bucket",
+            route=template,
+            method="GET",
+            le="+Inf",
+        )
+        == 3
+    )
+    assert (
+        value(after, "placement_http_request_duration_seconds_sum", route=template, method="GET")
+        > 0
+    )
     # Never a raw path: its uuid would make a series per provider.
     assert not any(missing in str(labels) for _, labels in after)
     # The scrape before counts too, once answered.
@@ -111,11 +119,12 @@ def test_an_answer_cut_by_max_allocation_candidates_is_counted(config, engine):
     api = Api(create_app(config.replace(max_allocation_candidates=2), engine).test_client())
     for name in ("cn1", "cn2", "cn3"):
         api.set_inventory(api.create_provider(name)["uuid"], VCPU=8)
-    assert len(api.get("/allocation_candidates?resources=VCPU:1").json[
-        "allocation_requests"]) == 2
+    assert len(api.get("/allocation_candidates?resources=VCPU:1").json["allocation_requests"]) == 2
     samples = scrape(api)
-    assert value(samples, "placement_candidate_answers_capped_total",
-                 by="max_allocation_candidates") == 1
+    assert (
+        value(samples, "placement_candidate_answers_capped_total", by="max_allocation_candidates")
+        == 1
+    )
 
 
 def test_the_copy_of_the_providers_is_measured_as_it_is_refreshed(api):
@@ -161,8 +170,9 @@ def test_every_application_counts_from_zero(api, config, engine, path):
     api.client.get(path, headers={"X-Auth-Token": "admin"})
     fresh = Api(create_app(config, engine).test_client())
     samples = scrape(fresh)
-    assert value(samples, "placement_http_requests_total", route=path, method="GET",
-                 status="200") == 0
+    assert (
+        value(samples, "placement_http_requests_total", route=path, method="GET", status="200") == 0
+    )
 
 
 def test_searches_cut_by_their_time_budget_are_counted_by_kind(api):

@@ -26,8 +26,7 @@ def losing_commits(monkeypatch):
             state["left"] -= 1
             state["lost"] += 1
             self.rollback()
-            raise pymysql.err.OperationalError(
-                1213, "Deadlock: wsrep aborted transaction")
+            raise pymysql.err.OperationalError(1213, "Deadlock: wsrep aborted transaction")
         return commit(self)
 
     monkeypatch.setattr(pymysql.connections.Connection, "commit", failing_commit)
@@ -86,8 +85,11 @@ def test_a_savepoint_lost_to_a_deadlock_runs_the_request_again(api, monkeypatch)
                 # As InnoDB does to a deadlock victim: the whole transaction rolled back
                 # (so its savepoint is gone), then the statement's error.
                 conn.exec_driver_sql("ROLLBACK")
-                raise OperationalError("INSERT INTO consumers ...", {}, pymysql.err.
-                                       OperationalError(1213, "Deadlock found"))
+                raise OperationalError(
+                    "INSERT INTO consumers ...",
+                    {},
+                    pymysql.err.OperationalError(1213, "Deadlock found"),
+                )
         return real(conn, table, rows, returning)
 
     monkeypatch.setattr(sql, "_mysql_insert_ignoring_conflicts", deadlocked_once)

@@ -33,9 +33,7 @@ def test_the_committed_document_is_served_without_a_token(api):
 def test_it_is_served_without_a_token_under_token_auth(config, engine, tmp_path):
     tokens = tmp_path / "tokens"
     tokens.write_text("admin admin-secret\n", encoding="utf-8")
-    app = create_app(
-        config.replace(auth_strategy="token", tokens_file=str(tokens)), engine=engine
-    )
+    app = create_app(config.replace(auth_strategy="token", tokens_file=str(tokens)), engine=engine)
     client = app.test_client()
     assert client.get("/openapi.json").status_code == 200
     assert client.get("/openapi.json", headers={"X-Auth-Token": "wrong"}).status_code == 200
@@ -54,7 +52,8 @@ def test_it_needs_neither_the_database_nor_the_turn_of_a_request(api, app):
     answered = []
     with api.services.serving_lock:  # as a long search holds this process's turn
         reader = threading.Thread(
-            target=lambda: answered.append(api.client.get("/openapi.json").status_code))
+            target=lambda: answered.append(api.client.get("/openapi.json").status_code)
+        )
         reader.start()
         reader.join(timeout=5)
     assert answered == [200]

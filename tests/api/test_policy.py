@@ -26,13 +26,21 @@ ROUTES = {**API_ROUTES, **scheduler_extender_routes()}
 
 def test_every_route_has_one_rule_and_every_rule_names_routes():
     policy = Policy(None, enforce_new_defaults=False)
-    without = [(method, path) for path, methods in ROUTES.items() for method in methods
-               if (method, path) not in OPEN_ROUTES and policy.rule_of(method, path) is None]
+    without = [
+        (method, path)
+        for path, methods in ROUTES.items()
+        for method in methods
+        if (method, path) not in OPEN_ROUTES and policy.rule_of(method, path) is None
+    ]
     assert not without, f"routes without a policy rule: {without}"
-    routes = {(method, operation_path(path)) for path, methods in ROUTES.items()
-              for method in methods} | {("GET", METRICS_PATH)}
-    named = [(rule.name, operation["method"], operation["path"])
-             for rule in API_RULES for operation in rule.operations]
+    routes = {
+        (method, operation_path(path)) for path, methods in ROUTES.items() for method in methods
+    } | {("GET", METRICS_PATH)}
+    named = [
+        (rule.name, operation["method"], operation["path"])
+        for rule in API_RULES
+        for operation in rule.operations
+    ]
     assert len({(m, p) for _, m, p in named}) == len(named), "an operation has two rules"
     assert [n for n in named if (n[1], n[2]) not in routes] == []
     assert len(named) == len(routes) - len(OPEN_ROUTES)
@@ -40,9 +48,14 @@ def test_every_route_has_one_rule_and_every_rule_names_routes():
 
 def test_upstream_rules_keep_upstream_names():
     names = {rule.name for rule in list_rules()}
-    for name in ("placement:resource_providers:list", "placement:usages",
-                 "placement:reshaper:reshape", "placement:allocations:manage",
-                 "admin_or_service_api", "project_reader_api"):
+    for name in (
+        "placement:resource_providers:list",
+        "placement:usages",
+        "placement:reshaper:reshape",
+        "placement:allocations:manage",
+        "admin_or_service_api",
+        "project_reader_api",
+    ):
         assert name in names
 
 
@@ -57,14 +70,17 @@ def policy_api(config, engine, tmp_path):
 
 
 def test_a_policy_file_overrides_the_defaults(policy_api):
-    api = policy_api('"placement:resource_providers:list": "role:reader"\n'
-                     '"placement:resource_providers:create": "!"\n')
+    api = policy_api(
+        '"placement:resource_providers:list": "role:reader"\n'
+        '"placement:resource_providers:create": "!"\n'
+    )
     reader = {"X-Roles": "reader"}
     assert api.get("/resource_providers", token="someone", headers=reader).status_code == 200
     refused = api.post("/resource_providers", json={"name": "cn"})
     assert refused.status_code == 403
     assert refused.json["errors"][0]["detail"] == (
-        "Policy does not allow placement:resource_providers:create to be performed.")
+        "Policy does not allow placement:resource_providers:create to be performed."
+    )
     # The rules the file leaves alone keep their defaults.
     assert api.get("/traits", token="someone", headers=reader).status_code == 403
     assert api.get("/traits").status_code == 200
@@ -93,7 +109,10 @@ def test_noauth2_system_scope_is_refused_by_the_project_scoped_rules(api):
 def test_the_sample_policy_file_is_current():
     written = subprocess.run(
         [sys.executable, "-m", "placement.cli.main", "policy-sample"],
-        capture_output=True, text=True, check=True, cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
     ).stdout
     sample = (REPO / "etc" / "policy.yaml.sample").read_text()
     assert written == sample, "etc/policy.yaml.sample is stale: run `make sample-config`"
@@ -123,8 +142,9 @@ def test_a_route_below_its_version_is_404_before_policy(api, method, path, versi
     policy refuses learns the route is not there at its version (405: a method that came
     later), not that it may not use it."""
     uuid = api.create_provider("cn1")["uuid"]
-    response = api.request(method, path.format(uuid=uuid), version=version, token=None,
-                           headers=NON_ADMIN)
+    response = api.request(
+        method, path.format(uuid=uuid), version=version, token=None, headers=NON_ADMIN
+    )
     assert response.status_code == status, response.json
 
 
@@ -146,16 +166,19 @@ def test_a_body_that_is_not_json_is_415_before_policy(api, method, path, version
     request goes on to the route's other checks, then to policy."""
     path = path.format(uuid=api.create_provider("cn1")["uuid"])
     text = {**NON_ADMIN, "Content-Type": "text/plain"}
-    response = api.request(method, path, version=version, token=None, headers=text,
-                           data='{"name": "x"}')
+    response = api.request(
+        method, path, version=version, token=None, headers=text, data='{"name": "x"}'
+    )
     assert response.status_code == 415, response.json
-    response = api.request(method, path, version=version, token=None, headers=NON_ADMIN,
-                           json={"name": "x"})
+    response = api.request(
+        method, path, version=version, token=None, headers=NON_ADMIN, json={"name": "x"}
+    )
     assert response.status_code == with_json, response.json
 
 
 def test_a_resource_class_put_without_a_body_is_policys_from_1_7(api):
     text = {**NON_ADMIN, "Content-Type": "text/plain"}
-    response = api.request("PUT", "/resource_classes/CUSTOM_X", version="1.7", token=None,
-                           headers=text, data="x")
+    response = api.request(
+        "PUT", "/resource_classes/CUSTOM_X", version="1.7", token=None, headers=text, data="x"
+    )
     assert response.status_code == 403, response.json

@@ -303,8 +303,9 @@ class TestNoAuthReaderPolicy:
         assert response.status_code == 200
         other = api.get("/usages?project_id=proj-2", token="user", headers=own)
         assert other.status_code == 403
-        no_project = api.get("/usages?project_id=proj-1", token="user",
-                             headers={"X-Roles": "reader"})
+        no_project = api.get(
+            "/usages?project_id=proj-1", token="user", headers={"X-Roles": "reader"}
+        )
         assert no_project.status_code == 403
 
     def test_the_token_names_user_and_project_as_upstream(self, api):
@@ -313,10 +314,14 @@ class TestNoAuthReaderPolicy:
         assert api.get("/resource_providers", token="admin:admin").status_code == 200
         assert api.get("/resource_providers", token="admin:some-project").status_code == 200
         reader = {"X-Roles": "reader"}
-        assert api.get("/usages?project_id=proj-1", token="user:proj-1",
-                       headers=reader).status_code == 200
-        assert api.get("/usages?project_id=proj-1", token="user:proj-2",
-                       headers=reader).status_code == 403
+        assert (
+            api.get("/usages?project_id=proj-1", token="user:proj-1", headers=reader).status_code
+            == 200
+        )
+        assert (
+            api.get("/usages?project_id=proj-1", token="user:proj-2", headers=reader).status_code
+            == 403
+        )
         assert api.get("/resource_providers", token="admin", headers=reader).status_code == 403
         assert api.get("/resource_providers", token="bob").status_code == 403
 
@@ -331,7 +336,9 @@ class TestNoAuthReaderPolicy:
 def test_a_content_length_that_is_no_integer_is_400_before_routing(api):
     for path in ("/resource_providers", "/nowhere"):
         response = api.post(
-            path, data=b"{}", content_type="application/json",
+            path,
+            data=b"{}",
+            content_type="application/json",
             environ_overrides={"CONTENT_LENGTH": "hi mom"},
         )
         error = _assert_error_format(response, 400)
@@ -349,9 +356,7 @@ def test_a_body_of_another_type_is_415_before_anything_is_looked_up(api):
     # No body and no type at all: upstream names the type None.
     response = api.put(f"/resource_providers/{missing}")
     error = _assert_error_format(response, 415)
-    assert error["detail"].startswith(
-        "The media type None is not supported, use application/json"
-    )
+    assert error["detail"].startswith("The media type None is not supported, use application/json")
     for method, path in [
         ("PUT", f"/resource_providers/{missing}"),
         ("POST", f"/resource_providers/{missing}/inventories"),
@@ -372,8 +377,10 @@ def test_the_media_type_and_the_microversion_are_checked_in_upstreams_order(api)
     provider = api.create_provider("cn1")["uuid"]
     plain = {"data": "x", "content_type": "text/plain"}
     # Aggregates check the type first, the others their microversion.
-    assert api.put(f"/resource_providers/{provider}/aggregates", version="1.0",
-                   **plain).status_code == 415
+    assert (
+        api.put(f"/resource_providers/{provider}/aggregates", version="1.0", **plain).status_code
+        == 415
+    )
     assert api.post("/reshaper", version="1.29", **plain).status_code == 404
     assert api.post("/resource_classes", version="1.1", **plain).status_code == 404
     assert api.post("/allocations", version="1.12", **plain).status_code == 404
@@ -428,11 +435,19 @@ def test_a_route_asked_below_its_microversion_says_which_it_needs(api):
         ("/resource_providers?in_tree=" + str(uuid.UUID(int=1)), "1.13", "'in_tree'", "1.14"),
         ("/resource_providers?required=HW_CPU_X86_AVX", "1.17", "'required'", "1.18"),
         ("/allocation_candidates?resources=VCPU:1&limit=1", "1.10", "'limit'", "1.16"),
-        ("/allocation_candidates?resources=VCPU:1&resources1=VCPU:1", "1.24",
-         "'resources1'", "1.25"),
+        (
+            "/allocation_candidates?resources=VCPU:1&resources1=VCPU:1",
+            "1.24",
+            "'resources1'",
+            "1.25",
+        ),
         ("/allocation_candidates?resources_NUMA=VCPU:1", "1.32", "'resources_NUMA'", "1.33"),
-        ("/allocation_candidates?resources=VCPU:1&root_required=X", "1.34",
-         "'root_required'", "1.35"),
+        (
+            "/allocation_candidates?resources=VCPU:1&root_required=X",
+            "1.34",
+            "'root_required'",
+            "1.35",
+        ),
         ("/usages?project_id=p&consumer_type=INSTANCE", "1.37", "'consumer_type'", "1.38"),
     ],
 )

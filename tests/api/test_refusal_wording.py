@@ -33,8 +33,14 @@ def host(api) -> str:
 
 
 def _allocation(resources: dict, **extra) -> dict:
-    return {"project_id": "p", "user_id": "u", "consumer_generation": None,
-            "consumer_type": "INSTANCE", **extra, "allocations": resources}
+    return {
+        "project_id": "p",
+        "user_id": "u",
+        "consumer_generation": None,
+        "consumer_type": "INSTANCE",
+        **extra,
+        "allocations": resources,
+    }
 
 
 # Bodies: JSON Schema's sentences, and where in upstream's schema the rule lives.
@@ -80,8 +86,9 @@ def test_aggregate_bodies(api):
     provider = api.create_provider("cn")["uuid"]
     path = f"/resource_providers/{provider}/aggregates"
     agg = str(uuid.uuid4())
-    text = refused(api.put(path, json={"aggregates": [agg, agg],
-                                       "resource_provider_generation": 0}), 400)
+    text = refused(
+        api.put(path, json={"aggregates": [agg, agg], "resource_provider_generation": 0}), 400
+    )
     assert text == (
         f"JSON does not validate: ['{agg}', '{agg}'] has non-unique elements\n\n"
         "Failed validating 'uniqueItems' in schema['properties']['aggregates']"
@@ -93,8 +100,9 @@ def test_aggregate_bodies(api):
         "JSON does not validate: {'a': 1} is not of type 'array'\n\n"
         "Failed validating 'type' in schema"
     )
-    text = refused(api.put(path, json={"aggregates": ["x"],
-                                       "resource_provider_generation": 0}), 400)
+    text = refused(
+        api.put(path, json={"aggregates": ["x"], "resource_provider_generation": 0}), 400
+    )
     assert text.endswith("in schema['properties']['aggregates']['items']")
     stale = api.put(path, json={"aggregates": [], "resource_provider_generation": 10**30})
     assert refused(stale, 409) == (
@@ -107,15 +115,18 @@ def test_aggregate_bodies(api):
 def test_provider_trait_bodies(api):
     provider = api.create_provider("cn")["uuid"]
     path = f"/resource_providers/{provider}/traits"
-    text = refused(api.put(path, json={"traits": "invalid_type",
-                                       "resource_provider_generation": 0}), 400)
+    text = refused(
+        api.put(path, json={"traits": "invalid_type", "resource_provider_generation": 0}), 400
+    )
     assert text == (
         "JSON does not validate: 'invalid_type' is not of type 'array'\n\n"
         "Failed validating 'type' in schema['properties']['traits']"
     )
     text = refused(api.put(path, json={"traits": [""], "resource_provider_generation": 0}), 400)
-    assert text.endswith("should be non-empty\n\nFailed validating 'minLength' in "
-                         "schema['properties']['traits']['items']")
+    assert text.endswith(
+        "should be non-empty\n\nFailed validating 'minLength' in "
+        "schema['properties']['traits']['items']"
+    )
     # Any other string is a name, refused as no trait (upstream's words, no "(s):").
     body = {"traits": ["abc", "CUSTOM_NOPE"], "resource_provider_generation": 0}
     assert refused(api.put(path, json=body), 400) == "No such trait CUSTOM_NOPE, abc"
@@ -160,10 +171,16 @@ def test_allocation_bodies(api, host):
     [
         ([], "[] is not of type 'object'", "'type' in schema"),
         ({}, "{} should be non-empty", "'minProperties' in schema"),
-        ({"xyz": {}}, f"'xyz' does not match any of the regexes: {UUID_KEYS}",
-         "'additionalProperties' in schema"),
-        ({"c0a1f9d6-0000-4000-8000-000000000001": 5}, "5 is not of type 'object'",
-         f"'type' in schema['patternProperties'][{UUID_KEYS}]"),
+        (
+            {"xyz": {}},
+            f"'xyz' does not match any of the regexes: {UUID_KEYS}",
+            "'additionalProperties' in schema",
+        ),
+        (
+            {"c0a1f9d6-0000-4000-8000-000000000001": 5},
+            "5 is not of type 'object'",
+            f"'type' in schema['patternProperties'][{UUID_KEYS}]",
+        ),
     ],
 )
 def test_post_allocations_body(api, body, sentence, where):
@@ -213,8 +230,12 @@ def test_unknown_resource_classes_as_each_endpoint_says_it(api, host):
     body = {consumer: _allocation({host: {"resources": {"CUSTOM_PONY": 1}}})}
     assert "No such resource class CUSTOM_PONY" in refused(api.post("/allocations", json=body), 400)
     body = {
-        "inventories": {host: {"resource_provider_generation": generation,
-                               "inventories": {"DISK_OF_STEEL": {"total": 2}}}},
+        "inventories": {
+            host: {
+                "resource_provider_generation": generation,
+                "inventories": {"DISK_OF_STEEL": {"total": 2}},
+            }
+        },
         "allocations": {},
     }
     assert refused(api.post("/reshaper", json=body), 400) == (
@@ -265,8 +286,9 @@ def test_allocating_a_class_the_provider_lacks(api, host):
 def test_resource_class_refusals(api, host):
     for name in ("CUSTOM_GOLD", "CUSTOM_SILVER"):
         assert api.put(f"/resource_classes/{name}").status_code == 201
-    renamed = api.put("/resource_classes/CUSTOM_GOLD", json={"name": "CUSTOM_SILVER"},
-                      version="1.6")
+    renamed = api.put(
+        "/resource_classes/CUSTOM_GOLD", json={"name": "CUSTOM_SILVER"}, version="1.6"
+    )
     assert refused(renamed, 409) == "Resource class already exists: CUSTOM_SILVER"
     assert error_code(renamed) is None  # before 1.23
     api.set_inventory(host, CUSTOM_GOLD={"total": 1})
@@ -327,8 +349,11 @@ def test_provider_refusals(api):
         ("1.39", missing, "create failed because: parent provider UUID does not exist."),
         ("1.36", other, "update failed because: re-parenting a provider is not currently allowed."),
         ("1.36", None, "update failed because: un-parenting a provider is not currently allowed."),
-        ("1.39", child, "update failed because: creating loop in the provider tree is not "
-                        "allowed."),
+        (
+            "1.39",
+            child,
+            "update failed because: creating loop in the provider tree is not allowed.",
+        ),
     ]
     for version, new_parent, reason in cases:
         # A taken name is refused only after the parent.
@@ -346,8 +371,12 @@ def test_provider_refusals(api):
 def test_reshaper_generation_conflict_names_both_generations(api, host):
     generation = api.generation(host)
     body = {
-        "inventories": {host: {"resource_provider_generation": generation - 1,
-                               "inventories": {"VCPU": {"total": 1}}}},
+        "inventories": {
+            host: {
+                "resource_provider_generation": generation - 1,
+                "inventories": {"VCPU": {"total": 1}},
+            }
+        },
         "allocations": {},
     }
     response = api.post("/reshaper", json=body)

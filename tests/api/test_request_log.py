@@ -55,7 +55,8 @@ def json_log():
 def test_one_json_line_per_request_with_its_fields(api, json_log):
     provider = api.create_provider("logged")["uuid"]
     response = api.get(
-        f"/resource_providers/{provider}", token="alice:project-a",
+        f"/resource_providers/{provider}",
+        token="alice:project-a",
         headers={"X-Openstack-Request-Id": GLOBAL_ID, "X-Roles": "admin"},
     )
     assert response.status_code == 200
@@ -80,7 +81,10 @@ def test_refused_and_unmatched_requests_are_logged_too(api, json_log):
     api.get("/nowhere")
     refused, unmatched = json_log.requests()
     assert (refused["status"], refused["user_id"], refused["route"]) == (
-        401, None, "/resource_providers")
+        401,
+        None,
+        "/resource_providers",
+    )
     assert (unmatched["status"], unmatched["route"]) == (404, "unmatched")
 
 
@@ -118,9 +122,13 @@ def test_an_inventory_below_its_usage_is_accepted_with_a_warning(api, json_log):
     provider = api.create_provider("shrunk")["uuid"]
     api.set_inventory(provider, VCPU=8)
     assert api.allocate(str(uuid.uuid4()), {provider: {"VCPU": 6}}).status_code == 204
-    response = api.put(f"/resource_providers/{provider}/inventories/VCPU", json={
-        "resource_provider_generation": api.generation(provider), "total": 4,
-    })
+    response = api.put(
+        f"/resource_providers/{provider}/inventories/VCPU",
+        json={
+            "resource_provider_generation": api.generation(provider),
+            "total": 4,
+        },
+    )
     assert response.status_code == 200
     (warning,) = json_log.entries("placement.data.inventories")
     assert warning["level"] == "WARNING"
@@ -151,9 +159,7 @@ def test_a_process_logs_in_the_configured_format_and_level():
         assert root.level == logging.DEBUG
         request_log.configure_logging(Config(log_format="json"))
         (json_handler,) = root.handlers
-    record = logging.LogRecord(
-        "placement.x", logging.INFO, __file__, 1, "hello %s", ("you",), None
-    )
+    record = logging.LogRecord("placement.x", logging.INFO, __file__, 1, "hello %s", ("you",), None)
     text.filter(record)
     assert text.format(record).endswith(" INFO placement.x hello you")  # no request, no ids
     json_handler.filter(record)

@@ -68,13 +68,20 @@ def test_generations_move_as_upstreams_do(api, reshape_setup):
     # of inventory and only moved away from (+1).
     back = {
         "inventories": {
-            root: {"resource_provider_generation": api.generation(root),
-                   "inventories": {"VGPU": {"total": 4}}},
+            root: {
+                "resource_provider_generation": api.generation(root),
+                "inventories": {"VGPU": {"total": 4}},
+            },
             child: {"resource_provider_generation": api.generation(child), "inventories": {}},
         },
         "allocations": {
-            consumer: {"allocations": {root: {"resources": {"VGPU": 2}}}, "project_id": "p",
-                       "user_id": "u", "consumer_generation": 2, "consumer_type": "INSTANCE"}
+            consumer: {
+                "allocations": {root: {"resources": {"VGPU": 2}}},
+                "project_id": "p",
+                "user_id": "u",
+                "consumer_generation": 2,
+                "consumer_type": "INSTANCE",
+            }
         },
     }
     moved = {rp: api.generation(rp) for rp in (root, child)}

@@ -42,14 +42,12 @@ def test_a_parameter_read_once_takes_its_last_value(api, hosts):
     assert _names(api, f"in_tree={hosts['cn1']}&in_tree={hosts['cn2']}") == ["cn2"]
     assert _names(api, "resources=VCPU:6&resources=VCPU:1") == ["cn1", "cn2"]
     assert _names(api, "resources=VCPU:1&resources=VCPU:6") == ["cn1"]
-    assert _names(
-        api, "required=HW_CPU_X86_AVX2&required=CUSTOM_GOLD", version="1.38"
-    ) == ["cn2"]
+    assert _names(api, "required=HW_CPU_X86_AVX2&required=CUSTOM_GOLD", version="1.38") == ["cn2"]
     # From 1.39 required repeats are ANDed, member_of ones from 1.24.
     assert _names(api, "required=HW_CPU_X86_AVX2&required=CUSTOM_GOLD") == []
-    assert _names(
-        api, f"member_of={AGGREGATE_A}&member_of={AGGREGATE_B}", version="1.24"
-    ) == ["cn2"]
+    assert _names(api, f"member_of={AGGREGATE_A}&member_of={AGGREGATE_B}", version="1.24") == [
+        "cn2"
+    ]
 
 
 def test_only_the_last_value_is_validated(api, hosts):
@@ -84,9 +82,12 @@ def test_a_class_repeated_in_resources_takes_its_last_amount(api, hosts):
 def test_required_and_forbidden_at_once_match_nothing(api, hosts):
     assert _names(api, "required=!HW_CPU_X86_AVX2,HW_CPU_X86_AVX2") == []
     assert _names(api, "required=HW_CPU_X86_AVX2&required=!HW_CPU_X86_AVX2") == []
-    assert _names(
-        api, "required=in:HW_CPU_X86_AVX2,CUSTOM_GOLD&required=!HW_CPU_X86_AVX2,!CUSTOM_GOLD"
-    ) == []
+    assert (
+        _names(
+            api, "required=in:HW_CPU_X86_AVX2,CUSTOM_GOLD&required=!HW_CPU_X86_AVX2,!CUSTOM_GOLD"
+        )
+        == []
+    )
     assert _names(api, f"member_of={AGGREGATE_A}&member_of=!{AGGREGATE_A}") == []
 
 
@@ -128,36 +129,71 @@ def test_what_upstream_refuses_is_400(api, hosts, query):
 @pytest.mark.parametrize(
     ("query", "version", "sentence"),
     [
-        ("required=HW_CPU_X86_SGX", "1.17",
-         "Invalid query string parameters: Additional properties are not allowed ('required' "
-         "was unexpected)\n\nFailed validating 'additionalProperties' in schema"),
-        ("uuid=x&in_tree=y", "1.14",
-         "'x' is not a 'uuid'\n\nFailed validating 'format' in schema['properties']['uuid']"),
+        (
+            "required=HW_CPU_X86_SGX",
+            "1.17",
+            "Invalid query string parameters: Additional properties are not allowed ('required' "
+            "was unexpected)\n\nFailed validating 'additionalProperties' in schema",
+        ),
+        (
+            "uuid=x&in_tree=y",
+            "1.14",
+            "'x' is not a 'uuid'\n\nFailed validating 'format' in schema['properties']['uuid']",
+        ),
         ("in_tree=y", "1.14", "'y' is not a 'uuid'"),
-        (f"member_of={AGGREGATE_A}&member_of={AGGREGATE_B}", "1.23",
-         "Multiple member_of parameters are not supported"),
-        (f"member_of=!{AGGREGATE_A}", "1.31",
-         "Forbidden member_of parameters are not supported in the specified microversion"),
-        (f"member_of=!in:{AGGREGATE_A},{AGGREGATE_B}", "1.31",
-         "Forbidden member_of parameters are not supported in the specified microversion"),
-        ("resources=VCPU:fred", "1.4",
-         "Requested resource VCPU expected positive integer amount. Got: fred."),
+        (
+            f"member_of={AGGREGATE_A}&member_of={AGGREGATE_B}",
+            "1.23",
+            "Multiple member_of parameters are not supported",
+        ),
+        (
+            f"member_of=!{AGGREGATE_A}",
+            "1.31",
+            "Forbidden member_of parameters are not supported in the specified microversion",
+        ),
+        (
+            f"member_of=!in:{AGGREGATE_A},{AGGREGATE_B}",
+            "1.31",
+            "Forbidden member_of parameters are not supported in the specified microversion",
+        ),
+        (
+            "resources=VCPU:fred",
+            "1.4",
+            "Requested resource VCPU expected positive integer amount. Got: fred.",
+        ),
         ("resources=VCPU:-2", "1.4", "Requested resource VCPU requires amount >= 1. Got: -2."),
         ("resources=DISK_GB:500,", "1.4", "?resources=VCPU:2,MEMORY_MB:1024. Got: ."),
-        ("resources=MYMISSINGCLASS:1", "1.4",
-         "Invalid resource class in resources parameter: No such resource class "
-         "MYMISSINGCLASS."),
-        ("required=!STORAGE_DISK_SSD", "1.21",
-         "Expected 'required' parameter value of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: "
-         "!STORAGE_DISK_SSD"),
-        ("required=", "1.22",
-         "Expected 'required' parameter value of the form: HW_CPU_X86_VMX,!CUSTOM_MAGIC."),
-        ("required=STORAGE_DISK_SSD,,MISC_SHARES_VIA_AGGREGATE", "1.22",
-         "Expected 'required' parameter value of the form: HW_CPU_X86_VMX,!CUSTOM_MAGIC."),
-        ("required=in:CUSTOM_FOO,HW_CPU_X86_MMX", "1.38",
-         "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39."),
-        ("required=BOGUS_TRAIT", "1.39",
-         'Invalid trait(s) in "required" parameter: No such trait(s): BOGUS_TRAIT.'),
+        (
+            "resources=MYMISSINGCLASS:1",
+            "1.4",
+            "Invalid resource class in resources parameter: No such resource class MYMISSINGCLASS.",
+        ),
+        (
+            "required=!STORAGE_DISK_SSD",
+            "1.21",
+            "Expected 'required' parameter value of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: "
+            "!STORAGE_DISK_SSD",
+        ),
+        (
+            "required=",
+            "1.22",
+            "Expected 'required' parameter value of the form: HW_CPU_X86_VMX,!CUSTOM_MAGIC.",
+        ),
+        (
+            "required=STORAGE_DISK_SSD,,MISC_SHARES_VIA_AGGREGATE",
+            "1.22",
+            "Expected 'required' parameter value of the form: HW_CPU_X86_VMX,!CUSTOM_MAGIC.",
+        ),
+        (
+            "required=in:CUSTOM_FOO,HW_CPU_X86_MMX",
+            "1.38",
+            "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39.",
+        ),
+        (
+            "required=BOGUS_TRAIT",
+            "1.39",
+            'Invalid trait(s) in "required" parameter: No such trait(s): BOGUS_TRAIT.',
+        ),
         # Upstream's order: the schema, member_of, required, resources.
         ("resources=VCPU:x&required=&member_of=nope", "1.39", "UUID(s). Got: nope"),
         ("resources=VCPU:x&required=", "1.39", "Got an empty trait in: "),
@@ -180,11 +216,13 @@ def test_a_refusal_says_what_upstream_says(api, hosts, query, version, sentence)
         ("required=HW_NUMA_ROOT,!CUSTOM_NOPE", None),
         ("required=in:HW_NUMA_ROOT,HW_CPU_X86_SSE&required=!CUSTOM_NOPE", None),
         ("member_of=00000000-0000-4000-8000-000000000009&resources=CUSTOM_NOPE:1", None),
-        (f"member_of={AGGREGATE_A}&member_of={AGGREGATE_B}&member_of=!{AGGREGATE_A}"
-         "&resources=CUSTOM_NOPE:1", "class"),
+        (
+            f"member_of={AGGREGATE_A}&member_of={AGGREGATE_B}&member_of=!{AGGREGATE_A}"
+            "&resources=CUSTOM_NOPE:1",
+            "class",
+        ),
         ("required=HW_CPU_X86_AVX2&resources=CUSTOM_NOPE:1", "class"),
-        ("name=nobody&uuid=00000000-0000-4000-8000-000000000009&resources=CUSTOM_NOPE:1",
-         "class"),
+        ("name=nobody&uuid=00000000-0000-4000-8000-000000000009&resources=CUSTOM_NOPE:1", "class"),
         ("member_of=00000000-0000-4000-8000-000000000009&required=CUSTOM_NOPE", "trait"),
         ("required=CUSTOM_NOPE&resources=CUSTOM_NOPE:1", "trait"),
         ("required=HW_CPU_X86_AVX2,!CUSTOM_NOPE&resources=CUSTOM_NOPE:1", "trait"),
@@ -200,8 +238,11 @@ def test_an_unknown_name_is_refused_unless_upstream_found_nothing_before_it(
         assert response.json["resource_providers"] == []
     else:
         assert response.status_code == 400, response.json
-        assert response.json["errors"][0]["detail"] == {
-            "class": "Invalid resource class in resources parameter: No such resource class "
-                     "CUSTOM_NOPE.",
-            "trait": 'Invalid trait(s) in "required" parameter: No such trait(s): CUSTOM_NOPE.',
-        }[refusal]
+        assert (
+            response.json["errors"][0]["detail"]
+            == {
+                "class": "Invalid resource class in resources parameter: No such resource class "
+                "CUSTOM_NOPE.",
+                "trait": 'Invalid trait(s) in "required" parameter: No such trait(s): CUSTOM_NOPE.',
+            }[refusal]
+        )

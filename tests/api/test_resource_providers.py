@@ -9,8 +9,9 @@ def test_create_before_1_20_answers_201_with_location_and_no_body(api):
     response = api.post("/resource_providers", json={"name": "cn1"}, version="1.19")
     assert response.status_code == 201
     assert response.data == b""
-    assert response.headers["Location"].endswith("/resource_providers/" + response.headers[
-        "Location"].rsplit("/", 1)[1])
+    assert response.headers["Location"].endswith(
+        "/resource_providers/" + response.headers["Location"].rsplit("/", 1)[1]
+    )
 
 
 def test_create_from_1_20_answers_200_with_the_provider(api):
@@ -63,8 +64,9 @@ def test_duplicate_name_and_uuid_are_409_duplicate_name(api):
     assert by_name.status_code == 409
     assert error_code(by_name) == "placement.duplicate_name"
     # Nova looks for these words to tell a name conflict from others.
-    assert "Conflicting resource provider name: cn1 already exists" in (
-        by_name.json["errors"][0]["detail"]
+    assert (
+        "Conflicting resource provider name: cn1 already exists"
+        in (by_name.json["errors"][0]["detail"])
     )
     by_uuid = api.post("/resource_providers", json={"name": "other", "uuid": provider["uuid"]})
     assert by_uuid.status_code == 409
@@ -73,8 +75,8 @@ def test_duplicate_name_and_uuid_are_409_duplicate_name(api):
     other = api.create_provider("other")
     renamed = api.put(f"/resource_providers/{other['uuid']}", json={"name": "cn1"})
     assert renamed.status_code == 409
-    assert "Conflicting resource provider cn1 already exists" in (
-        renamed.json["errors"][0]["detail"]
+    assert (
+        "Conflicting resource provider cn1 already exists" in (renamed.json["errors"][0]["detail"])
     )
 
 

@@ -13,8 +13,11 @@ from placement.db.tables import resource_providers
 
 def _add_provider(engine, name: str) -> None:
     with engine.begin() as conn:
-        conn.execute(sa.insert(resource_providers).values(
-            uuid=str(uuid.uuid4()), name=name, generation=0, created_at=sa.func.now()))
+        conn.execute(
+            sa.insert(resource_providers).values(
+                uuid=str(uuid.uuid4()), name=name, generation=0, created_at=sa.func.now()
+            )
+        )
 
 
 def _count(conn) -> int:

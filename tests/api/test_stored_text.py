@@ -52,9 +52,14 @@ def test_the_urls_charset_does_not_narrow_what_is_stored(engine):
     narrow = make_engine(url.render_as_string(hide_password=False))
     try:
         with narrow.begin() as conn:
-            conn.execute(sa.insert(resource_providers).values(
-                uuid="33333333-3333-3333-3333-333333333333", name=EMOJI_NAME, generation=0,
-                created_at=sa.func.now()))
+            conn.execute(
+                sa.insert(resource_providers).values(
+                    uuid="33333333-3333-3333-3333-333333333333",
+                    name=EMOJI_NAME,
+                    generation=0,
+                    created_at=sa.func.now(),
+                )
+            )
         with narrow.connect() as conn:
             stored = conn.execute(sa.select(resource_providers.c.name)).scalars().all()
         assert stored == [EMOJI_NAME]

@@ -86,7 +86,8 @@ def test_in_filter_takes_the_names_as_written(api):
     api.put("/traits/CUSTOM_GOLD")
     assert _traits(api, "?name=in:CUSTOM_GOLD,%20HW_CPU_X86_AVX") == ["CUSTOM_GOLD"]
     assert _traits(api, "?name=in:CUSTOM_GOLD,,HW_CPU_X86_AVX") == [
-        "CUSTOM_GOLD", "HW_CPU_X86_AVX",
+        "CUSTOM_GOLD",
+        "HW_CPU_X86_AVX",
     ]
     assert _traits(api, "?name=in:") == []
 
@@ -100,9 +101,7 @@ def test_another_word_before_the_colon_filters_nothing(api):
 
 def test_a_repeated_parameter_takes_its_last_value(api, provider):
     api.set_traits(provider["uuid"], "HW_CPU_X86_AVX")
-    assert _traits(api, "?name=in:HW_CPU_X86_AVX&name=in:HW_CPU_X86_SSE") == [
-        "HW_CPU_X86_SSE"
-    ]
+    assert _traits(api, "?name=in:HW_CPU_X86_AVX&name=in:HW_CPU_X86_SSE") == ["HW_CPU_X86_SSE"]
     # Only the last value is validated.
     assert _traits(api, "?name=bogus&name=in:HW_CPU_X86_SSE") == ["HW_CPU_X86_SSE"]
     assert _traits(api, "?associated=false&associated=true") == ["HW_CPU_X86_AVX"]
@@ -140,13 +139,17 @@ def test_bad_list_queries_are_400(api, query, code):
 @pytest.mark.parametrize(
     "query, sentence",
     [
-        ("?invalid=abc&name=in:X",
-         "Invalid query string parameters: Additional properties are not allowed ('invalid' "
-         "was unexpected)\n\nFailed validating 'additionalProperties' in schema"),
+        (
+            "?invalid=abc&name=in:X",
+            "Invalid query string parameters: Additional properties are not allowed ('invalid' "
+            "was unexpected)\n\nFailed validating 'additionalProperties' in schema",
+        ),
         ("?associated=xyz", 'The query parameter "associated" only accepts "true" or "false"'),
-        ("?name=xyz&associated=xyz",
-         "Badly formatted name parameter. Expected name query string parameter in form: "
-         '?name=[in|startswith]:[name1,name2|prefix]. Got: "xyz"'),
+        (
+            "?name=xyz&associated=xyz",
+            "Badly formatted name parameter. Expected name query string parameter in form: "
+            '?name=[in|startswith]:[name1,name2|prefix]. Got: "xyz"',
+        ),
     ],
 )
 def test_a_bad_list_query_says_what_upstream_says(api, query, sentence):

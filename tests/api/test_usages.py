@@ -63,8 +63,9 @@ def project_usage(api) -> dict:
     """2 VCPU used by an INSTANCE of project p1, user u1."""
     provider = api.create_provider("cn1")
     api.set_inventory(provider["uuid"], VCPU=8)
-    claim = api.allocate(str(uuid.uuid4()), {provider["uuid"]: {"VCPU": 2}}, project="p1",
-                         user="u1")
+    claim = api.allocate(
+        str(uuid.uuid4()), {provider["uuid"]: {"VCPU": 2}}, project="p1", user="u1"
+    )
     assert claim.status_code == 204, claim.json
     return provider
 
@@ -84,9 +85,7 @@ def test_a_repeated_parameter_takes_its_last_value(api, project_usage):
     assert _usages(api, "project_id=p1&user_id=u2&user_id=u1", version="1.9") == {"VCPU": 2}
     # Only the last value is validated.
     assert _usages(api, "project_id=&project_id=p1") == instance
-    assert _usages(api, "project_id=p1&consumer_type=bad-one&consumer_type=INSTANCE") == (
-        instance
-    )
+    assert _usages(api, "project_id=p1&consumer_type=bad-one&consumer_type=INSTANCE") == (instance)
 
 
 def test_a_consumer_type_starting_with_all_is_a_type_name(api, project_usage):
@@ -119,22 +118,40 @@ def test_bad_usage_queries_are_400(api, query):
     [
         ("", "1.9", "'project_id' is a required property\n\nFailed validating 'required'"),
         ("dummy=1", "1.9", "'project_id' is a required property"),
-        (f"project_id={uuid.UUID(int=1)}&dummy=1", "1.9",
-         "Additional properties are not allowed ('dummy' was unexpected)"),
-        ("project_id=p1&consumer_type=INSTANCE", "1.37",
-         "Additional properties are not allowed ('consumer_type' was unexpected)"),
-        ("project_id=", "1.9",
-         "'' should be non-empty\n\nFailed validating 'minLength' in "
-         "schema['properties']['project_id']"),
-        ("project_id=p1&user_id=", "1.9", "Failed validating 'minLength' in "
-         "schema['properties']['user_id']"),
+        (
+            f"project_id={uuid.UUID(int=1)}&dummy=1",
+            "1.9",
+            "Additional properties are not allowed ('dummy' was unexpected)",
+        ),
+        (
+            "project_id=p1&consumer_type=INSTANCE",
+            "1.37",
+            "Additional properties are not allowed ('consumer_type' was unexpected)",
+        ),
+        (
+            "project_id=",
+            "1.9",
+            "'' should be non-empty\n\nFailed validating 'minLength' in "
+            "schema['properties']['project_id']",
+        ),
+        (
+            "project_id=p1&user_id=",
+            "1.9",
+            "Failed validating 'minLength' in schema['properties']['user_id']",
+        ),
         # Upstream reports the parameter whose name sorts last.
         ("project_id=&user_id=", "1.9", "schema['properties']['user_id']"),
-        ("project_id=" + "x" * 256, "1.9", "Failed validating 'maxLength' in "
-         "schema['properties']['project_id']"),
+        (
+            "project_id=" + "x" * 256,
+            "1.9",
+            "Failed validating 'maxLength' in schema['properties']['project_id']",
+        ),
         ("project_id=p1&user_id=" + "x" * 256, "1.9", f"'{'x' * 256}' is too long"),
-        ("project_id=p1&consumer_type=lower", "1.38",
-         "'lower' does not match '^[A-Z0-9_]+$|^all|^unknown$'\n\nFailed validating 'pattern'"),
+        (
+            "project_id=p1&consumer_type=lower",
+            "1.38",
+            "'lower' does not match '^[A-Z0-9_]+$|^all|^unknown$'\n\nFailed validating 'pattern'",
+        ),
         ("project_id=p1&consumer_type=", "1.38", "Failed validating 'pattern'"),
         ("project_id=p1&consumer_type=" + "A" * 256, "1.38", "Failed validating 'maxLength'"),
     ],

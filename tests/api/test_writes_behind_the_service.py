@@ -21,10 +21,15 @@ QUERIES = [
 
 def _ids(conn, name: str) -> tuple[int, int, int]:
     """(provider id, VCPU class id, MEMORY_MB class id)."""
-    provider = conn.execute(sa.text("SELECT id FROM resource_providers WHERE name = :n"),
-                            {"n": name}).scalar_one()
-    vcpu, memory = (conn.execute(sa.text("SELECT id FROM resource_classes WHERE name = :n"),
-                                 {"n": n}).scalar_one() for n in ("VCPU", "MEMORY_MB"))
+    provider = conn.execute(
+        sa.text("SELECT id FROM resource_providers WHERE name = :n"), {"n": name}
+    ).scalar_one()
+    vcpu, memory = (
+        conn.execute(
+            sa.text("SELECT id FROM resource_classes WHERE name = :n"), {"n": n}
+        ).scalar_one()
+        for n in ("VCPU", "MEMORY_MB")
+    )
     return provider, vcpu, memory
 
 
@@ -37,23 +42,27 @@ WRITES = {
     "inventory-insert": (
         "INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved,"
         " min_unit, max_unit, step_size, allocation_ratio, created_at)"
-        " VALUES (:cn2, :memory, 4096, 0, 1, 4096, 1, 1.0, CURRENT_TIMESTAMP)"),
+        " VALUES (:cn2, :memory, 4096, 0, 1, 4096, 1, 1.0, CURRENT_TIMESTAMP)"
+    ),
     "inventory-update": "UPDATE inventories SET total = 1 WHERE resource_provider_id = :cn1",
     "inventory-delete": "DELETE FROM inventories WHERE resource_provider_id = :cn1"
-                        " AND resource_class_id = :memory",
+    " AND resource_class_id = :memory",
     "allocation-insert": (
         "INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used,"
-        " created_at) SELECT :cn2, id, :vcpu, 4, CURRENT_TIMESTAMP FROM consumers"),
+        " created_at) SELECT :cn2, id, :vcpu, 4, CURRENT_TIMESTAMP FROM consumers"
+    ),
     "allocation-update": "UPDATE allocations SET used = 4",
     "allocation-delete": "DELETE FROM allocations",
     "trait-insert": (
         "INSERT INTO resource_provider_traits (resource_provider_id, trait_id, created_at)"
-        " SELECT :cn2, id, CURRENT_TIMESTAMP FROM traits WHERE name = 'CUSTOM_FAST'"),
+        " SELECT :cn2, id, CURRENT_TIMESTAMP FROM traits WHERE name = 'CUSTOM_FAST'"
+    ),
     "trait-delete": "DELETE FROM resource_provider_traits WHERE resource_provider_id = :cn1",
     "trait-rename": "UPDATE traits SET name = 'CUSTOM_SLOW' WHERE name = 'CUSTOM_FAST'",
     "aggregate-insert": (
         "INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id,"
-        " created_at) SELECT :cn2, id, CURRENT_TIMESTAMP FROM placement_aggregates"),
+        " created_at) SELECT :cn2, id, CURRENT_TIMESTAMP FROM placement_aggregates"
+    ),
     "aggregate-delete": "DELETE FROM resource_provider_aggregates",
     "aggregate-uuid": f"UPDATE placement_aggregates SET uuid = '{OTHER_AGGREGATE}'",
 }
@@ -108,8 +117,12 @@ def test_a_consumer_deleted_by_another_placement_frees_its_usage(api, engine, wo
     """Upstream's DELETE /allocations/{consumer} moves no generation: as it writes it."""
     cn1, _cn2 = world
     with engine.begin() as conn:
-        conn.execute(sa.text(
-            "DELETE FROM allocations WHERE consumer_id ="
-            " (SELECT id FROM consumers WHERE uuid = :c)"), {"c": CONSUMER})
+        conn.execute(
+            sa.text(
+                "DELETE FROM allocations WHERE consumer_id ="
+                " (SELECT id FROM consumers WHERE uuid = :c)"
+            ),
+            {"c": CONSUMER},
+        )
     summaries = api.get("/allocation_candidates?resources=VCPU:4").json["provider_summaries"]
     assert summaries[cn1]["resources"]["VCPU"]["used"] == 0

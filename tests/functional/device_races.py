@@ -26,7 +26,10 @@ def minors(candidate) -> list[int]:
 
 
 def claim_with_a_write_between(
-    engine, search: service.DeviceSearch, claim: Callable, between: threading.Thread,
+    engine,
+    search: service.DeviceSearch,
+    claim: Callable,
+    between: threading.Thread,
     target: str,
 ):
     """Claim (``claim(conn)`` through ``search``), starting ``between`` once the claim has

@@ -19,14 +19,20 @@ START_TIMEOUT_S = 60
 
 @contextlib.contextmanager
 def running_gunicorn(
-    database_url: str, folder: Path, workers: int, extra_args: tuple[str, ...] = (),
+    database_url: str,
+    folder: Path,
+    workers: int,
+    extra_args: tuple[str, ...] = (),
     extra_env: dict[str, str] | None = None,
 ) -> Iterator[str]:
     """Migrate ``database_url``, serve it with gunicorn (its log in ``folder``) and yield
     the base URL; stopped on exit."""
     migrate_database(database_url)
     with gunicorn(
-        database_url, workers, str(folder / "gunicorn.log"), extra_env=extra_env,
+        database_url,
+        workers,
+        str(folder / "gunicorn.log"),
+        extra_env=extra_env,
         extra_args=extra_args,
     ) as base:
         yield base
@@ -34,7 +40,10 @@ def running_gunicorn(
 
 @contextlib.contextmanager
 def running_placement_serve(
-    database_url: str, folder: Path, workers: int, extra_env: dict[str, str] | None = None,
+    database_url: str,
+    folder: Path,
+    workers: int,
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[str]:
     """Migrate ``database_url``, run ``placement serve`` on it (its output in
     ``folder``/serve.log, gunicorn's control socket in ``folder``) and yield the base URL;
@@ -42,11 +51,21 @@ def running_placement_serve(
     migrate_database(database_url)
     port = free_port()
     env = dict(
-        os.environ, PLACEMENT_DATABASE_URL=database_url, XDG_RUNTIME_DIR=str(folder),
+        os.environ,
+        PLACEMENT_DATABASE_URL=database_url,
+        XDG_RUNTIME_DIR=str(folder),
         **(extra_env or {}),
     )
-    command = [sys.executable, "-m", "placement.cli.main", "serve", "--port", str(port),
-               "--workers", str(workers)]
+    command = [
+        sys.executable,
+        "-m",
+        "placement.cli.main",
+        "serve",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+    ]
     with open(folder / "serve.log", "w") as log:
         process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:

@@ -35,11 +35,13 @@ QUERY = f"resources=DISK_GB:10&resources_C=VCPU:2&required_C={TRAIT}"
 def service(request, empty_database_url, tmp_path):
     """The service under gunicorn; yields its base URL and its access log's path."""
     access_log = tmp_path / "access.log"
-    logging = ("--access-logfile", str(access_log),
-               "--access-logformat", "%(p)s %({x-probe}i)s %(s)s")
-    with running_gunicorn(
-        empty_database_url(request.param), tmp_path, WORKERS, logging
-    ) as base:
+    logging = (
+        "--access-logfile",
+        str(access_log),
+        "--access-logformat",
+        "%(p)s %({x-probe}i)s %(s)s",
+    )
+    with running_gunicorn(empty_database_url(request.param), tmp_path, WORKERS, logging) as base:
         yield base, access_log
 
 
@@ -91,7 +93,9 @@ class Client:
     def claim(self, consumer, provider, vcpus):
         body = {
             "allocations": {provider: {"resources": {"VCPU": vcpus}}},
-            "project_id": "p", "user_id": "u", "consumer_generation": None,
+            "project_id": "p",
+            "user_id": "u",
+            "consumer_generation": None,
             "consumer_type": "INSTANCE",
         }
         self.call("PUT", f"/allocations/{consumer}", body, expect=(204,))
@@ -117,12 +121,14 @@ def _seen(body: dict) -> tuple[list, dict]:
         (root,) = request["mappings"][""]
         (child,) = request["mappings"]["_C"]
         assert request["allocations"] == {
-            root: {"resources": {"DISK_GB": 10}}, child: {"resources": {"VCPU": 2}},
+            root: {"resources": {"DISK_GB": 10}},
+            child: {"resources": {"VCPU": 2}},
         }
         pairs.append((root, child))
     summaries = body["provider_summaries"]
     children = {
-        uuid_: summary["resources"] for uuid_, summary in summaries.items()
+        uuid_: summary["resources"]
+        for uuid_, summary in summaries.items()
         if summary["parent_provider_uuid"] is not None
     }
     return sorted(pairs), children
@@ -192,9 +198,11 @@ def test_every_worker_answers_from_the_latest_writes(service):
         for step in range(ROUNDS):
             done = _write(client, trees, step, rng)
             expected = _expected(trees)
-            answers = list(pool.map(
-                lambda i, step=step: client.candidates(f"probe-{step}-{i}"), range(READERS)
-            ))
+            answers = list(
+                pool.map(
+                    lambda i, step=step: client.candidates(f"probe-{step}-{i}"), range(READERS)
+                )
+            )
             bodies = [answer.json() for answer in answers]
             for reader, body in enumerate(bodies):
                 assert _seen(body) == expected, (

@@ -50,9 +50,7 @@ def test_concurrent_claims_never_over_commit(service):
     assert inventory.status_code == 200
 
     consumers = [str(uuid.uuid4()) for _ in range(CLAIMERS)]
-    responses = race(
-        [lambda c=c: _claim(base, provider, c, 1, None) for c in consumers]
-    )
+    responses = race([lambda c=c: _claim(base, provider, c, 1, None) for c in consumers])
     statuses = [r.status_code for r in responses]
     assert set(statuses) <= {204, 409}, [r.text for r in responses if r.status_code >= 500]
     winners = [c for c, s in zip(consumers, statuses, strict=True) if s == 204]
@@ -77,7 +75,7 @@ def test_concurrent_claims_never_over_commit(service):
     retries = [lambda c=c: _claim(base, provider, c, 1, None) for c in losers]
     second = race(rewrites + retries)
     assert [r.status_code for r in second[: len(winners)]] == [204] * len(winners)
-    assert {r.status_code for r in second[len(winners):]} == {409}
+    assert {r.status_code for r in second[len(winners) :]} == {409}
     for consumer in winners:
         shown = requests.get(f"{base}/allocations/{consumer}", headers=HEADERS).json()
         assert shown["consumer_generation"] == 2
@@ -116,8 +114,9 @@ def test_concurrent_group_resource_claims_never_share_a_device(service):
 
     def claim(consumer):
         body = {"resources": pair, "consumer_uuid": consumer, "project_id": "p", "user_id": "u"}
-        return requests.post(f"{base}/group_resources/claims", json=body, headers=HEADERS,
-                             timeout=60)
+        return requests.post(
+            f"{base}/group_resources/claims", json=body, headers=HEADERS, timeout=60
+        )
 
     consumers = [str(uuid.uuid4()) for _ in range(12)]
     responses = race([lambda c=c: claim(c) for c in consumers])
@@ -127,12 +126,9 @@ def test_concurrent_group_resource_claims_never_share_a_device(service):
     for response in responses:
         if response.status_code == 200:
             body = response.json()
-            devices += [(body["node"], key) for key in body["mappings"].values()
-                        if "/gpu/" in key]
+            devices += [(body["node"], key) for key in body["mappings"].values() if "/gpu/" in key]
         else:
-            assert response.json()["errors"][0]["code"] == (
-                "placement.group_resources.unplaceable"
-            )
+            assert response.json()["errors"][0]["code"] == ("placement.group_resources.unplaceable")
     assert len(devices) == 16 == len(set(devices))
     for index in range(2):
         node = requests.get(f"{base}/group_resources/nodes/gpu-{index}", headers=HEADERS).json()
@@ -151,31 +147,53 @@ def test_concurrent_exclusive_device_claims_never_share_a_switch(service):
     for index in range(2):
         devices = []
         for switch in range(4):
-            devices += [{"type": "gpu", "minor": 2 * switch + g, "numa": switch // 2,
-                         "pcie": switch, "memory": "16Gi"} for g in range(2)]
-            devices.append({"type": "rdma", "minor": switch, "numa": switch // 2,
-                            "pcie": switch, "vfs": 4})
-        response = requests.put(f"{base}/group_resources/device_nodes/dev-{index}",
-                                json={"devices": devices}, headers=HEADERS)
+            devices += [
+                {
+                    "type": "gpu",
+                    "minor": 2 * switch + g,
+                    "numa": switch // 2,
+                    "pcie": switch,
+                    "memory": "16Gi",
+                }
+                for g in range(2)
+            ]
+            devices.append(
+                {"type": "rdma", "minor": switch, "numa": switch // 2, "pcie": switch, "vfs": 4}
+            )
+        response = requests.put(
+            f"{base}/group_resources/device_nodes/dev-{index}",
+            json={"devices": devices},
+            headers=HEADERS,
+        )
         assert response.status_code == 201, response.text
     annotations = {
-        "scheduling.koordinator.sh/device-joint-allocate":
-            '{"deviceTypes": ["gpu", "rdma"], "requiredScope": "SamePCIe"}',
-        "scheduling.koordinator.sh/device-allocate-hint":
-            '{"rdma": {"vfSelector": {}, "exclusivePolicy": "PCIeLevel"}}',
+        "scheduling.koordinator.sh/device-joint-allocate": (
+            '{"deviceTypes": ["gpu", "rdma"], "requiredScope": "SamePCIe"}'
+        ),
+        "scheduling.koordinator.sh/device-allocate-hint": (
+            '{"rdma": {"vfSelector": {}, "exclusivePolicy": "PCIeLevel"}}'
+        ),
     }
 
     def claim(consumer):
-        body = {"resources": {"kubernetes.io/gpu": 50, "koordinator.sh/rdma": 1},
-                "annotations": annotations, "consumer_uuid": consumer, "project_id": "p",
-                "user_id": "u"}
-        return requests.post(f"{base}/group_resources/device_claims", json=body,
-                             headers=HEADERS, timeout=60)
+        body = {
+            "resources": {"kubernetes.io/gpu": 50, "koordinator.sh/rdma": 1},
+            "annotations": annotations,
+            "consumer_uuid": consumer,
+            "project_id": "p",
+            "user_id": "u",
+        }
+        return requests.post(
+            f"{base}/group_resources/device_claims", json=body, headers=HEADERS, timeout=60
+        )
 
     consumers = [str(uuid.uuid4()) for _ in range(12)]
     responses = race([lambda c=c: claim(c) for c in consumers])
     statuses = [r.status_code for r in responses]
     assert sorted(statuses) == [200] * 8 + [409] * 4, [r.text for r in responses]
-    switches = [(r.json()["node"], r.json()["devices"]["rdma"][0]["pcie"])
-                for r in responses if r.status_code == 200]
+    switches = [
+        (r.json()["node"], r.json()["devices"]["rdma"][0]["pcie"])
+        for r in responses
+        if r.status_code == 200
+    ]
     assert len(set(switches)) == 8

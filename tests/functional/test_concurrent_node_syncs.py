@@ -7,7 +7,6 @@ removed, inventories changed, all racing. Every answer is a success or a 409
 and each node ends exactly as one of the requests asked: no half tree left.
 """
 
-
 import pytest
 import requests
 
@@ -31,10 +30,19 @@ GROUP_MAPS = (
 def _devices(switches: int) -> dict:
     devices = []
     for switch in range(switches):
-        devices += [{"type": "gpu", "minor": 2 * switch + g, "numa": switch // 2,
-                     "pcie": switch, "memory": "16Gi"} for g in range(2)]
-        devices.append({"type": "rdma", "minor": switch, "numa": switch // 2,
-                        "pcie": switch, "vfs": 2})
+        devices += [
+            {
+                "type": "gpu",
+                "minor": 2 * switch + g,
+                "numa": switch // 2,
+                "pcie": switch,
+                "memory": "16Gi",
+            }
+            for g in range(2)
+        ]
+        devices.append(
+            {"type": "rdma", "minor": switch, "numa": switch // 2, "pcie": switch, "vfs": 2}
+        )
     return {"devices": devices}
 
 
@@ -52,7 +60,8 @@ def _shape(view: dict) -> object:
     same state (uuids, generations, the ``changed`` flag)."""
     if isinstance(view, dict):
         return sorted(
-            (key, _shape(value)) for key, value in view.items()
+            (key, _shape(value))
+            for key, value in view.items()
             if key not in {"uuid", "provider", "generation", "changed"}
         )
     if isinstance(view, list):
@@ -69,14 +78,21 @@ def _sync_many(base: str, route: str, bodies: tuple, log) -> list[requests.Respo
             for round_ in range(ROUNDS):
                 for offset, node in enumerate(NODES):
                     body = bodies[(index + round_ + offset) % len(bodies)]
-                    answers.append(session.put(f"{base}/{route}/{node}", json=body,
-                                               headers=HEADERS, timeout=60))
+                    answers.append(
+                        session.put(
+                            f"{base}/{route}/{node}", json=body, headers=HEADERS, timeout=60
+                        )
+                    )
         return answers
 
-    responses = [r for answers in race([lambda i=i: client(i) for i in range(CLIENTS)])
-                 for r in answers]
-    failed = [(r.status_code, r.text) for r in responses
-              if r.status_code not in ACCEPTED and not _concurrent_update(r)]
+    responses = [
+        r for answers in race([lambda i=i: client(i) for i in range(CLIENTS)]) for r in answers
+    ]
+    failed = [
+        (r.status_code, r.text)
+        for r in responses
+        if r.status_code not in ACCEPTED and not _concurrent_update(r)
+    ]
     assert not failed, (failed[:5], log.read_text()[-4000:])
     return responses
 
@@ -101,8 +117,10 @@ def _expected_shapes(base: str, route: str, bodies: tuple) -> list:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("route", "bodies"),
-    [("group_resources/nodes", tuple({"resources": m} for m in GROUP_MAPS)),
-     ("group_resources/device_nodes", TOPOLOGIES)],
+    [
+        ("group_resources/nodes", tuple({"resources": m} for m in GROUP_MAPS)),
+        ("group_resources/device_nodes", TOPOLOGIES),
+    ],
     ids=["nodes", "device_nodes"],
 )
 def test_concurrent_syncs_of_the_same_nodes(service, route, bodies):

@@ -29,25 +29,37 @@ from tests.functional.test_provider_change_log import (
 def add_trait(conn, provider_id: int, trait: str) -> None:
     if trait not in names.ids_by_name(conn, traits, [trait]):
         names.create_name(conn, traits, trait)
-    conn.execute(text(
-        "INSERT INTO resource_provider_traits (resource_provider_id, trait_id, created_at)"
-        " SELECT :id, id, CURRENT_TIMESTAMP FROM traits WHERE name = :name"
-    ), {"id": provider_id, "name": trait})
+    conn.execute(
+        text(
+            "INSERT INTO resource_provider_traits (resource_provider_id, trait_id, created_at)"
+            " SELECT :id, id, CURRENT_TIMESTAMP FROM traits WHERE name = :name"
+        ),
+        {"id": provider_id, "name": trait},
+    )
     bump_generation(conn, provider_id)
 
 
 def bump_generation(conn, provider_id: int) -> None:
     """What the data layer does after every write of a provider's inventories or traits."""
-    conn.execute(text("UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"),
-                 {"id": provider_id})
+    conn.execute(
+        text("UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"),
+        {"id": provider_id},
+    )
 
 
 def seen(world: ProviderWorld) -> dict:
     """What a search reads of each provider, by uuid."""
     return {
-        provider.uuid: (provider.name, provider.parent_id, provider.root_id,
-                        dict(provider.inventories), provider.traits, provider.aggregates,
-                        provider.trait_ids_by_name, provider.aggregate_uuids)
+        provider.uuid: (
+            provider.name,
+            provider.parent_id,
+            provider.root_id,
+            dict(provider.inventories),
+            provider.traits,
+            provider.aggregates,
+            provider.trait_ids_by_name,
+            provider.aggregate_uuids,
+        )
         for provider in world.providers.values()
     }
 
@@ -69,7 +81,8 @@ def test_a_full_read_in_chunks_reads_what_one_read_does(engine, monkeypatch):
     assert seen(chunked) == seen(whole)
     assert set(chunked.trees) == set(whole.trees)
     assert {r: f.frees for r, f in chunked.form_of_tree.items()} == {
-        r: f.frees for r, f in whole.form_of_tree.items()}
+        r: f.frees for r, f in whole.form_of_tree.items()
+    }
 
 
 def test_equal_providers_share_their_tables_and_a_write_changes_only_its_own(engine):
@@ -118,10 +131,12 @@ def test_a_search_that_read_many_providers_freezes_the_collector(engine, monkeyp
 def test_the_trees_having_classes_change_with_the_classes_not_with_usage(engine):
     with engine.begin() as conn:
         first, second = (add_provider(conn, f"having{i}", 8) for i in range(2))
-        vcpu = conn.execute(text("SELECT id FROM resource_classes WHERE name = 'VCPU'")
-                            ).scalar_one()
-        disk = conn.execute(text("SELECT id FROM resource_classes WHERE name = 'DISK_GB'")
-                            ).scalar_one()
+        vcpu = conn.execute(
+            text("SELECT id FROM resource_classes WHERE name = 'VCPU'")
+        ).scalar_one()
+        disk = conn.execute(
+            text("SELECT id FROM resource_classes WHERE name = 'DISK_GB'")
+        ).scalar_one()
     world = ProviderWorld()
     refresh(world, engine)
     assert world.roots_having(frozenset({vcpu})) == [first, second]
@@ -131,11 +146,14 @@ def test_the_trees_having_classes_change_with_the_classes_not_with_usage(engine)
     refresh(world, engine)
     assert world.roots_having(frozenset({vcpu})) == [first, second]
     with engine.begin() as conn:
-        conn.execute(text(
-            "INSERT INTO inventories (resource_provider_id, resource_class_id, total,"
-            " reserved, min_unit, max_unit, step_size, allocation_ratio, created_at)"
-            " VALUES (:id, :disk, 10, 0, 1, 10, 1, 1.0, CURRENT_TIMESTAMP)"
-        ), {"id": second, "disk": disk})
+        conn.execute(
+            text(
+                "INSERT INTO inventories (resource_provider_id, resource_class_id, total,"
+                " reserved, min_unit, max_unit, step_size, allocation_ratio, created_at)"
+                " VALUES (:id, :disk, 10, 0, 1, 10, 1, 1.0, CURRENT_TIMESTAMP)"
+            ),
+            {"id": second, "disk": disk},
+        )
         bump_generation(conn, second)
     refresh(world, engine)
     assert world.roots_having(frozenset({vcpu, disk})) == [second]

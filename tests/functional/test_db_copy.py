@@ -13,8 +13,11 @@ from tests.conftest import Api
 
 AGGREGATE = "aaaaaaaa-0000-0000-0000-000000000001"
 READS = [
-    "/resource_providers", "/resource_classes", "/traits?name=startswith:CUSTOM_",
-    "/usages?project_id=p1", "/usages?project_id=p2",
+    "/resource_providers",
+    "/resource_classes",
+    "/traits?name=startswith:CUSTOM_",
+    "/usages?project_id=p1",
+    "/usages?project_id=p2",
     "/allocation_candidates?resources=VCPU:1,CUSTOM_FPGA:1",
     "/allocation_candidates?resources=VCPU:1&member_of=" + AGGREGATE,
     "/group_resources/device_nodes",
@@ -55,13 +58,24 @@ def _fill(api: Api) -> dict:
     api.set_inventory(other, VCPU={"total": 8, "allocation_ratio": 1.5})
     api.set_traits(root, "CUSTOM_RACK1", "HW_CPU_X86_AVX2")
     api.set_aggregates(other, AGGREGATE)
-    assert api.allocate("11111111-0000-0000-0000-000000000001",
-                        {root: {"VCPU": 2}, child: {"CUSTOM_FPGA": 1}},
-                        project="p1").status_code == 204
-    body = {"allocations": {other: {"resources": {"VCPU": 3}}}, "project_id": "p2",
-            "user_id": "u", "consumer_generation": None, "consumer_type": "MIGRATION"}
-    assert api.put("/allocations/22222222-0000-0000-0000-000000000002",
-                   json=body).status_code == 204
+    assert (
+        api.allocate(
+            "11111111-0000-0000-0000-000000000001",
+            {root: {"VCPU": 2}, child: {"CUSTOM_FPGA": 1}},
+            project="p1",
+        ).status_code
+        == 204
+    )
+    body = {
+        "allocations": {other: {"resources": {"VCPU": 3}}},
+        "project_id": "p2",
+        "user_id": "u",
+        "consumer_generation": None,
+        "consumer_type": "MIGRATION",
+    }
+    assert (
+        api.put("/allocations/22222222-0000-0000-0000-000000000002", json=body).status_code == 204
+    )
     node = {"resources": {"cpu": 8, "Gpugrp0/0/gpu/dev0/cards": 1}}
     assert api.put("/group_resources/nodes/gpu-node-1", json=node).status_code in (200, 201)
     return {"root": root, "other": other}
@@ -69,8 +83,10 @@ def _fill(api: Api) -> dict:
 
 def _reads(api: Api) -> dict:
     found = {path: api.get(path).json for path in READS}
-    for path in ("/allocations/11111111-0000-0000-0000-000000000001",
-                 "/allocations/22222222-0000-0000-0000-000000000002"):
+    for path in (
+        "/allocations/11111111-0000-0000-0000-000000000001",
+        "/allocations/22222222-0000-0000-0000-000000000002",
+    ):
         found[path] = api.get(path).json
     for provider in found["/resource_providers"]["resource_providers"]:
         for part in ("", "/inventories", "/usages", "/traits", "/aggregates", "/allocations"):
@@ -83,15 +99,13 @@ def _reads(api: Api) -> dict:
     ("source", "target"),
     [("sqlite", "mysql"), ("mysql", "postgresql"), ("postgresql", "sqlite")],
 )
-def test_a_copy_answers_as_its_source_and_takes_new_writes(source, target, engine_of,
-                                                           capsys):
+def test_a_copy_answers_as_its_source_and_takes_new_writes(source, target, engine_of, capsys):
     source_engine, target_engine = engine_of(source), engine_of(target)
     migrate.upgrade(source_engine)
     before = _api(source_engine)
     made = _fill(before)
     expected = _reads(before)
-    assert cli.main(["db", "copy", "--from", _url(source_engine),
-                     "--to", _url(target_engine)]) == 0
+    assert cli.main(["db", "copy", "--from", _url(source_engine), "--to", _url(target_engine)]) == 0
     printed = capsys.readouterr().out
     assert "the copy is the same as its source" in printed
     assert "resource_providers" in printed and "DIFFERENT" not in printed
@@ -103,8 +117,12 @@ def test_a_copy_answers_as_its_source_and_takes_new_writes(source, target, engin
     assert after.set_inventory(added, VCPU=4)["resource_provider_generation"] == 1
     generation = after.generation(made["root"])
     assert generation == expected[f"/resource_providers/{made['root']}"]["generation"]
-    assert after.allocate("33333333-0000-0000-0000-000000000003",
-                          {made["root"]: {"VCPU": 1}}, project="p1").status_code == 204
+    assert (
+        after.allocate(
+            "33333333-0000-0000-0000-000000000003", {made["root"]: {"VCPU": 1}}, project="p1"
+        ).status_code
+        == 204
+    )
 
 
 def test_a_target_that_is_not_empty_is_refused_and_left_alone(engine_of):

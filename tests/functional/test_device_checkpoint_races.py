@@ -28,13 +28,21 @@ from tests.functional.gunicorn import race, running_gunicorn
 
 HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
 NAMING = Naming()
-TWO_GPUS = {"devices": [
-    {"type": "gpu", "minor": m, "numa": 0, "pcie": 0, "memory": "8Gi", "id": f"GPU-{m}"}
-    for m in (0, 1)
-]}
+TWO_GPUS = {
+    "devices": [
+        {"type": "gpu", "minor": m, "numa": 0, "pcie": 0, "memory": "8Gi", "id": f"GPU-{m}"}
+        for m in (0, 1)
+    ]
+}
 HALF = {"kubernetes.io/gpu": 50}
-GPU0_HELD = [{"podUID": "pod-a", "containerName": "main", "resourceName": "nvidia.com/gpu",
-              "deviceIDs": ["GPU-0"]}]
+GPU0_HELD = [
+    {
+        "podUID": "pod-a",
+        "containerName": "main",
+        "resourceName": "nvidia.com/gpu",
+        "deviceIDs": ["GPU-0"],
+    }
+]
 
 
 @pytest.mark.parametrize("target", ["postgresql", "sqlite", "mysql"])
@@ -46,8 +54,7 @@ def test_a_checkpoint_between_a_claims_choice_and_its_write(target, empty_databa
     then refused (409) and writes nothing."""
     engine = make_engine(empty_database_url(target))
     migrate.upgrade(engine)
-    _write(engine, lambda conn: service.import_node(
-        conn, "n", parse_device_list(TWO_GPUS), NAMING))
+    _write(engine, lambda conn: service.import_node(conn, "n", parse_device_list(TWO_GPUS), NAMING))
     search = service.DeviceSearch(Replica())
     request = parse_device_request(HALF, {}, NAMING)
 
@@ -59,10 +66,12 @@ def test_a_checkpoint_between_a_claims_choice_and_its_write(target, empty_databa
     def report():
         own_search = service.DeviceSearch(Replica())  # another worker's
         entries = checkpoints.checkpoints_from_body(
-            [{"pod_uid": "pod-a", "resource_name": "nvidia.com/gpu", "device_ids": ["GPU-0"]}])
+            [{"pod_uid": "pod-a", "resource_name": "nvidia.com/gpu", "device_ids": ["GPU-0"]}]
+        )
         try:
-            reported.append(_write(engine, lambda conn: own_search.hold_checkpoints(
-                conn, NAMING, "n", entries)))
+            reported.append(
+                _write(engine, lambda conn: own_search.hold_checkpoints(conn, NAMING, "n", entries))
+            )
         except errors.PlacementError as exc:
             reported.append(exc)
 
@@ -101,35 +110,49 @@ def test_claims_racing_a_checkpoint_never_share_its_device(served):
     claims alone (the report is 409); no GPU is over-committed; every answer is 200 or
     409. Everything is freed between rounds."""
     base = served
-    created = requests.put(f"{base}/group_resources/device_nodes/n", json=TWO_GPUS,
-                           headers=HEADERS, timeout=60)
+    created = requests.put(
+        f"{base}/group_resources/device_nodes/n", json=TWO_GPUS, headers=HEADERS, timeout=60
+    )
     assert created.status_code == 201, created.text
     gpu0, gpu1 = (d["provider"] for d in created.json()["devices"])
     pod_consumer = checkpoints.consumer_uuid("pod-a")
 
     def claim():
-        body = {"resources": HALF, "consumer_uuid": str(uuid.uuid4()), "project_id": "p",
-                "user_id": "u"}
-        return requests.post(f"{base}/group_resources/device_claims", json=body,
-                             headers=HEADERS, timeout=60)
+        body = {
+            "resources": HALF,
+            "consumer_uuid": str(uuid.uuid4()),
+            "project_id": "p",
+            "user_id": "u",
+        }
+        return requests.post(
+            f"{base}/group_resources/device_claims", json=body, headers=HEADERS, timeout=60
+        )
 
     def report(entries):
-        return requests.put(f"{base}/group_resources/device_nodes/n/checkpoints",
-                            json={"checkpoints": entries}, headers=HEADERS, timeout=60)
+        return requests.put(
+            f"{base}/group_resources/device_nodes/n/checkpoints",
+            json={"checkpoints": entries},
+            headers=HEADERS,
+            timeout=60,
+        )
 
     outcomes = []
     for _ in range(ROUNDS):
-        calls = [claim] * (CLAIMERS // 2) + [lambda: report(GPU0_HELD)] + [claim] * (
-            CLAIMERS - CLAIMERS // 2)
+        calls = (
+            [claim] * (CLAIMERS // 2)
+            + [lambda: report(GPU0_HELD)]
+            + [claim] * (CLAIMERS - CLAIMERS // 2)
+        )
         responses = race(calls)
         reported = responses[CLAIMERS // 2]
-        claims = responses[:CLAIMERS // 2] + responses[CLAIMERS // 2 + 1:]
+        claims = responses[: CLAIMERS // 2] + responses[CLAIMERS // 2 + 1 :]
         assert reported.status_code in (200, 409), reported.text
         assert {r.status_code for r in claims} <= {200, 409}, [r.text for r in claims]
         held = {}
         for gpu in (gpu0, gpu1):
-            answer = requests.get(f"{base}/resource_providers/{gpu}/allocations",
-                                  headers=HEADERS, timeout=60).json()["allocations"]
+            answer = requests.get(
+                f"{base}/resource_providers/{gpu}/allocations", headers=HEADERS, timeout=60
+            ).json()["allocations"]
             held[gpu] = answer
             assert sum(a["resources"]["CUSTOM_GPU_CORE"] for a in answer.values()) <= 100
         granted = [r.json()["consumer_uuid"] for r in claims if r.status_code == 200]
@@ -142,7 +165,6 @@ def test_claims_racing_a_checkpoint_never_share_its_device(served):
         outcomes.append(reported.status_code)
         assert report([]).status_code == 200
         for consumer in granted:
-            freed = requests.delete(f"{base}/allocations/{consumer}", headers=HEADERS,
-                                    timeout=60)
+            freed = requests.delete(f"{base}/allocations/{consumer}", headers=HEADERS, timeout=60)
             assert freed.status_code == 204, freed.text
     assert set(outcomes) <= {200, 409}

@@ -35,8 +35,7 @@ CLAIMERS = 30  # all fit on either GPU: GPU1 takes what GPU0 may no longer
 
 
 def _two_gpus(unhealthy: bool = False) -> dict:
-    devices = [{"type": "gpu", "minor": m, "numa": 0, "pcie": 0, "memory": "8Gi"}
-               for m in (0, 1)]
+    devices = [{"type": "gpu", "minor": m, "numa": 0, "pcie": 0, "memory": "8Gi"} for m in (0, 1)]
     if unhealthy:
         devices[0]["health"] = False
     return {"devices": devices}
@@ -61,7 +60,8 @@ def test_an_import_between_a_claims_choice_and_its_write(target, empty_database_
 
     assert _minors(_write(engine, claim)) == [0]
     importer = threading.Thread(
-        target=_write, args=(engine, lambda conn: service.import_node(conn, "n", sick, NAMING)))
+        target=_write, args=(engine, lambda conn: service.import_node(conn, "n", sick, NAMING))
+    )
     chosen, claimed = claim_with_a_write_between(engine, search, claim, importer, target)
     assert chosen == [[0]]
     assert _minors(claimed) == ([1] if target not in QUEUED_WRITERS else [0])
@@ -88,44 +88,61 @@ def test_claims_racing_an_import_never_land_on_the_device_after_it(served):
     provider changes (written under those locks, in their order), no write on GPU0
     follows the import's, and every share GPU0 holds was written before it."""
     base, url, target = served
-    created = requests.put(f"{base}/group_resources/device_nodes/n", json=_two_gpus(),
-                           headers=HEADERS, timeout=60)
+    created = requests.put(
+        f"{base}/group_resources/device_nodes/n", json=_two_gpus(), headers=HEADERS, timeout=60
+    )
     assert created.status_code == 201, created.text
     gpu0, root = created.json()["devices"][0]["provider"], created.json()["uuid"]
     engine = make_engine(url)
     with engine.connect() as conn:
-        ids = dict(conn.execute(text(
-            "SELECT uuid, id FROM resource_providers WHERE uuid IN (:gpu0, :root)"),
-            {"gpu0": gpu0, "root": root}).all())
+        ids = dict(
+            conn.execute(
+                text("SELECT uuid, id FROM resource_providers WHERE uuid IN (:gpu0, :root)"),
+                {"gpu0": gpu0, "root": root},
+            ).all()
+        )
         setup_end = conn.execute(text("SELECT max(id) FROM provider_changes")).scalar()
 
     def claim():
-        body = {"resources": SHARE, "consumer_uuid": str(uuid.uuid4()), "project_id": "p",
-                "user_id": "u"}
-        return requests.post(f"{base}/group_resources/device_claims", json=body,
-                             headers=HEADERS, timeout=60)
+        body = {
+            "resources": SHARE,
+            "consumer_uuid": str(uuid.uuid4()),
+            "project_id": "p",
+            "user_id": "u",
+        }
+        return requests.post(
+            f"{base}/group_resources/device_claims", json=body, headers=HEADERS, timeout=60
+        )
 
     def mark_unhealthy():
-        return requests.put(f"{base}/group_resources/device_nodes/n",
-                            json=_two_gpus(unhealthy=True), headers=HEADERS, timeout=60)
+        return requests.put(
+            f"{base}/group_resources/device_nodes/n",
+            json=_two_gpus(unhealthy=True),
+            headers=HEADERS,
+            timeout=60,
+        )
 
     calls = [claim] * (CLAIMERS // 2) + [mark_unhealthy] + [claim] * (CLAIMERS - CLAIMERS // 2)
     responses = race(calls)
     imported = responses[CLAIMERS // 2]
     assert imported.status_code == 200, imported.text
-    claims = responses[:CLAIMERS // 2] + responses[CLAIMERS // 2 + 1:]
+    claims = responses[: CLAIMERS // 2] + responses[CLAIMERS // 2 + 1 :]
     assert {r.status_code for r in claims} <= {200, 409}, [r.text for r in claims]
     on_gpu0 = [r for r in claims if r.status_code == 200 and gpu0 in r.json()["allocations"]]
     with engine.connect() as conn:
-        entries = conn.execute(text(
-            "SELECT id, provider_id, transaction_id FROM provider_changes WHERE id > :after"
-            " AND provider_id IN (:gpu0, :root) ORDER BY id"),
-            {"after": setup_end, "gpu0": ids[gpu0], "root": ids[root]}).all()
+        entries = conn.execute(
+            text(
+                "SELECT id, provider_id, transaction_id FROM provider_changes WHERE id > :after"
+                " AND provider_id IN (:gpu0, :root) ORDER BY id"
+            ),
+            {"after": setup_end, "gpu0": ids[gpu0], "root": ids[root]},
+        ).all()
     # The import is the only writer of the root since the setup (claims ask nothing of it):
     # its entries (the root's row, and each of its rows the import rewrote, migration 0009)
     # are all of one transaction.
     import_root = min(
-        (entry for entry in entries if entry.provider_id == ids[root]), key=lambda e: e.id)
+        (entry for entry in entries if entry.provider_id == ids[root]), key=lambda e: e.id
+    )
     gpu0_writes = [entry for entry in entries if entry.provider_id == ids[gpu0]]
     if target not in QUEUED_WRITERS:
         [import_gpu0] = [e for e in gpu0_writes if e.transaction_id == import_root.transaction_id]

@@ -21,17 +21,35 @@ from tests.functional.device_races import (
 )
 
 NAMING = Naming()
-NIC = {"devices": [{"type": "rdma", "minor": 0, "numa": 0, "pcie": 0, "vfGroups": [
-    {"labels": {"type": "fullmode"},
-     "vfs": [{"minor": m, "busID": f"0000:1f:00.{m + 2}"} for m in range(3)]}]}]}
-ONE_VF = ({"koordinator.sh/rdma": 1},
-          {"scheduling.koordinator.sh/device-allocate-hint": {"rdma": {"vfSelector": {}}}})
+NIC = {
+    "devices": [
+        {
+            "type": "rdma",
+            "minor": 0,
+            "numa": 0,
+            "pcie": 0,
+            "vfGroups": [
+                {
+                    "labels": {"type": "fullmode"},
+                    "vfs": [{"minor": m, "busID": f"0000:1f:00.{m + 2}"} for m in range(3)],
+                }
+            ],
+        }
+    ]
+}
+ONE_VF = (
+    {"koordinator.sh/rdma": 1},
+    {"scheduling.koordinator.sh/device-allocate-hint": {"rdma": {"vfSelector": {}}}},
+)
 
 
 def _vfs(candidate) -> list[int]:
-    return sorted(vf.minor for index, amounts in candidate.pick.takes
-                  for vf in candidate.node.devices[index].device.vf_list
-                  if vf.base_name in dict(amounts))
+    return sorted(
+        vf.minor
+        for index, amounts in candidate.pick.takes
+        for vf in candidate.node.devices[index].device.vf_list
+        if vf.base_name in dict(amounts)
+    )
 
 
 @pytest.mark.parametrize("target", ["postgresql", "sqlite", "mysql"])
@@ -48,11 +66,11 @@ def test_a_vf_claimed_between_a_claims_choice_and_its_write(target, empty_databa
         return lambda conn: search.claim(conn, request, NAMING, str(uuid.uuid4()), "p", "u")
 
     other: list = []
-    rival = threading.Thread(target=lambda: other.append(
-        write(engine, claim_with(service.DeviceSearch(Replica())))))
+    rival = threading.Thread(
+        target=lambda: other.append(write(engine, claim_with(service.DeviceSearch(Replica()))))
+    )
     search = service.DeviceSearch(Replica())
-    chosen, claimed = claim_with_a_write_between(engine, search, claim_with(search), rival,
-                                                 target)
+    chosen, claimed = claim_with_a_write_between(engine, search, claim_with(search), rival, target)
     assert chosen == [[0]]  # NIC0 (its VF0)
     [rival_claim] = other
     queued = target in QUEUED_WRITERS

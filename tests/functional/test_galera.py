@@ -126,12 +126,16 @@ class Client:
         started = time.monotonic()
         try:
             response = requests.request(
-                method, self.bases[service] + path, json=body,
-                headers=HEADERS, timeout=TIMEOUT_S,
+                method,
+                self.bases[service] + path,
+                json=body,
+                headers=HEADERS,
+                timeout=TIMEOUT_S,
             )
         except requests.RequestException as exc:
-            self.ledger.record(Outcome(service, method, path, 0, started, time.monotonic(),
-                                       repr(exc)))
+            self.ledger.record(
+                Outcome(service, method, path, 0, started, time.monotonic(), repr(exc))
+            )
             return None
         text = "" if response.status_code in SUCCESS else response.text[:2000]
         self.ledger.record(
@@ -179,10 +183,21 @@ def services(cluster, tmp_path_factory):
             for index, url in enumerate(urls):
                 folder = tmp_path_factory.mktemp(f"service{index}")
                 log = folder / "access.log"
-                bases.append(stack.enter_context(running_gunicorn(
-                    url, folder, WORKERS,
-                    ("--access-logfile", str(log), "--access-logformat", "%(p)s %({x-probe}i)s"),
-                )))
+                bases.append(
+                    stack.enter_context(
+                        running_gunicorn(
+                            url,
+                            folder,
+                            WORKERS,
+                            (
+                                "--access-logfile",
+                                str(log),
+                                "--access-logformat",
+                                "%(p)s %({x-probe}i)s",
+                            ),
+                        )
+                    )
+                )
                 logs.append(log)
             yield Services(bases, logs, balancer)
     finally:
@@ -198,8 +213,9 @@ def providers(services):
         resources = {"cpu": 64}
         for device in range(8):
             resources[f"Gpugrp1/{device // 4}/Gpugrp0/{device // 2}/gpu/dev{device}/cards"] = 1
-        node = client.call(index, "PUT", f"/group_resources/nodes/gpu-{index}",
-                           {"resources": resources})
+        node = client.call(
+            index, "PUT", f"/group_resources/nodes/gpu-{index}", {"resources": resources}
+        )
         assert node is not None and node.status_code == 201, node and node.text
     made = []
     for index in range(PROVIDERS):
@@ -207,10 +223,15 @@ def providers(services):
         created = client.call(service, "POST", "/resource_providers", {"name": f"galera-{index}"})
         assert created is not None and created.status_code == 200, created and created.text
         provider = created.json()["uuid"]
-        inventory = client.call(service, "PUT", f"/resource_providers/{provider}/inventories", {
-            "resource_provider_generation": created.json()["generation"],
-            "inventories": {"VCPU": {"total": VCPU_TOTAL}, "MEMORY_MB": MEMORY},
-        })
+        inventory = client.call(
+            service,
+            "PUT",
+            f"/resource_providers/{provider}/inventories",
+            {
+                "resource_provider_generation": created.json()["generation"],
+                "inventories": {"VCPU": {"total": VCPU_TOTAL}, "MEMORY_MB": MEMORY},
+            },
+        )
         assert inventory is not None and inventory.status_code == 200, inventory and inventory.text
         made.append(provider)
     return made
@@ -219,8 +240,9 @@ def providers(services):
 # -- the claimers ------------------------------------------------------------------------
 
 
-def claimer(number: int, client: Client, providers: list[str], ops: int,
-            stop: threading.Event | None = None) -> None:
+def claimer(
+    number: int, client: Client, providers: list[str], ops: int, stop: threading.Event | None = None
+) -> None:
     """Claims, group claims, deletes of its own claims, and resizes, through service
     ``number % 3``:
     ``ops`` answered operations (a 503 is waited out and not counted, at most
@@ -249,11 +271,18 @@ def claimer(number: int, client: Client, providers: list[str], ops: int,
         else:
             consumer = str(uuid.uuid4())
             resources = {"VCPU": rng.choice((1, 2)), "MEMORY_MB": 512}
-            response = client.call(service, "PUT", f"/allocations/{consumer}", {
-                "allocations": {provider: {"resources": resources}},
-                "project_id": "project", "user_id": "user", "consumer_generation": None,
-                "consumer_type": "INSTANCE",
-            })
+            response = client.call(
+                service,
+                "PUT",
+                f"/allocations/{consumer}",
+                {
+                    "allocations": {provider: {"resources": resources}},
+                    "project_id": "project",
+                    "user_id": "user",
+                    "consumer_generation": None,
+                    "consumer_type": "INSTANCE",
+                },
+            )
             status = response.status_code if response is not None else 0
             with ledger.lock:
                 if status == 204:
@@ -273,10 +302,17 @@ def claimer(number: int, client: Client, providers: list[str], ops: int,
 def group_claim(client: Client, service: int) -> int:
     """A pair of GPUs under one switch and a CPU, on whichever GPU node has them."""
     consumer = str(uuid.uuid4())
-    response = client.call(service, "POST", "/group_resources/claims", {
-        "resources": GPU_PAIR, "consumer_uuid": consumer, "project_id": "project",
-        "user_id": "user",
-    })
+    response = client.call(
+        service,
+        "POST",
+        "/group_resources/claims",
+        {
+            "resources": GPU_PAIR,
+            "consumer_uuid": consumer,
+            "project_id": "project",
+            "user_id": "user",
+        },
+    )
     status = response.status_code if response is not None else 0
     with client.ledger.lock:
         if status == 200:
@@ -320,8 +356,9 @@ def run_readers(client: Client, stop: threading.Event):
     return futures
 
 
-def run_claimers(client: Client, providers: list[str], ops: int,
-                 stop: threading.Event | None = None):
+def run_claimers(
+    client: Client, providers: list[str], ops: int, stop: threading.Event | None = None
+):
     pool = ThreadPoolExecutor(CLAIMERS)
     futures = [pool.submit(claimer, n, client, providers, ops, stop) for n in range(CLAIMERS)]
     pool.shutdown(wait=False)
@@ -336,26 +373,35 @@ def read_database(url: str):
     engine = make_engine(url)
     try:
         with engine.connect() as conn:
-            rows = conn.execute(sa.text(
-                "SELECT c.uuid, rp.uuid, rc.name, a.used, a.id FROM allocations a"
-                " JOIN consumers c ON c.id = a.consumer_id"
-                " JOIN resource_providers rp ON rp.id = a.resource_provider_id"
-                " JOIN resource_classes rc ON rc.id = a.resource_class_id"
-            )).all()
-            totals = dict(conn.execute(sa.text(
-                "SELECT rp.uuid, i.total FROM inventories i"
-                " JOIN resource_providers rp ON rp.id = i.resource_provider_id"
-                " JOIN resource_classes rc ON rc.id = i.resource_class_id WHERE rc.name = 'VCPU'"
-            )).all())
-            usage = conn.execute(sa.text(
-                "SELECT rp.uuid, rc.name, i.total, i.reserved, i.allocation_ratio,"
-                " COALESCE(SUM(a.used), 0) FROM inventories i"
-                " JOIN resource_providers rp ON rp.id = i.resource_provider_id"
-                " JOIN resource_classes rc ON rc.id = i.resource_class_id"
-                " LEFT JOIN allocations a ON a.resource_provider_id = i.resource_provider_id"
-                "  AND a.resource_class_id = i.resource_class_id"
-                " GROUP BY rp.uuid, rc.name, i.total, i.reserved, i.allocation_ratio"
-            )).all()
+            rows = conn.execute(
+                sa.text(
+                    "SELECT c.uuid, rp.uuid, rc.name, a.used, a.id FROM allocations a"
+                    " JOIN consumers c ON c.id = a.consumer_id"
+                    " JOIN resource_providers rp ON rp.id = a.resource_provider_id"
+                    " JOIN resource_classes rc ON rc.id = a.resource_class_id"
+                )
+            ).all()
+            totals = dict(
+                conn.execute(
+                    sa.text(
+                        "SELECT rp.uuid, i.total FROM inventories i"
+                        " JOIN resource_providers rp ON rp.id = i.resource_provider_id"
+                        " JOIN resource_classes rc ON rc.id = i.resource_class_id"
+                        " WHERE rc.name = 'VCPU'"
+                    )
+                ).all()
+            )
+            usage = conn.execute(
+                sa.text(
+                    "SELECT rp.uuid, rc.name, i.total, i.reserved, i.allocation_ratio,"
+                    " COALESCE(SUM(a.used), 0) FROM inventories i"
+                    " JOIN resource_providers rp ON rp.id = i.resource_provider_id"
+                    " JOIN resource_classes rc ON rc.id = i.resource_class_id"
+                    " LEFT JOIN allocations a ON a.resource_provider_id = i.resource_provider_id"
+                    "  AND a.resource_class_id = i.resource_class_id"
+                    " GROUP BY rp.uuid, rc.name, i.total, i.reserved, i.allocation_ratio"
+                )
+            ).all()
     finally:
         engine.dispose()
     stored: dict[str, dict[str, dict]] = {}
@@ -397,8 +443,11 @@ def normalized(answer: dict) -> tuple:
 def candidates_from_database(url: str) -> set[str]:
     """Providers with at least one VCPU free, as the database says."""
     _stored, _totals, usage, _ids = read_database(url)
-    return {row[0] for row in usage
-            if row[1] == "VCPU" and row[5] + 1 <= (row[2] - row[3]) * float(row[4])}
+    return {
+        row[0]
+        for row in usage
+        if row[1] == "VCPU" and row[5] + 1 <= (row[2] - row[3]) * float(row[4])
+    }
 
 
 def check_candidates(services: Services, fresh_url: str, tmp_path, database_url: str):
@@ -421,9 +470,16 @@ def check_candidates(services: Services, fresh_url: str, tmp_path, database_url:
                 services.balancer.drop()
             probes = [f"probe-{index}-{round_}-{n}" for n in range(6)]
             with ThreadPoolExecutor(len(probes)) as pool:
-                answers = list(pool.map(lambda p, b=base: requests.get(
-                    b + CANDIDATES, headers={**HEADERS, "X-Probe": p}, timeout=TIMEOUT_S,
-                ), probes))
+                answers = list(
+                    pool.map(
+                        lambda p, b=base: requests.get(
+                            b + CANDIDATES,
+                            headers={**HEADERS, "X-Probe": p},
+                            timeout=TIMEOUT_S,
+                        ),
+                        probes,
+                    )
+                )
             for answer in answers:
                 assert answer.status_code == 200, answer.text
                 assert normalized(answer.json()) == normalized(expected), f"service {index}"
@@ -438,8 +494,11 @@ def check_candidates(services: Services, fresh_url: str, tmp_path, database_url:
 def workers_of(log, prefix: str) -> set[str]:
     deadline = time.monotonic() + 5  # gunicorn writes its access log line after the answer
     while True:
-        found = {line.split(" ")[0] for line in log.read_text().splitlines()
-                 if line.split(" ")[1].startswith(prefix)}
+        found = {
+            line.split(" ")[0]
+            for line in log.read_text().splitlines()
+            if line.split(" ")[1].startswith(prefix)
+        }
         if len(found) >= WORKERS or time.monotonic() > deadline:
             return found
         time.sleep(0.1)
@@ -466,9 +525,12 @@ def refusal(outcome: Outcome) -> str:
     failure), a generation that moved, or anything else."""
     if outcome.status != 409:
         return ""
-    for words, kind in (("exceed the capacity", "capacity"), ("at the same time", "contention"),
-                        ("group_resources.unplaceable", "unplaceable"),
-                        ("generation", "generation")):
+    for words, kind in (
+        ("exceed the capacity", "capacity"),
+        ("at the same time", "contention"),
+        ("group_resources.unplaceable", "unplaceable"),
+        ("generation", "generation"),
+    ):
         if words in outcome.text:
             return kind
     return "other"
@@ -476,8 +538,10 @@ def refusal(outcome: Outcome) -> str:
 
 def failures(outcomes: list[Outcome], services: Services) -> str:
     """The failed requests (the first 20), and the end of their services' logs."""
-    lines = [f"{where(o.service)}: {o.method} {o.path} -> {o.status} {o.text[:400]}"
-             for o in outcomes[:20]]
+    lines = [
+        f"{where(o.service)}: {o.method} {o.path} -> {o.status} {o.text[:400]}"
+        for o in outcomes[:20]
+    ]
     for service in sorted({o.service for o in outcomes}):
         log = services.logs[service].parent / "gunicorn.log"
         lines.append(f"--- the end of the log of {where(service)} ({log}):")
@@ -510,10 +574,10 @@ def adopted_through_the_cluster(cluster, folder) -> None:
     folder.mkdir()
     galera._execute(cluster.node(1).port, "CREATE DATABASE adopted CHARACTER SET utf8mb3")
     upstream_config = folder / "upstream.conf"
-    upstream_config.write_text(
-        f"[placement_database]\nconnection = {cluster.url(2, 'adopted')}\n")
-    synced = upstream_command("placement-manage", "--config-file", str(upstream_config),
-                              "db", "sync", cwd=folder)
+    upstream_config.write_text(f"[placement_database]\nconnection = {cluster.url(2, 'adopted')}\n")
+    synced = upstream_command(
+        "placement-manage", "--config-file", str(upstream_config), "db", "sync", cwd=folder
+    )
     assert synced.returncode == 0, synced.stderr
     with upstream_server(folder, database_url=cluster.url(2, "adopted")) as base:
         upstream = Api(HttpClient(base))
@@ -596,25 +660,35 @@ def node_killed_mid_load(cluster, services: Services, providers, tmp_path) -> Co
         for future in futures:
             future.result(timeout=120)
     outcomes = list(ledger.outcomes)
-    print("phase two:", dict(summary(outcomes)), f"node 3 down {restarted - killed:.1f} s"
-          f" (declared gone after {gone - killed:.1f} s), back {recovered - restarted:.1f} s"
-          f" after its restart; balancer's connections per node: {services.balancer.connections}")
-    print("phase two, answers per service:",
-          sorted(Counter((where(o.service), o.status) for o in outcomes).items()))
+    print(
+        "phase two:",
+        dict(summary(outcomes)),
+        f"node 3 down {restarted - killed:.1f} s"
+        f" (declared gone after {gone - killed:.1f} s), back {recovered - restarted:.1f} s"
+        f" after its restart; balancer's connections per node: {services.balancer.connections}",
+    )
+    print(
+        "phase two, answers per service:",
+        sorted(Counter((where(o.service), o.status) for o in outcomes).items()),
+    )
     on_survivors = [o for o in outcomes if o.service in (0, 1)]
     bad = [o for o in on_survivors if o.status not in ANSWERS]
     assert bad == [], failures(bad, services)
     # Nodes 1 and 2 granted claims while node 3 was down.
-    while_down = [o for o in on_survivors if killed < o.started and o.ended < restarted
-                  and o.method != "GET" and o.status in SUCCESS]
+    while_down = [
+        o
+        for o in on_survivors
+        if killed < o.started and o.ended < restarted and o.method != "GET" and o.status in SUCCESS
+    ]
     assert len(while_down) > 0
     # The service on node 3: 503 while its node was down (or for a request in flight
     # when it died), never another error, and answers again once the node rejoined.
     on_dead = [o for o in outcomes if o.service == ON_NODE_3]
     bad = [o for o in on_dead if o.status not in ANSWERS | {503}]
     assert bad == [], failures(bad, services)
-    stray = [o for o in on_dead
-             if o.status == 503 and not (o.ended > killed and o.started < recovered)]
+    stray = [
+        o for o in on_dead if o.status == 503 and not (o.ended > killed and o.started < recovered)
+    ]
     assert stray == [], failures(stray, services)
     assert len([o for o in on_dead if o.status == 503]) >= 3
     after = [o for o in on_dead if o.started > recovered and o.status in SUCCESS]
@@ -624,8 +698,11 @@ def node_killed_mid_load(cluster, services: Services, providers, tmp_path) -> Co
     # again once synced.
     roaming = [o for o in outcomes if o.service == ROAMING]
     assert len([o for o in roaming if o.started > gone and o.status == 200]) > 0
-    bad = [o for o in roaming
-           if o.status != 200 and not (o.status == 503 and o.ended > killed and o.started < gone)]
+    bad = [
+        o
+        for o in roaming
+        if o.status != 200 and not (o.status == 503 and o.ended > killed and o.started < gone)
+    ]
     assert bad == [], failures(bad, services)
     for provider in providers:
         ledger.resized[provider] += stored_totals[provider] - VCPU_TOTAL

@@ -33,15 +33,23 @@ def _post(base, path, body):
 
 
 def _gang_claim(base):
-    body = {**GANG, "gang_uuid": str(uuid.uuid4()),
-            "consumer_uuids": [str(uuid.uuid4()) for _ in range(GANG["members"])],
-            "project_id": "p", "user_id": "u"}
+    body = {
+        **GANG,
+        "gang_uuid": str(uuid.uuid4()),
+        "consumer_uuids": [str(uuid.uuid4()) for _ in range(GANG["members"])],
+        "project_id": "p",
+        "user_id": "u",
+    }
     return body, _post(base, "/group_resources/gang_claims", body)
 
 
 def _single_claim(base):
-    body = {"resources": {"nvidia.com/gpu": 2}, "consumer_uuid": str(uuid.uuid4()),
-            "project_id": "p", "user_id": "u"}
+    body = {
+        "resources": {"nvidia.com/gpu": 2},
+        "consumer_uuid": str(uuid.uuid4()),
+        "project_id": "p",
+        "user_id": "u",
+    }
     return body, _post(base, "/group_resources/device_claims", body)
 
 
@@ -50,16 +58,24 @@ def _check_database(url, gang_claims) -> int:
     number of gangs held."""
     engine = make_engine(url)
     with engine.connect() as conn:
-        held = conn.execute(sa.text(
-            "SELECT a.resource_provider_id, COUNT(DISTINCT a.consumer_id), SUM(a.used)"
-            " FROM allocations a JOIN resource_classes rc ON rc.id = a.resource_class_id"
-            " WHERE rc.name = 'CUSTOM_GPU_CORE' GROUP BY a.resource_provider_id")).all()
-        gpus_of = dict(conn.execute(sa.text(
-            "SELECT c.uuid, COUNT(*) FROM allocations a JOIN consumers c ON c.id = a.consumer_id"
-            " JOIN resource_classes rc ON rc.id = a.resource_class_id"
-            " WHERE rc.name = 'CUSTOM_GPU_CORE' GROUP BY c.uuid")).all())
-        members = conn.execute(sa.text(
-            "SELECT gang_uuid, consumer_uuid FROM gang_members")).all()
+        held = conn.execute(
+            sa.text(
+                "SELECT a.resource_provider_id, COUNT(DISTINCT a.consumer_id), SUM(a.used)"
+                " FROM allocations a JOIN resource_classes rc ON rc.id = a.resource_class_id"
+                " WHERE rc.name = 'CUSTOM_GPU_CORE' GROUP BY a.resource_provider_id"
+            )
+        ).all()
+        gpus_of = dict(
+            conn.execute(
+                sa.text(
+                    "SELECT c.uuid, COUNT(*) FROM allocations a"
+                    " JOIN consumers c ON c.id = a.consumer_id"
+                    " JOIN resource_classes rc ON rc.id = a.resource_class_id"
+                    " WHERE rc.name = 'CUSTOM_GPU_CORE' GROUP BY c.uuid"
+                )
+            ).all()
+        )
+        members = conn.execute(sa.text("SELECT gang_uuid, consumer_uuid FROM gang_members")).all()
     engine.dispose()
     assert all(consumers == 1 and used <= 100 for _, consumers, used in held), held
     recorded: dict[str, list[str]] = {}
@@ -82,16 +98,28 @@ def _check_database(url, gang_claims) -> int:
 def test_gang_claims_racing_single_claims_give_no_device_twice(service):
     base, url = service
     for name in PLACES:
-        response = requests.put(f"{base}/group_resources/device_nodes/{name}",
-                                json=gpu_box(4), headers=HEADERS, timeout=60)
+        response = requests.put(
+            f"{base}/group_resources/device_nodes/{name}",
+            json=gpu_box(4),
+            headers=HEADERS,
+            timeout=60,
+        )
         assert response.status_code == 201, response.text
-    network = {"levels": LEVELS, "nodes": {n: dict(zip(LEVELS, p, strict=True))
-                                           for n, p in PLACES.items()}}
-    assert requests.put(f"{base}/group_resources/network", json=network, headers=HEADERS,
-                        timeout=60).status_code == 200
+    network = {
+        "levels": LEVELS,
+        "nodes": {n: dict(zip(LEVELS, p, strict=True)) for n, p in PLACES.items()},
+    }
+    assert (
+        requests.put(
+            f"{base}/group_resources/network", json=network, headers=HEADERS, timeout=60
+        ).status_code
+        == 200
+    )
 
-    results = race([lambda: _gang_claim(base)] * GANG_CLAIMERS
-                   + [lambda: _single_claim(base)] * SINGLE_CLAIMERS)
+    results = race(
+        [lambda: _gang_claim(base)] * GANG_CLAIMERS
+        + [lambda: _single_claim(base)] * SINGLE_CLAIMERS
+    )
     for _, response in results:
         assert response.status_code in (200, 409), response.text
     gang_claims = results[:GANG_CLAIMERS]
@@ -103,15 +131,22 @@ def test_gang_claims_racing_single_claims_give_no_device_twice(service):
             assert "spine" in response.json()["errors"][0]["detail"]
 
     # Round two: the gangs are released while new gang claims race single claims.
-    releases = [lambda b=b: (b, requests.delete(
-        f"{base}/group_resources/gangs/{b['gang_uuid']}", headers=HEADERS, timeout=120))
-        for b in granted]
-    second = race(releases + [lambda: _gang_claim(base)] * GANG_CLAIMERS
-                  + [lambda: _single_claim(base)] * 4)
+    releases = [
+        lambda b=b: (
+            b,
+            requests.delete(
+                f"{base}/group_resources/gangs/{b['gang_uuid']}", headers=HEADERS, timeout=120
+            ),
+        )
+        for b in granted
+    ]
+    second = race(
+        releases + [lambda: _gang_claim(base)] * GANG_CLAIMERS + [lambda: _single_claim(base)] * 4
+    )
     for _, response in second:
         assert response.status_code in (200, 204, 409), response.text
-    assert {response.status_code for _, response in second[:len(granted)]} == {204}
-    _check_database(url, second[len(granted):len(granted) + GANG_CLAIMERS])
+    assert {response.status_code for _, response in second[: len(granted)]} == {204}
+    _check_database(url, second[len(granted) : len(granted) + GANG_CLAIMERS])
     for body in granted:  # released whole
         for consumer in body["consumer_uuids"]:
             shown = requests.get(f"{base}/allocations/{consumer}", headers=HEADERS, timeout=60)

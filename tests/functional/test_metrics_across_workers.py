@@ -74,9 +74,9 @@ def _ask_every_worker(base: str, log_path) -> list[int]:
     deadline = time.monotonic() + 60
     with ThreadPoolExecutor(8) as pool:
         while time.monotonic() < deadline:
-            statuses = list(pool.map(
-                lambda _: requests.get(base + READY, timeout=30).status_code, range(BATCH)
-            ))
+            statuses = list(
+                pool.map(lambda _: requests.get(base + READY, timeout=30).status_code, range(BATCH))
+            )
             assert statuses == [200] * BATCH
             sent += BATCH
             if len(set(_ready_pids(log_path, sent))) == WORKERS:

@@ -45,40 +45,55 @@ def refresh(world: ProviderWorld, engine) -> None:
 def add_provider(conn, name: str, vcpu: int) -> int:
     """A root provider with VCPU, as the data layer writes one (the class names first)."""
     names.sync_standard_names(conn)
-    provider_id = conn.execute(text(
-        "INSERT INTO resource_providers (uuid, name, generation, created_at)"
-        " VALUES (:uuid, :name, 0, :now) RETURNING id"
-    ), {"uuid": str(uuid_lib.uuid4()), "name": name, "now": datetime.now()}).scalar_one()
-    conn.execute(text("UPDATE resource_providers SET root_provider_id = id WHERE id = :id"),
-                 {"id": provider_id})
-    conn.execute(text(
-        "INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved,"
-        " min_unit, max_unit, step_size, allocation_ratio, created_at)"
-        " SELECT :id, id, :total, 0, 1, :total, 1, 1.0, :now FROM resource_classes"
-        " WHERE name = 'VCPU'"
-    ), {"id": provider_id, "total": vcpu, "now": datetime.now()})
+    provider_id = conn.execute(
+        text(
+            "INSERT INTO resource_providers (uuid, name, generation, created_at)"
+            " VALUES (:uuid, :name, 0, :now) RETURNING id"
+        ),
+        {"uuid": str(uuid_lib.uuid4()), "name": name, "now": datetime.now()},
+    ).scalar_one()
+    conn.execute(
+        text("UPDATE resource_providers SET root_provider_id = id WHERE id = :id"),
+        {"id": provider_id},
+    )
+    conn.execute(
+        text(
+            "INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved,"
+            " min_unit, max_unit, step_size, allocation_ratio, created_at)"
+            " SELECT :id, id, :total, 0, 1, :total, 1, 1.0, :now FROM resource_classes"
+            " WHERE name = 'VCPU'"
+        ),
+        {"id": provider_id, "total": vcpu, "now": datetime.now()},
+    )
     return provider_id
 
 
 def set_vcpu(conn, provider_id: int, total: int) -> None:
     """An inventory write as the data layer makes it: the row, then the generation."""
-    conn.execute(text(
-        "UPDATE inventories SET total = :total, max_unit = :total"
-        " WHERE resource_provider_id = :id"
-    ), {"id": provider_id, "total": total})
-    conn.execute(text(
-        "UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"
-    ), {"id": provider_id})
+    conn.execute(
+        text(
+            "UPDATE inventories SET total = :total, max_unit = :total"
+            " WHERE resource_provider_id = :id"
+        ),
+        {"id": provider_id, "total": total},
+    )
+    conn.execute(
+        text("UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"),
+        {"id": provider_id},
+    )
 
 
 def remove_provider(conn, provider_id: int) -> None:
     """Delete a root provider and its inventories. (InnoDB checks a foreign key against
     the deleted row itself: on MySQL the root stops being its own root first.)"""
-    conn.execute(text("DELETE FROM inventories WHERE resource_provider_id = :id"),
-                 {"id": provider_id})
+    conn.execute(
+        text("DELETE FROM inventories WHERE resource_provider_id = :id"), {"id": provider_id}
+    )
     if conn.dialect.name == "mysql":
-        conn.execute(text("UPDATE resource_providers SET root_provider_id = NULL WHERE id = :id"),
-                     {"id": provider_id})
+        conn.execute(
+            text("UPDATE resource_providers SET root_provider_id = NULL WHERE id = :id"),
+            {"id": provider_id},
+        )
     conn.execute(text("DELETE FROM resource_providers WHERE id = :id"), {"id": provider_id})
 
 
@@ -87,9 +102,12 @@ def vcpu_total(world: ProviderWorld, provider_id: int) -> int:
 
 
 def logged(conn) -> list[tuple]:
-    return [tuple(row) for row in conn.execute(text(
-        "SELECT provider_id, transaction_id FROM provider_changes ORDER BY id"
-    ))]
+    return [
+        tuple(row)
+        for row in conn.execute(
+            text("SELECT provider_id, transaction_id FROM provider_changes ORDER BY id")
+        )
+    ]
 
 
 class Reads:
@@ -175,16 +193,19 @@ def warm(engine, monkeypatch):
 def state_row(engine):
     """The log's one ``provider_changes_state`` row, put back as it was afterwards."""
     with engine.connect() as conn:
-        below, incarnation, last = conn.execute(text(
-            "SELECT pruned_below, incarnation, last_position FROM provider_changes_state"
-        )).one()
+        below, incarnation, last = conn.execute(
+            text("SELECT pruned_below, incarnation, last_position FROM provider_changes_state")
+        ).one()
     yield
     with engine.begin() as conn:
         conn.execute(text("DELETE FROM provider_changes_state"))
-        conn.execute(text(
-            "INSERT INTO provider_changes_state (id, pruned_below, incarnation, last_position)"
-            " VALUES (1, :below, :incarnation, :last)"
-        ), {"below": below, "incarnation": incarnation, "last": last})
+        conn.execute(
+            text(
+                "INSERT INTO provider_changes_state (id, pruned_below, incarnation, last_position)"
+                " VALUES (1, :below, :incarnation, :last)"
+            ),
+            {"below": below, "incarnation": incarnation, "last": last},
+        )
 
 
 def test_a_copy_behind_the_pruned_log_reads_every_version(engine, warm, state_row):
@@ -193,8 +214,7 @@ def test_a_copy_behind_the_pruned_log_reads_every_version(engine, warm, state_ro
         set_vcpu(conn, provider_id, 8)
         # As if the log had been pruned past the copy: its entries are gone (declared
         # pruned first, as the pruning does, so the log does not start over).
-        conn.execute(text("UPDATE provider_changes_state SET pruned_below = :far"),
-                     {"far": 2 ** 62})
+        conn.execute(text("UPDATE provider_changes_state SET pruned_below = :far"), {"far": 2**62})
         conn.execute(text("DELETE FROM provider_changes"))
     refresh(world, engine)
     assert reads.full_reads == 1
@@ -208,12 +228,11 @@ def test_the_changes_of_a_pruned_log_are_not_read_only_to_be_dropped(engine, sta
         add_provider(conn, "CN2", 4)
     with engine.begin() as conn:
         assert len(provider_world.changes_since(conn, since - 1).changed) == 2
-        conn.execute(text("UPDATE provider_changes_state SET pruned_below = :far"),
-                     {"far": 2 ** 62})
+        conn.execute(text("UPDATE provider_changes_state SET pruned_below = :far"), {"far": 2**62})
     with engine.begin() as conn:
         changes = provider_world.changes_since(conn, since - 1)
     assert changes.changed == {}
-    assert changes.log.pruned_below == 2 ** 62
+    assert changes.log.pruned_below == 2**62
 
 
 def test_without_the_state_row_the_log_is_not_trusted(engine, warm, state_row):
@@ -238,8 +257,7 @@ def unlogged_vcpu_change(engine, provider_id: int, total: int) -> None:
     with engine.begin() as conn:
         set_vcpu(conn, provider_id, total)
         conn.execute(text("DELETE FROM provider_changes"))
-        conn.execute(text("UPDATE provider_changes_state SET incarnation = :name"),
-                     {"name": name})
+        conn.execute(text("UPDATE provider_changes_state SET incarnation = :name"), {"name": name})
 
 
 # Entries lost (migration 0005): a change the copy has not read yet, then its entry
@@ -270,13 +288,12 @@ def _truncate_restarting_ids(conn, newest_read: int) -> None:
 
 
 @pytest.mark.parametrize(
-    "lose", [_truncate, _delete_newest, _truncate_restarting_ids],
+    "lose",
+    [_truncate, _delete_newest, _truncate_restarting_ids],
     ids=["truncate", "delete-newest", "truncate-restart-identity"],
 )
 @pytest.mark.parametrize("when", ["same-transaction", "later-transaction"])
-def test_entries_lost_before_they_are_read_start_the_log_over(
-    engine, warm, state_row, lose, when
-):
+def test_entries_lost_before_they_are_read_start_the_log_over(engine, warm, state_row, lose, when):
     world, provider_id, reads = warm
     with engine.connect() as conn:
         newest_read = conn.execute(text("SELECT max(id) FROM provider_changes")).scalar_one()
@@ -316,13 +333,14 @@ def test_deleting_entries_below_the_pruned_position_keeps_the_log(engine, warm, 
         # Everything logged so far declared pruned (the copy already read it), then
         # deleted: nothing any reader needs is lost.
         if conn.dialect.name != "sqlite":
-            below = conn.execute(text(
-                "SELECT max(transaction_id) + 1 FROM provider_changes"
-            )).scalar_one()
+            below = conn.execute(
+                text("SELECT max(transaction_id) + 1 FROM provider_changes")
+            ).scalar_one()
         else:
             below = conn.execute(text("SELECT max(id) + 1 FROM provider_changes")).scalar_one()
-        conn.execute(text("UPDATE provider_changes_state SET pruned_below = :below"),
-                     {"below": below})
+        conn.execute(
+            text("UPDATE provider_changes_state SET pruned_below = :below"), {"below": below}
+        )
         conn.execute(text("DELETE FROM provider_changes"))
     assert incarnation(engine) == name
     with engine.begin() as conn:
@@ -347,7 +365,7 @@ def test_a_log_position_gone_back_is_read_from_scratch(engine, warm):
     """A backup restored: the log stands before where the copy last read it."""
     world, provider_id, reads = warm
     unlogged_vcpu_change(engine, provider_id, 8)
-    world._log_position += 10 ** 9  # as if it had read a log since rolled back
+    world._log_position += 10**9  # as if it had read a log since rolled back
     refresh(world, engine)
     assert reads.full_reads == 1 and reads.details == [None]
     assert vcpu_total(world, provider_id) == 8
@@ -376,10 +394,13 @@ def test_the_log_prunes_its_oldest_entries_and_says_so(own_engine, monkeypatch):
         logged_so_far = conn.execute(text("SELECT max(id) FROM provider_changes")).scalar_one()
         filler = migration.KEEP + migration.PRUNE_EVERY - logged_so_far
         if postgresql:
-            conn.execute(text(
-                "INSERT INTO provider_changes (provider_id, transaction_id)"
-                " SELECT 0, pg_current_xact_id()::text::bigint FROM generate_series(1, :n)"
-            ), {"n": filler})
+            conn.execute(
+                text(
+                    "INSERT INTO provider_changes (provider_id, transaction_id)"
+                    " SELECT 0, pg_current_xact_id()::text::bigint FROM generate_series(1, :n)"
+                ),
+                {"n": filler},
+            )
             this_transaction = conn.execute(
                 text("SELECT pg_current_xact_id()::text::bigint")
             ).scalar_one()
@@ -387,29 +408,36 @@ def test_the_log_prunes_its_oldest_entries_and_says_so(own_engine, monkeypatch):
             # Filler entries at the positions after this one's, then one more write,
             # whose trigger hands out the position that prunes (migration 0008).
             conn.execute(text("SET SESSION max_recursive_iterations = 1000000"))
-            conn.execute(text(
-                "INSERT INTO provider_changes (provider_id, transaction_id)"
-                " WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :n)"
-                " SELECT 0, :last + i FROM n"
-            ), {"n": filler - 1, "last": logged_so_far})
-            conn.execute(text("UPDATE provider_changes_state SET last_position = :last"),
-                         {"last": logged_so_far + filler - 1})
-            conn.execute(text(  # one entry, at the position that prunes
-                "UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"
-            ), {"id": provider_id})
+            conn.execute(
+                text(
+                    "INSERT INTO provider_changes (provider_id, transaction_id)"
+                    " WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :n)"
+                    " SELECT 0, :last + i FROM n"
+                ),
+                {"n": filler - 1, "last": logged_so_far},
+            )
+            conn.execute(
+                text("UPDATE provider_changes_state SET last_position = :last"),
+                {"last": logged_so_far + filler - 1},
+            )
+            conn.execute(
+                text(  # one entry, at the position that prunes
+                    "UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"
+                ),
+                {"id": provider_id},
+            )
         else:
-            conn.execute(text(
-                "INSERT INTO provider_changes (provider_id)"
-                " WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :n)"
-                " SELECT 0 FROM n"
-            ), {"n": filler})
+            conn.execute(
+                text(
+                    "INSERT INTO provider_changes (provider_id)"
+                    " WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :n)"
+                    " SELECT 0 FROM n"
+                ),
+                {"n": filler},
+            )
     with engine.connect() as conn:
-        first, count = conn.execute(
-            text("SELECT min(id), count(*) FROM provider_changes")
-        ).one()
-        below = conn.execute(
-            text("SELECT pruned_below FROM provider_changes_state")
-        ).scalar_one()
+        first, count = conn.execute(text("SELECT min(id), count(*) FROM provider_changes")).one()
+        below = conn.execute(text("SELECT pruned_below FROM provider_changes_state")).scalar_one()
     assert first == migration.PRUNE_EVERY + 1
     assert count == migration.KEEP
     # Past every position deleted: the id after them on SQLite, the transaction after
@@ -520,8 +548,9 @@ def test_a_provider_deleted_after_the_log_was_read_is_left_out(postgresql_engine
         set_vcpu(conn, doomed, 8)  # logged: its details are read next
 
     def delete_doomed(conn):
-        conn.execute(text("DELETE FROM inventories WHERE resource_provider_id = :id"),
-                     {"id": doomed})
+        conn.execute(
+            text("DELETE FROM inventories WHERE resource_provider_id = :id"), {"id": doomed}
+        )
         conn.execute(text("DELETE FROM resource_providers WHERE id = :id"), {"id": doomed})
 
     assert _refresh_while(world, engine, monkeypatch, delete_doomed) == [{kept}]
@@ -557,17 +586,25 @@ def test_a_class_created_after_the_log_was_read_is_named(postgresql_engine, monk
     world, provider_id = _warm_then_logged(engine)
 
     def add_custom_inventory(conn):
-        class_id = conn.execute(text(
-            "INSERT INTO resource_classes (name, created_at) VALUES ('CUSTOM_LATE', :now)"
-            " RETURNING id"), {"now": datetime.now()}).scalar_one()
-        conn.execute(text(
-            "INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved,"
-            " min_unit, max_unit, step_size, allocation_ratio, created_at)"
-            " VALUES (:id, :class_id, 2, 0, 1, 2, 1, 1.0, :now)"
-        ), {"id": provider_id, "class_id": class_id, "now": datetime.now()})
-        conn.execute(text(
-            "UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"
-        ), {"id": provider_id})
+        class_id = conn.execute(
+            text(
+                "INSERT INTO resource_classes (name, created_at) VALUES ('CUSTOM_LATE', :now)"
+                " RETURNING id"
+            ),
+            {"now": datetime.now()},
+        ).scalar_one()
+        conn.execute(
+            text(
+                "INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved,"
+                " min_unit, max_unit, step_size, allocation_ratio, created_at)"
+                " VALUES (:id, :class_id, 2, 0, 1, 2, 1, 1.0, :now)"
+            ),
+            {"id": provider_id, "class_id": class_id, "now": datetime.now()},
+        )
+        conn.execute(
+            text("UPDATE resource_providers SET generation = generation + 1 WHERE id = :id"),
+            {"id": provider_id},
+        )
 
     _refresh_while(world, engine, monkeypatch, add_custom_inventory)
     named = {world.class_names[class_id] for class_id in world.providers[provider_id].inventories}
@@ -618,9 +655,11 @@ def test_on_mysql_a_second_writer_waits_for_the_first_to_commit(mysql_engine):
     refresh(world, engine)
     assert [vcpu_total(world, p) for p in (first, second)] == [8, 16]
     with engine.connect() as conn:
-        entries = conn.execute(text(
-            "SELECT provider_id FROM provider_changes ORDER BY transaction_id"
-        )).scalars().all()
+        entries = (
+            conn.execute(text("SELECT provider_id FROM provider_changes ORDER BY transaction_id"))
+            .scalars()
+            .all()
+        )
     assert list(dict.fromkeys(reversed(entries)))[:2] == [second, first]
 
 
@@ -639,9 +678,13 @@ def test_on_mysql_a_rolled_back_write_leaves_no_gap(mysql_engine, monkeypatch):
         transaction.rollback()
     with engine.begin() as conn:
         set_vcpu(conn, provider, 8)
-        positions = conn.execute(
-            text("SELECT transaction_id FROM provider_changes ORDER BY transaction_id")
-        ).scalars().all()
+        positions = (
+            conn.execute(
+                text("SELECT transaction_id FROM provider_changes ORDER BY transaction_id")
+            )
+            .scalars()
+            .all()
+        )
     assert positions == list(range(1, len(positions) + 1))
     reads = Reads(monkeypatch)
     refresh(world, engine)
@@ -649,8 +692,7 @@ def test_on_mysql_a_rolled_back_write_leaves_no_gap(mysql_engine, monkeypatch):
     assert vcpu_total(world, provider) == 8
 
 
-def test_a_log_that_starts_over_after_a_pruning_is_followed_again(empty_database_url,
-                                                                   monkeypatch):
+def test_a_log_that_starts_over_after_a_pruning_is_followed_again(empty_database_url, monkeypatch):
     """SQLite, where positions are entry ids: the log was pruned far past ids 1, 2, 3;
     then its entries are deleted and their ids restarted. The copy reads everything
     once, then only what changes: a new log has nothing pruned (migration 0011)."""
@@ -659,8 +701,7 @@ def test_a_log_that_starts_over_after_a_pruning_is_followed_again(empty_database
     with engine.begin() as conn:
         provider_id = add_provider(conn, "cn", 4)
         conn.execute(text("UPDATE provider_changes_state SET pruned_below = 60001"))
-        conn.execute(text("UPDATE sqlite_sequence SET seq = 60000"
-                          " WHERE name = 'provider_changes'"))
+        conn.execute(text("UPDATE sqlite_sequence SET seq = 60000 WHERE name = 'provider_changes'"))
     world = ProviderWorld()
     refresh(world, engine)
     reads = Reads(monkeypatch)

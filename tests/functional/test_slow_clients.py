@@ -23,7 +23,10 @@ HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
 def service(empty_database_url, tmp_path):
     env = {"PLACEMENT_CLIENT_TIMEOUT_SECONDS": str(CLIENT_TIMEOUT_S)}
     with running_gunicorn(
-        empty_database_url("sqlite"), tmp_path, workers=1, extra_args=("--threads", "4"),
+        empty_database_url("sqlite"),
+        tmp_path,
+        workers=1,
+        extra_args=("--threads", "4"),
         extra_env=env,
     ) as base:
         yield base
@@ -58,7 +61,7 @@ def test_a_slow_body_holds_only_its_own_thread(service):
     sock = _connect(service)
     sock.sendall(
         b"POST /resource_providers HTTP/1.1\r\nHost: x\r\nX-Auth-Token: admin\r\n"
-        b"Content-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"name\": "
+        b'Content-Type: application/json\r\nContent-Length: 40\r\n\r\n{"name": '
     )
     try:
         for _ in range(3):
@@ -82,12 +85,10 @@ def test_a_silent_client_is_disconnected_after_the_client_timeout(service):
 def test_a_trickled_request_is_answered_within_the_timeout(service):
     """Each byte within the timeout of the last: a slow client is still served."""
     sock = _connect(service)
-    request = (
-        b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
+    request = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     try:
         for start in range(0, len(request), 8):
-            sock.sendall(request[start:start + 8])
+            sock.sendall(request[start : start + 8])
             time.sleep(0.1)
         answer = b""
         while chunk := sock.recv(4096):

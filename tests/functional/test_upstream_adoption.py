@@ -39,8 +39,9 @@ def upstream_database(backend, empty_database_url, tmp_path):
         _execute(url, "ALTER DATABASE CHARACTER SET utf8mb3 COLLATE utf8mb3_general_ci")
     config = tmp_path / "placement.conf"
     config.write_text(f"[placement_database]\nconnection = {upstream_url(url)}\n")
-    synced = upstream_command("placement-manage", "--config-file", str(config), "db", "sync",
-                              cwd=tmp_path)
+    synced = upstream_command(
+        "placement-manage", "--config-file", str(config), "db", "sync", cwd=tmp_path
+    )
     assert synced.returncode == 0, synced.stderr
     return url, config
 
@@ -83,14 +84,19 @@ def test_a_cloud_moves_over_and_back(upstream_database, tmp_path, capsys):
     try:
         assert differences(before, reads(ours, cloud.consumers)) == []
         # Nova's next writes with the generations it holds succeed.
-        inventory = {"resource_provider_generation": nova_generation,
-                     "inventories": {"VCPU": {"total": 12}, "MEMORY_MB": {"total": 4096}}}
+        inventory = {
+            "resource_provider_generation": nova_generation,
+            "inventories": {"VCPU": {"total": 12}, "MEMORY_MB": {"total": 4096}},
+        }
         answer = ours.put(f"/resource_providers/{numa}/inventories", json=inventory)
         assert answer.status_code == 200, answer.json
-        resized = {"allocations": {numa: {"resources": {"VCPU": 2, "MEMORY_MB": 512}}},
-                   "project_id": held["project_id"], "user_id": held["user_id"],
-                   "consumer_generation": held["consumer_generation"],
-                   "consumer_type": "INSTANCE"}
+        resized = {
+            "allocations": {numa: {"resources": {"VCPU": 2, "MEMORY_MB": 512}}},
+            "project_id": held["project_id"],
+            "user_id": held["user_id"],
+            "consumer_generation": held["consumer_generation"],
+            "consumer_type": "INSTANCE",
+        }
         answer = ours.put(f"/allocations/{instance}", json=resized)
         assert answer.status_code == 204, answer.json
         # New classes, traits, providers and consumers made here.
@@ -99,8 +105,12 @@ def test_a_cloud_moves_over_and_back(upstream_database, tmp_path, capsys):
         ours.set_inventory(new, VCPU=4, CUSTOM_MADE_HERE=2)
         ours.set_traits(new, "CUSTOM_HERE", "HW_CPU_X86_AVX2")
         consumer = "c0ffee00-0000-0000-0000-000000000001"
-        assert ours.allocate(consumer, {new: {"VCPU": 1, "CUSTOM_MADE_HERE": 1}},
-                             project="project-1").status_code == 204
+        assert (
+            ours.allocate(
+                consumer, {new: {"VCPU": 1, "CUSTOM_MADE_HERE": 1}}, project="project-1"
+            ).status_code
+            == 204
+        )
         consumers = [*cloud.consumers, consumer]
         written_here = reads(ours, consumers)
     finally:
@@ -108,8 +118,9 @@ def test_a_cloud_moves_over_and_back(upstream_database, tmp_path, capsys):
 
     assert _placement(config, "db", "return-to-upstream") == 0
     assert f"revision {UPSTREAM_HEAD}" in capsys.readouterr().out
-    checked = upstream_command("placement-status", "--config-file", str(config), "upgrade",
-                               "check", cwd=tmp_path)
+    checked = upstream_command(
+        "placement-status", "--config-file", str(config), "upgrade", "check", cwd=tmp_path
+    )
     assert checked.returncode == 0, (checked.stdout, checked.stderr)
     with upstream_server(tmp_path, database_url=url) as base:
         upstream = Api(HttpClient(base))
@@ -134,7 +145,8 @@ OTHER_BACKEND = {"sqlite": "postgresql", "postgresql": "mysql", "mysql": "sqlite
 
 
 def test_a_copy_of_upstreams_database_is_adopted_and_the_source_kept(
-        upstream_database, backend, empty_database_url, tmp_path, capsys):
+    upstream_database, backend, empty_database_url, tmp_path, capsys
+):
     """``placement db copy`` from upstream's schema: to another backend, checked table by
     table, then adopted; the source stays upstream's."""
     url, config = upstream_database
@@ -168,23 +180,26 @@ def _rows(url: str) -> dict[str, int]:
     engine = make_engine(url)
     try:
         with engine.connect() as conn:
-            return {name: conn.execute(sa.text(f"SELECT COUNT(*) FROM {name}")).scalar_one()
-                    for name in UPSTREAM_TABLES}
+            return {
+                name: conn.execute(sa.text(f"SELECT COUNT(*) FROM {name}")).scalar_one()
+                for name in UPSTREAM_TABLES
+            }
     finally:
         engine.dispose()
 
 
 UUIDS = [f"{n:08d}-0000-0000-0000-000000000000" for n in range(4)]
-PROVIDER = ("INSERT INTO resource_providers (id, uuid, name, generation, root_provider_id,"
-            " created_at) VALUES ({id}, '{uuid}', {name}, {generation}, {root}, {created})")
+PROVIDER = (
+    "INSERT INTO resource_providers (id, uuid, name, generation, root_provider_id,"
+    " created_at) VALUES ({id}, '{uuid}', {name}, {generation}, {root}, {created})"
+)
 
 
 def test_rows_upstream_refuses_are_refused_and_nothing_changes(upstream_database, capsys):
     url, config = upstream_database
     _execute(
         url,
-        PROVIDER.format(id=1, uuid=UUIDS[0], name="'a'", generation=0, root="NULL",
-                        created="NULL"),
+        PROVIDER.format(id=1, uuid=UUIDS[0], name="'a'", generation=0, root="NULL", created="NULL"),
         "INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used)"
         f" VALUES (1, '{UUIDS[1]}', 0, 1)",
     )
@@ -209,8 +224,7 @@ def test_an_older_upstream_revision_is_sent_to_upstreams_sync(upstream_database,
     assert "openstack-placement's" in capsys.readouterr().err
 
 
-def test_upstreams_tables_without_a_revision_are_sent_to_upstreams_stamp(upstream_database,
-                                                                        capsys):
+def test_upstreams_tables_without_a_revision_are_sent_to_upstreams_stamp(upstream_database, capsys):
     url, config = upstream_database
     _execute(url, "DELETE FROM alembic_version")
     assert _placement(config, "db", "upgrade") == 2
@@ -218,8 +232,9 @@ def test_upstreams_tables_without_a_revision_are_sent_to_upstreams_stamp(upstrea
     assert _kind(url) == "upstream-unversioned"
 
 
-def test_this_services_first_revision_stopped_halfway_is_finished(backend, empty_database_url,
-                                                                   tmp_path):
+def test_this_services_first_revision_stopped_halfway_is_finished(
+    backend, empty_database_url, tmp_path
+):
     """MySQL commits each DDL statement: a first ``db upgrade`` killed during revision
     0001 leaves some of its tables and no revision. It is this service's, not upstream's:
     the next run finishes it."""
@@ -251,10 +266,17 @@ def test_what_upstream_left_null_is_settled_and_said(upstream_database, capsys):
     url, config = upstream_database
     _execute(
         url,
-        PROVIDER.format(id=7, uuid=UUIDS[2], name="NULL", generation="NULL", root=7,
-                        created="NULL"),
-        PROVIDER.format(id=8, uuid=UUIDS[3], name="'named'", generation=4, root=7,
-                        created="'2019-05-01 10:00:00'"),
+        PROVIDER.format(
+            id=7, uuid=UUIDS[2], name="NULL", generation="NULL", root=7, created="NULL"
+        ),
+        PROVIDER.format(
+            id=8,
+            uuid=UUIDS[3],
+            name="'named'",
+            generation=4,
+            root=7,
+            created="'2019-05-01 10:00:00'",
+        ),
         "UPDATE resource_providers SET parent_provider_id = 7 WHERE id = 8",
     )
     assert _placement(config, "db", "upgrade", "--dry-run") == 0
@@ -279,8 +301,12 @@ def test_an_adoption_stopped_halfway_is_done_again(upstream_database, monkeypatc
     """A failure after upstream's tables moved aside: PostgreSQL and SQLite roll it all
     back; MySQL has committed the DDL, and the next run puts them back and starts over."""
     url, config = upstream_database
-    _execute(url, PROVIDER.format(id=3, uuid=UUIDS[0], name="'cn'", generation=2, root=3,
-                                  created="'2020-01-01 00:00:00'"))
+    _execute(
+        url,
+        PROVIDER.format(
+            id=3, uuid=UUIDS[0], name="'cn'", generation=2, root=3, created="'2020-01-01 00:00:00'"
+        ),
+    )
 
     def broken(*args):
         raise RuntimeError("the process stops here")
@@ -323,15 +349,23 @@ def _schema(url: str) -> dict:
         found = sa.inspect(engine)
         return {
             table: {
-                "columns": [(c["name"], _type(c["type"]), c["nullable"])
-                            for c in found.get_columns(table)],
+                "columns": [
+                    (c["name"], _type(c["type"]), c["nullable"]) for c in found.get_columns(table)
+                ],
                 "primary key": found.get_pk_constraint(table)["constrained_columns"],
-                "unique": sorted((u["name"], tuple(u["column_names"]))
-                                 for u in found.get_unique_constraints(table)),
-                "indexes": sorted((i["name"], tuple(i["column_names"]))
-                                  for i in found.get_indexes(table) if not i.get("unique")),
-                "foreign keys": sorted((tuple(f["constrained_columns"]), f["referred_table"])
-                                       for f in found.get_foreign_keys(table)),
+                "unique": sorted(
+                    (u["name"], tuple(u["column_names"]))
+                    for u in found.get_unique_constraints(table)
+                ),
+                "indexes": sorted(
+                    (i["name"], tuple(i["column_names"]))
+                    for i in found.get_indexes(table)
+                    if not i.get("unique")
+                ),
+                "foreign keys": sorted(
+                    (tuple(f["constrained_columns"]), f["referred_table"])
+                    for f in found.get_foreign_keys(table)
+                ),
             }
             for table in sorted(found.get_table_names())
         }

@@ -45,8 +45,9 @@ class HttpClient:
         self.session = requests.Session()
 
     def open(self, path, method="GET", headers=None, json=None):
-        answer = self.session.request(method, self.base_url + path, headers=headers,
-                                      json=json, timeout=60)
+        answer = self.session.request(
+            method, self.base_url + path, headers=headers, json=json, timeout=60
+        )
         body = answer.json() if answer.content else None
         return Response(answer.status_code, body, dict(answer.headers))
 
@@ -81,9 +82,16 @@ def fill(api: Api, seed: int = 29) -> Cloud:
         cloud.providers[f"cn{index}"] = root
         for numa in range(2):
             child = api.create_provider(f"cn{index}-numa{numa}", parent=root)["uuid"]
-            api.set_inventory(child, VCPU={"total": 8, "allocation_ratio": 4.0},
-                              MEMORY_MB={"total": 4096, "min_unit": 256, "step_size": 256,
-                                         "allocation_ratio": 1.1})
+            api.set_inventory(
+                child,
+                VCPU={"total": 8, "allocation_ratio": 4.0},
+                MEMORY_MB={
+                    "total": 4096,
+                    "min_unit": 256,
+                    "step_size": 256,
+                    "allocation_ratio": 1.1,
+                },
+            )
             cloud.providers[f"cn{index}-numa{numa}"] = child
         traits = ["HW_CPU_X86_AVX2"] if index % 2 == 0 else ["CUSTOM_RACK1"]
         api.set_traits(root, *traits, "COMPUTE_STATUS_DISABLED" if index == 3 else "HW_CPU_X86_SSE")
@@ -130,18 +138,26 @@ def _migrate_one(api: Api, cloud: Cloud, consumer) -> None:
     held = api.get(f"/allocations/{instance}").json
     target = cloud.providers["cn2-numa1"]
     body = {
-        consumer(): {"allocations": held["allocations"], "project_id": held["project_id"],
-                     "user_id": held["user_id"], "consumer_generation": None,
-                     "consumer_type": "MIGRATION"},
-        instance: {"allocations": {target: {"resources": {"VCPU": 1, "MEMORY_MB": 256}}},
-                   "project_id": held["project_id"], "user_id": held["user_id"],
-                   "consumer_generation": held["consumer_generation"],
-                   "consumer_type": "INSTANCE"},
+        consumer(): {
+            "allocations": held["allocations"],
+            "project_id": held["project_id"],
+            "user_id": held["user_id"],
+            "consumer_generation": None,
+            "consumer_type": "MIGRATION",
+        },
+        instance: {
+            "allocations": {target: {"resources": {"VCPU": 1, "MEMORY_MB": 256}}},
+            "project_id": held["project_id"],
+            "user_id": held["user_id"],
+            "consumer_generation": held["consumer_generation"],
+            "consumer_type": "INSTANCE",
+        },
     }
     for allocation in body.values():
         allocation["allocations"] = {
             rp: {"resources": part["resources"]} if "resources" in part else part
-            for rp, part in allocation["allocations"].items()}
+            for rp, part in allocation["allocations"].items()
+        }
     answer = api.post("/allocations", json=body)
     assert answer.status_code == 204, answer.json
 
@@ -165,8 +181,12 @@ def reads(api: Api, consumers: list[str]) -> dict:
         for part in ("", "/inventories", "/usages", "/traits", "/aggregates", "/allocations"):
             read(base + part)
         read(f"/resource_providers?in_tree={provider['uuid']}")
-    for query in ("member_of=" + SHARED_DISK_AGGREGATE, "required=CUSTOM_RACK1",
-                  "resources=VCPU:4", "resources=DISK_GB:100"):
+    for query in (
+        "member_of=" + SHARED_DISK_AGGREGATE,
+        "required=CUSTOM_RACK1",
+        "resources=VCPU:4",
+        "resources=DISK_GB:100",
+    ):
         read(f"/resource_providers?{query}")
     for consumer in consumers:
         read(f"/allocations/{consumer}")
@@ -194,14 +214,17 @@ def _in_order(body):
     if isinstance(body, dict):
         return {key: _in_order(value) for key, value in body.items()}
     if isinstance(body, list):
-        return sorted((_in_order(item) for item in body),
-                      key=lambda item: json.dumps(item, sort_keys=True))
+        return sorted(
+            (_in_order(item) for item in body), key=lambda item: json.dumps(item, sort_keys=True)
+        )
     return body
 
 
 def differences(before: dict, after: dict) -> list[str]:
     """The requests whose answers differ, each with both answers, but for those
     upstream failed (5xx: not part of the contract) in ``before``."""
-    return [f"{path}:\n  before: {before.get(path)}\n  after:  {after.get(path)}"
-            for path in sorted(set(before) | set(after))
-            if before.get(path) != after.get(path) and before.get(path, (0,))[0] < 500]
+    return [
+        f"{path}:\n  before: {before.get(path)}\n  after:  {after.get(path)}"
+        for path in sorted(set(before) | set(after))
+        if before.get(path) != after.get(path) and before.get(path, (0,))[0] < 500
+    ]

@@ -105,15 +105,29 @@ def keystone_server(folder: Path) -> Iterator[Keystone]:
         f"[credential]\nkey_repository = {folder / 'credential-keys'}\n"
     )
     manage = [str(python.parent / "keystone-manage"), "--config-file", str(config)]
-    owner = ["--keystone-user", pwd.getpwuid(os.getuid()).pw_name,
-             "--keystone-group", grp.getgrgid(os.getgid()).gr_name]
+    owner = [
+        "--keystone-user",
+        pwd.getpwuid(os.getuid()).pw_name,
+        "--keystone-group",
+        grp.getgrgid(os.getgid()).gr_name,
+    ]
     for step in (
         ["db_sync"],
         ["fernet_setup", *owner],
         ["credential_setup", *owner],
-        ["bootstrap", "--bootstrap-password", ADMIN_PASSWORD,
-         "--bootstrap-admin-url", f"{url}/v3", "--bootstrap-public-url", f"{url}/v3",
-         "--bootstrap-internal-url", f"{url}/v3", "--bootstrap-region-id", "RegionOne"],
+        [
+            "bootstrap",
+            "--bootstrap-password",
+            ADMIN_PASSWORD,
+            "--bootstrap-admin-url",
+            f"{url}/v3",
+            "--bootstrap-public-url",
+            f"{url}/v3",
+            "--bootstrap-internal-url",
+            f"{url}/v3",
+            "--bootstrap-region-id",
+            "RegionOne",
+        ],
     ):
         done = subprocess.run(manage + step, capture_output=True, text=True, cwd=folder)
         if done.returncode != 0:
@@ -121,7 +135,10 @@ def keystone_server(folder: Path) -> Iterator[Keystone]:
     log = open(folder / "serve.log", "w")  # noqa: SIM115 - closed below
     process = subprocess.Popen(
         [str(python), str(LAUNCHER), str(config), str(port)],
-        stdout=subprocess.PIPE, stderr=log, text=True, cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        cwd=folder,
         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
     )
     try:
@@ -140,11 +157,15 @@ def _fail(message: str) -> None:
 
 
 def _token(url: str, user: str, password: str, project: str) -> str:
-    body = {"auth": {
-        "identity": {"methods": ["password"], "password": {
-            "user": {"name": user, "domain": DOMAIN, "password": password}}},
-        "scope": {"project": {"name": project, "domain": DOMAIN}},
-    }}
+    body = {
+        "auth": {
+            "identity": {
+                "methods": ["password"],
+                "password": {"user": {"name": user, "domain": DOMAIN, "password": password}},
+            },
+            "scope": {"project": {"name": project, "domain": DOMAIN}},
+        }
+    }
     for attempt in range(50):  # the first requests may race Keystone's start
         try:
             answer = requests.post(f"{url}/v3/auth/tokens", json=body, timeout=30)
@@ -171,16 +192,31 @@ def _create_users(url: str) -> dict[str, str]:
     role_ids = {r["name"]: r["id"] for r in call("GET", "/roles")["roles"]}
     for user in USERS:
         if user.project not in project_ids:
-            project = call("POST", "/projects", json={
-                "project": {"name": user.project, "domain_id": "default"}})["project"]
+            project = call(
+                "POST",
+                "/projects",
+                json={"project": {"name": user.project, "domain_id": "default"}},
+            )["project"]
             project_ids[user.project] = project["id"]
         for role in user.roles:
             if role not in role_ids:
                 role_ids[role] = call("POST", "/roles", json={"role": {"name": role}})["role"]["id"]
-        created = call("POST", "/users", json={"user": {
-            "name": user.name, "password": user.password, "domain_id": "default",
-            "default_project_id": project_ids[user.project]}})["user"]
+        created = call(
+            "POST",
+            "/users",
+            json={
+                "user": {
+                    "name": user.name,
+                    "password": user.password,
+                    "domain_id": "default",
+                    "default_project_id": project_ids[user.project],
+                }
+            },
+        )["user"]
         for role in user.roles:
-            call("PUT", f"/projects/{project_ids[user.project]}/users/{created['id']}"
-                        f"/roles/{role_ids[role]}")
+            call(
+                "PUT",
+                f"/projects/{project_ids[user.project]}/users/{created['id']}"
+                f"/roles/{role_ids[role]}",
+            )
     return project_ids

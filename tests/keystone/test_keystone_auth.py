@@ -44,7 +44,7 @@ def _as(keystone, user: str) -> dict:
 def test_without_a_token_keystonemiddleware_answers_401(client, keystone):
     answer = client.get("/resource_providers", headers=LATEST)
     assert answer.status_code == 401
-    assert answer.headers["WWW-Authenticate"] == f"Keystone uri=\"{keystone.url}\""
+    assert answer.headers["WWW-Authenticate"] == f'Keystone uri="{keystone.url}"'
 
 
 def test_a_forged_token_is_401(client):
@@ -62,8 +62,9 @@ def test_the_root_and_the_probes_need_no_token(client):
 def test_an_admin_and_a_service_may_write(client, keystone):
     for user in ("admin", "operator", "nova"):
         name = f"cn-{user}-{uuid.uuid4().hex[:6]}"
-        created = client.post("/resource_providers", json={"name": name},
-                              headers=_as(keystone, user))
+        created = client.post(
+            "/resource_providers", json={"name": name}, headers=_as(keystone, user)
+        )
         assert created.status_code == 200, (user, created.json)
     listed = client.get("/resource_providers", headers=_as(keystone, "nova"))
     assert listed.status_code == 200 and len(listed.json["resource_providers"]) == 3
@@ -73,7 +74,8 @@ def test_a_member_is_refused_with_the_rule_named(client, keystone):
     answer = client.get("/resource_providers", headers=_as(keystone, "alice"))
     assert answer.status_code == 403
     assert answer.json["errors"][0]["detail"] == (
-        "Policy does not allow placement:resource_providers:list to be performed.")
+        "Policy does not allow placement:resource_providers:list to be performed."
+    )
 
 
 def test_a_reader_reads_the_usages_of_its_own_project_only(client, keystone):

@@ -36,11 +36,15 @@ def _documented_routes() -> dict[tuple[str, str], list[str]]:
 
 
 def _routed() -> set[tuple[str, str]]:
-    return {
-        (method, FLASK_VARIABLE.sub(r"{\1}", path))
-        for path, methods in ROUTES.items()
-        for method in methods
-    } | {("GET", path) for path in OUTSIDE_THE_API} | {("GET", METRICS_PATH)}
+    return (
+        {
+            (method, FLASK_VARIABLE.sub(r"{\1}", path))
+            for path, methods in ROUTES.items()
+            for method in methods
+        }
+        | {("GET", path) for path in OUTSIDE_THE_API}
+        | {("GET", METRICS_PATH)}
+    )
 
 
 def test_api_ref_directory_exists():

@@ -96,8 +96,7 @@ def test_free_is_capacity_minus_used(total, reserved, ratio, used, expected):
 
 @pytest.mark.parametrize(
     ("amount", "allowed"),
-    [(0, False), (1, False), (2, True), (3, False), (4, True), (8, True), (9, False),
-     (10, False)],
+    [(0, False), (1, False), (2, True), (3, False), (4, True), (8, True), (9, False), (10, False)],
 )
 def test_units_allow_from_min_to_max_in_steps(amount, allowed):
     assert capacity.units_allow(amount, min_unit=2, max_unit=8, step_size=2) is allowed

@@ -53,10 +53,17 @@ def test_serve_takes_workers_and_threads(environment):
     assert cli.main(["serve", "--workers", "3", "--threads", "5"]) == 0
     [config] = environment["started"]
     assert server.worker_settings(config) == {
-        "workers": 3, "worker_class": "placement.server.ThreadWorker", "threads": 5
+        "workers": 3,
+        "worker_class": "placement.server.ThreadWorker",
+        "threads": 5,
     }
     assert server.worker_arguments(config) == [
-        "--workers", "3", "--worker-class", "placement.server.ThreadWorker", "--threads", "5"
+        "--workers",
+        "3",
+        "--worker-class",
+        "placement.server.ThreadWorker",
+        "--threads",
+        "5",
     ]
 
 
@@ -137,7 +144,13 @@ def test_help_lists_every_command(environment, capsys):
     parser = cli._parser()
     [commands] = [action.choices for action in parser._actions if action.dest == "==SUPPRESS=="]
     assert set(commands) == {
-        "db", "serve", "group-resources", "devices", "k8s", "sample-config", "policy-sample",
+        "db",
+        "serve",
+        "group-resources",
+        "devices",
+        "k8s",
+        "sample-config",
+        "policy-sample",
         "openapi",
     }
     with pytest.raises(SystemExit):
@@ -165,8 +178,22 @@ def test_errors_print_their_detail_and_only_a_specific_code(environment, capsys,
     assert capsys.readouterr().err == "placement: No device node named nobody.\n"
     request = tmp_path / "request.yaml"
     request.write_text("gpu/A/gpu/a/cards: 1\n")
-    assert cli.main(["group-resources", "claim", str(request), "--consumer",
-                     "11111111-2222-3333-4444-555555555555", "--project", "p", "--user", "u"]) == 1
+    assert (
+        cli.main(
+            [
+                "group-resources",
+                "claim",
+                str(request),
+                "--consumer",
+                "11111111-2222-3333-4444-555555555555",
+                "--project",
+                "p",
+                "--user",
+                "u",
+            ]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     assert err.startswith("placement: ") and err.rstrip().endswith(")")
     assert "(placement." in err and "undefined_code" not in err

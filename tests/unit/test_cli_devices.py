@@ -51,13 +51,13 @@ def test_import_a_matrix_then_candidates_and_claim_for_a_pod(run_on_both, tmp_pa
     assert [n["id"] for n in best["devices"]["rdma"]] == ["mlx5_0"]
 
     consumer = str(uuid.uuid4())
-    claim = ("devices", "claim", str(pod), "--consumer", consumer, "--project", "p",
-             "--user", "u")
+    claim = ("devices", "claim", str(pod), "--consumer", consumer, "--project", "p", "--user", "u")
     status, body, _ = run(*claim)
     assert (status, body["consumer_uuid"]) == (0, consumer)
     # The only switch with a NIC is taken: the next claim cannot be placed.
-    status, body, err = run(*claim[:3], "--consumer", str(uuid.uuid4()), "--project", "p",
-                            "--user", "u")
+    status, body, err = run(
+        *claim[:3], "--consumer", str(uuid.uuid4()), "--project", "p", "--user", "u"
+    )
     assert status == 1
     assert "placement.group_resources.unplaceable" in err
 
@@ -85,7 +85,8 @@ def test_checkpoints_hold_the_devices_kubelet_gave_and_release_them(run_on_both,
     entries = tmp_path / "checkpoints.yaml"
     entries.write_text(
         f"- podUID: pod-a\n  containerName: main\n  resourceName: nvidia.com/gpu\n"
-        f"  deviceIDs: [{gpu0['id']}]\n")
+        f"  deviceIDs: [{gpu0['id']}]\n"
+    )
     status, body, _ = run("devices", "checkpoints", "h", str(entries), "--project", "p")
     assert status == 0, body
     [pod] = body["pods"]
@@ -110,8 +111,14 @@ def test_checkpoints_hold_the_devices_kubelet_gave_and_release_them(run_on_both,
 
 
 def test_a_malformed_matrix_is_refused_with_its_problem(run):
-    status, _, err = run("devices", "import", "bad", str(SAMPLES / "malformed_unknown_cell.txt"),
-                         "--gpu-memory", "16Gi")
+    status, _, err = run(
+        "devices",
+        "import",
+        "bad",
+        str(SAMPLES / "malformed_unknown_cell.txt"),
+        "--gpu-memory",
+        "16Gi",
+    )
     assert status == 1
     assert "N0DE" in err
 
@@ -144,16 +151,20 @@ def test_dash_reads_the_matrix_and_the_request_from_stdin(run, monkeypatch):
 @pytest.mark.parametrize(
     ("memory", "words"),
     [
-        ("80GB", "80GB = 80 x 1000^3 bytes, 76293 MiB). Give GPU memory in binary units: "
-                 "80Gi is 81920 MiB."),
+        (
+            "80GB",
+            "80GB = 80 x 1000^3 bytes, 76293 MiB). Give GPU memory in binary units: "
+            "80Gi is 81920 MiB.",
+        ),
         ("80G", "80Gi is 81920 MiB"),
         ("40000MB", "40000Mi is 40000 MiB"),
         ("1.5T", "1.5Ti is 1572864 MiB"),
     ],
 )
 def test_gpu_memory_in_decimal_units_is_refused_with_the_binary_spelling(run, memory, words):
-    status, _, err = run("devices", "import", "box", str(SAMPLES / "pcie_4gpu.txt"),
-                         "--gpu-memory", memory)
+    status, _, err = run(
+        "devices", "import", "box", str(SAMPLES / "pcie_4gpu.txt"), "--gpu-memory", memory
+    )
     assert status == 1
     assert "decimal units" in err and words in err
     status, _, _ = run("devices", "show", "box")

@@ -44,16 +44,26 @@ def test_sync_candidates_claim_and_query_from_files(run_on_both, tmp_path):
     assert "same_subtree=" in body["queries"][0]["query"]
 
     consumer = str(uuid.uuid4())
-    claim = ("group-resources", "claim", request_file, "--consumer", consumer,
-             "--project", "p", "--user", "u")
+    claim = (
+        "group-resources",
+        "claim",
+        request_file,
+        "--consumer",
+        consumer,
+        "--project",
+        "p",
+        "--user",
+        "u",
+    )
     status, body, _ = run(*claim)
     assert status == 0
     claimed = {body["mappings"]["grp/R/gpu/a/cards"], body["mappings"]["grp/R/gpu/b/cards"]}
     assert len({key.split("/")[1] for key in claimed}) == 1  # one grp for both GPUs
 
     status, body, _ = run("group-resources", "show", "n1")
-    used = [g["key"] for g in body["groups"] if g["inventories"].get("CUSTOM_GPU_CARDS", {})
-            .get("used")]
+    used = [
+        g["key"] for g in body["groups"] if g["inventories"].get("CUSTOM_GPU_CARDS", {}).get("used")
+    ]
     assert len(used) == 2
 
     status, _body, err = run(*claim)
@@ -80,8 +90,17 @@ def test_arguments_follow_the_api_rules(run, tmp_path):
     request_file = _write(tmp_path, "request.yaml", {"grp/R/gpu/a/cards": 1})
     status, _body, err = run("group-resources", "candidates", request_file, "--limit", "0")
     assert status == 1 and "limit" in err
-    claim = ("group-resources", "claim", request_file, "--consumer", str(uuid.uuid4()),
-             "--project", "p", "--user", "u")
+    claim = (
+        "group-resources",
+        "claim",
+        request_file,
+        "--consumer",
+        str(uuid.uuid4()),
+        "--project",
+        "p",
+        "--user",
+        "u",
+    )
     status, _body, err = run(*claim, "--consumer-type", "bad type")
     assert status == 1 and "consumer_type" in err
     status, _body, err = run(*claim[:-4], "--project", "p" * 300, "--user", "u")
@@ -108,16 +127,33 @@ def test_the_readings_are_arguments_with_the_configuration_as_default(
     request_file = _write(tmp_path, "request.yaml", {"gpu/0/cards": 1, "gpu/1/cards": 1})
     status, body, _ = run("group-resources", "candidates", request_file)
     assert (status, body["candidates"]) == (0, [])
-    status, body, _ = run("group-resources", "candidates", request_file,
-                          "--sibling-groups", "shared", "--node-ranking", "sum")
+    status, body, _ = run(
+        "group-resources",
+        "candidates",
+        request_file,
+        "--sibling-groups",
+        "shared",
+        "--node-ranking",
+        "sum",
+    )
     assert status == 0
     assert body["candidates"][0]["mappings"]["gpu/1/cards"] == "gpu/d0/cards"
     status, body, _ = run("group-resources", "query", request_file, "--sibling-groups", "shared")
     assert body["queries"][0]["query"].endswith("group_policy=none")
     monkeypatch.setenv("PLACEMENT_GROUP_RESOURCE_SIBLING_GROUPS", "shared")
-    status, body, _ = run("group-resources", "claim", request_file, "--consumer",
-                          str(uuid.uuid4()), "--project", "p", "--user", "u",
-                          "--flat-requests", "fill_levels")
+    status, body, _ = run(
+        "group-resources",
+        "claim",
+        request_file,
+        "--consumer",
+        str(uuid.uuid4()),
+        "--project",
+        "p",
+        "--user",
+        "u",
+        "--flat-requests",
+        "fill_levels",
+    )
     assert (status, body["mappings"]["gpu/0/cards"]) == (0, "gpu/d0/cards")
     with pytest.raises(SystemExit):
         run("group-resources", "candidates", request_file, "--node-ranking", "max")
@@ -137,8 +173,19 @@ def test_a_time_budget_cuts_the_search_as_over_http(run, tmp_path):
     assert cut["cut"]["nodes"] == NODES and 1 <= cut["cut"]["nodes_looked_at"] < NODES
     best = {candidate["node"]: candidate for candidate in whole["candidates"]}
     assert all(candidate == best[candidate["node"]] for candidate in cut["candidates"])
-    claim = ("group-resources", "claim", request_file, "--consumer", str(uuid.uuid4()),
-             "--project", "p", "--user", "u", "--budget-ms", "1")
+    claim = (
+        "group-resources",
+        "claim",
+        request_file,
+        "--consumer",
+        str(uuid.uuid4()),
+        "--project",
+        "p",
+        "--user",
+        "u",
+        "--budget-ms",
+        "1",
+    )
     status, claimed, _ = run(*claim)
     assert status == 0 and claimed["cut"]["nodes"] == NODES
     status, _body, err = run("group-resources", "candidates", request_file, "--budget-ms", "0")

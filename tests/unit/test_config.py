@@ -232,8 +232,12 @@ def test_a_translator_budget_out_of_range_is_refused(tmp_path, budget):
     path = _write(tmp_path, f"[group_resources]\ncandidates_budget_ms = {budget}\n")
     with pytest.raises(ConfigError, match="candidates_budget_ms must be 0"):
         load_config(path, environ={})
-    assert load_config(_write(tmp_path, "[group_resources]\ncandidates_budget_ms = 0\n"),
-                       environ={}).group_candidates_budget_ms == 0
+    assert (
+        load_config(
+            _write(tmp_path, "[group_resources]\ncandidates_budget_ms = 0\n"), environ={}
+        ).group_candidates_budget_ms
+        == 0
+    )
 
 
 def test_a_negative_candidate_cache_size_is_refused(tmp_path):
@@ -259,8 +263,11 @@ def test_a_request_body_limit_below_1_mib_is_refused(tmp_path, limit):
 
 @pytest.mark.parametrize(
     ("line", "key"),
-    [("threads = 0", "threads"), ("client_timeout_seconds = 0", "client_timeout_seconds"),
-     ("client_timeout_seconds = -2.5", "client_timeout_seconds")],
+    [
+        ("threads = 0", "threads"),
+        ("client_timeout_seconds = 0", "client_timeout_seconds"),
+        ("client_timeout_seconds = -2.5", "client_timeout_seconds"),
+    ],
 )
 def test_serving_threads_and_client_timeout_must_be_positive(tmp_path, line, key):
     path = _write(tmp_path, f"[api]\n{line}\n")
@@ -343,8 +350,10 @@ def test_logs_are_text_at_info_and_metrics_protected_by_default():
 
 
 def test_the_log_level_of_an_earlier_release_is_still_read(tmp_path):
-    assert load_config(_write(tmp_path, "[DEFAULT]\nlog_level = ERROR\n"), environ={}).log_level \
+    assert (
+        load_config(_write(tmp_path, "[DEFAULT]\nlog_level = ERROR\n"), environ={}).log_level
         == "ERROR"
+    )
     both = _write(tmp_path, "[DEFAULT]\nlog_level = ERROR\n[logging]\nlevel = DEBUG\n")
     assert load_config(both, environ={}).log_level == "DEBUG"
 
@@ -353,19 +362,27 @@ def test_upstreams_database_section_is_read_and_wins_over_ours(tmp_path):
     """A kolla or openstack-ansible placement.conf names the database in
     [placement_database]; a file written for this service's earlier releases in
     [database]. Both are read; upstream's wins where both are given."""
-    path = _write(tmp_path, (
-        "[placement_database]\n"
-        "connection = mysql+pymysql://placement:pw@db/placement?charset=utf8\n"
-        "max_pool_size = 2\nmax_overflow = 0\nconnection_recycle_time = 60\n"
-        "max_retries = -1\nretry_interval = 1\nmysql_sql_mode = TRADITIONAL\n"
-        "[database]\nconnection = sqlite:///ours.sqlite\n"
-    ))
+    path = _write(
+        tmp_path,
+        (
+            "[placement_database]\n"
+            "connection = mysql+pymysql://placement:pw@db/placement?charset=utf8\n"
+            "max_pool_size = 2\nmax_overflow = 0\nconnection_recycle_time = 60\n"
+            "max_retries = -1\nretry_interval = 1\nmysql_sql_mode = TRADITIONAL\n"
+            "[database]\nconnection = sqlite:///ours.sqlite\n"
+        ),
+    )
     config = load_config(path, environ={})
     assert config.database_url == "mysql+pymysql://placement:pw@db/placement?charset=utf8"
     database = config.database()
-    assert (database.max_pool_size, database.max_overflow, database.connection_recycle_time,
-            database.max_retries, database.retry_interval, database.mysql_sql_mode) == (
-        2, 0, 60, -1, 1, "TRADITIONAL")
+    assert (
+        database.max_pool_size,
+        database.max_overflow,
+        database.connection_recycle_time,
+        database.max_retries,
+        database.retry_interval,
+        database.mysql_sql_mode,
+    ) == (2, 0, 60, -1, 1, "TRADITIONAL")
     older = _write(tmp_path, "[database]\nconnection = sqlite:///ours.sqlite\n")
     assert load_config(older, environ={}).database_url == "sqlite:///ours.sqlite"
 
@@ -382,15 +399,17 @@ def test_the_service_tries_again_until_the_database_answers():
     engine = make_engine("postgresql+psycopg://u@127.0.0.1:1/none")  # nothing listens
     slept: list[float] = []
     with pytest.raises(OperationalError):
-        wait_until_reachable(engine, DatabaseOptions(max_retries=2, retry_interval=3),
-                             sleep=slept.append)
+        wait_until_reachable(
+            engine, DatabaseOptions(max_retries=2, retry_interval=3), sleep=slept.append
+        )
     assert slept == [3, 3]
     engine.dispose()
 
 
 def test_upstreams_config_folder_variable_names_the_file(tmp_path):
     (tmp_path / "placement.conf").write_text(
-        "[placement_database]\nconnection = postgresql://u@db/placement\n")
+        "[placement_database]\nconnection = postgresql://u@db/placement\n"
+    )
     config = load_config(environ={"OS_PLACEMENT_CONFIG_DIR": str(tmp_path)})
     assert config.source_file == str(tmp_path / "placement.conf")
     assert config.database_url == "postgresql://u@db/placement"
@@ -409,14 +428,17 @@ def test_a_file_that_names_no_database_is_refused_when_the_database_is_needed(tm
 
 
 def test_options_the_service_does_not_use_are_named(tmp_path):
-    path = _write(tmp_path, (
-        "[DEFAULT]\ndebug = true\nlog_level = INFO\n"
-        "[placement_database]\nconnection = sqlite:///x.sqlite\nsync_on_startup = true\n"
-        "[placement]\nincomplete_consumer_project_id = 0000\n"
-        "randomize_allocation_candidates = true\n"
-        "[keystone_authtoken]\nauth_url = http://keystone\n"
-        "[oslo_policy]\nenforce_scope = true\n"
-    ))
+    path = _write(
+        tmp_path,
+        (
+            "[DEFAULT]\ndebug = true\nlog_level = INFO\n"
+            "[placement_database]\nconnection = sqlite:///x.sqlite\nsync_on_startup = true\n"
+            "[placement]\nincomplete_consumer_project_id = 0000\n"
+            "randomize_allocation_candidates = true\n"
+            "[keystone_authtoken]\nauth_url = http://keystone\n"
+            "[oslo_policy]\nenforce_scope = true\n"
+        ),
+    )
     config = load_config(path, environ={})
     assert config.unused_options == (
         "[DEFAULT] debug",
@@ -427,12 +449,15 @@ def test_options_the_service_does_not_use_are_named(tmp_path):
     assert config.randomize_allocation_candidates is True
 
 
-@pytest.mark.parametrize("changes, words", [
-    ({"k8s_scheduler_prefix": "k8s"}, "scheduler_prefix"),
-    ({"k8s_scheduler_prefix": "/k8s/"}, "scheduler_prefix"),
-    ({"k8s_scheduler_clients": ("10.0.0.0/33",)}, "scheduler_clients"),
-    ({"k8s_api_timeout_seconds": 0}, "api_timeout_seconds"),
-])
+@pytest.mark.parametrize(
+    "changes, words",
+    [
+        ({"k8s_scheduler_prefix": "k8s"}, "scheduler_prefix"),
+        ({"k8s_scheduler_prefix": "/k8s/"}, "scheduler_prefix"),
+        ({"k8s_scheduler_clients": ("10.0.0.0/33",)}, "scheduler_clients"),
+        ({"k8s_api_timeout_seconds": 0}, "api_timeout_seconds"),
+    ],
+)
 def test_the_k8s_options_are_checked(changes, words):
     with pytest.raises(ConfigError, match=words):
         Config(**changes)

@@ -14,11 +14,19 @@ from placement.schemas import validate
 from placement.schemas.devices import ImportCheckpoints
 
 
-@pytest.mark.parametrize(("name", "device_type"), [
-    ("nvidia.com/gpu", "gpu"), ("kubernetes.io/gpu", "gpu"), ("koordinator.sh/rdma", "rdma"),
-    ("kubernetes.io/fpga", "fpga"), ("koordinator.sh/gpu-core", None), ("nvidia.com/rdma", None),
-    ("rdma", None), ("example.com/gpu", None),
-])
+@pytest.mark.parametrize(
+    ("name", "device_type"),
+    [
+        ("nvidia.com/gpu", "gpu"),
+        ("kubernetes.io/gpu", "gpu"),
+        ("koordinator.sh/rdma", "rdma"),
+        ("kubernetes.io/fpga", "fpga"),
+        ("koordinator.sh/gpu-core", None),
+        ("nvidia.com/rdma", None),
+        ("rdma", None),
+        ("example.com/gpu", None),
+    ],
+)
 def test_the_resource_name_gives_the_device_type(name, device_type):
     assert device_type_of(name) == device_type
 
@@ -30,17 +38,33 @@ def test_a_pods_consumer_is_the_same_on_every_report_and_not_the_pods_uid():
 
 
 def test_the_annotations_text_reads_as_its_list():
-    entry = {"podUID": "p", "containerName": "c", "resourceName": "nvidia.com/gpu",
-             "deviceIDs": ["GPU-1"], "allocResp": "CgQ="}
+    entry = {
+        "podUID": "p",
+        "containerName": "c",
+        "resourceName": "nvidia.com/gpu",
+        "deviceIDs": ["GPU-1"],
+        "allocResp": "CgQ=",
+    }
     as_list = validate(ImportCheckpoints(), {"checkpoints": [entry]})
-    as_text = validate(ImportCheckpoints(), {"checkpoints": '[{"podUID": "p", '
-                       '"containerName": "c", "resourceName": "nvidia.com/gpu", '
-                       '"deviceIDs": ["GPU-1"], "allocResp": "CgQ="}]'})
+    as_text = validate(
+        ImportCheckpoints(),
+        {
+            "checkpoints": '[{"podUID": "p", '
+            '"containerName": "c", "resourceName": "nvidia.com/gpu", '
+            '"deviceIDs": ["GPU-1"], "allocResp": "CgQ="}]'
+        },
+    )
     assert as_list == as_text
     [read] = checkpoints_from_body(as_list["checkpoints"])
     assert (read.pod_uid, read.container, read.resource_name, read.device_ids) == (
-        "p", "c", "nvidia.com/gpu", ("GPU-1",))
+        "p",
+        "c",
+        "nvidia.com/gpu",
+        ("GPU-1",),
+    )
     [bare] = checkpoints_from_body(
-        validate(ImportCheckpoints(), {"checkpoints": [{"podUID": "q", "resourceName": "x"}]})
-        ["checkpoints"])
+        validate(ImportCheckpoints(), {"checkpoints": [{"podUID": "q", "resourceName": "x"}]})[
+            "checkpoints"
+        ]
+    )
     assert (bare.container, bare.device_ids) == ("", ())

@@ -13,8 +13,16 @@ from placement.group_resources.snapshot import Location, Node, Room
 
 @pytest.mark.parametrize(
     ("numerator", "divisor", "exact"),
-    [(1, 1.0, True), (1024, 2048.0, True), (3, 8.0, True), (-1, 4.0, True), (1, 3.0, False),
-     (1024, 3072.0, False), (3, 1.5, True), (1, 2147483647.0, False)],
+    [
+        (1, 1.0, True),
+        (1024, 2048.0, True),
+        (3, 8.0, True),
+        (-1, 4.0, True),
+        (1, 3.0, False),
+        (1024, 3072.0, False),
+        (3, 1.5, True),
+        (1, 2147483647.0, False),
+    ],
 )
 def test_a_quotient_is_its_float_when_that_is_exact(numerator, divisor, exact):
     sums = ExactSums(terms=4)
@@ -80,8 +88,15 @@ def test_exact_floats_are_compared_as_they_are():
 def _node(used: int, capacity: int, name: str = "n") -> Node:
     room = Room(float(capacity), used, capacity - used, 1, capacity, 1)
     root = Location(uuid=name, path=(), level=None, rooms={"CUSTOM_UNITS": room})
-    return Node(name=name, root=root, levels=Levels({}), by_level={},
-                utilisation=used / capacity, inventory_count=1, rooms=(room,))
+    return Node(
+        name=name,
+        root=root,
+        levels=Levels({}),
+        by_level={},
+        utilisation=used / capacity,
+        inventory_count=1,
+        rooms=(room,),
+    )
 
 
 def test_a_node_key_is_its_exact_score_at_nine_decimals():

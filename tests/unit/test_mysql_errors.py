@@ -32,7 +32,8 @@ def test_a_savepoint_lost_to_a_deadlock_is_a_lost_race():
     that follows fails, and that is the error that surfaces."""
     wrapped_deadlock = OperationalError("INSERT INTO consumers ...", {}, DEADLOCK)
     surfaced = _raised_while_handling(
-        wrapped_deadlock, OperationalError("ROLLBACK TO SAVEPOINT", {}, NO_SAVEPOINT))
+        wrapped_deadlock, OperationalError("ROLLBACK TO SAVEPOINT", {}, NO_SAVEPOINT)
+    )
     assert mysql.lost_a_race(surfaced)
 
 

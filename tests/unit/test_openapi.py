@@ -57,11 +57,15 @@ def test_the_document_is_valid_openapi(spec):
 
 
 def test_it_has_every_route_and_method_and_nothing_else(spec):
-    routed = {
-        (method, document.openapi_path(path))
-        for path, methods in ROUTES.items()
-        for method in methods
-    } | {("GET", path) for path in OUTSIDE_THE_API} | {("GET", METRICS_PATH)}
+    routed = (
+        {
+            (method, document.openapi_path(path))
+            for path, methods in ROUTES.items()
+            for method in methods
+        }
+        | {("GET", path) for path in OUTSIDE_THE_API}
+        | {("GET", METRICS_PATH)}
+    )
     assert set(_operations(spec)) == routed
 
 
@@ -70,8 +74,10 @@ def test_every_view_has_its_answers_and_each_write_its_body_or_none():
     views |= set(OUTSIDE_THE_API.values())
     assert set(operations.ANSWERS) == views
     writes = {
-        view for methods in ROUTES.values()
-        for method, view in methods.items() if method in ("POST", "PUT", "PATCH")
+        view
+        for methods in ROUTES.values()
+        for method, view in methods.items()
+        if method in ("POST", "PUT", "PATCH")
     }
     bodies = set(operations.request_bodies())
     assert bodies <= writes
@@ -82,7 +88,8 @@ def test_every_view_has_its_answers_and_each_write_its_body_or_none():
 def test_path_parameters_and_security(spec):
     item = spec["paths"]["/resource_providers/{uuid}/inventories/{resource_class}"]
     assert [(p["name"], p["in"], p["required"]) for p in item["parameters"]] == [
-        ("uuid", "path", True), ("resource_class", "path", True)
+        ("uuid", "path", True),
+        ("resource_class", "path", True),
     ]
     assert spec["security"] == [{"token": []}]
     assert spec["components"]["securitySchemes"]["token"] == {
@@ -120,7 +127,8 @@ def test_answers_and_the_error_format(spec):
 
 def _body_schema(spec: dict, view) -> dict:
     [operation] = [
-        operation for operation in _operations(spec).values()
+        operation
+        for operation in _operations(spec).values()
         if operation["operationId"] == document.operation_id(view)
     ]
     schema = operation["requestBody"]["content"]["application/json"]["schema"]
@@ -147,33 +155,56 @@ BODIES = [
     (provider.create_provider, {"name": "x" * 201}, False),
     (provider.create_provider, {"name": "cn1", "colour": "red"}, False),
     (provider.create_provider, {"name": 1}, False),
-    (inventory.replace_inventories,
-     {"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 8}}}, True),
-    (inventory.replace_inventories,
-     {"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 0}}}, False),
+    (
+        inventory.replace_inventories,
+        {"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 8}}},
+        True,
+    ),
+    (
+        inventory.replace_inventories,
+        {"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 0}}},
+        False,
+    ),
     (inventory.replace_inventories, {"inventories": {}}, False),
     (inventory.create_inventory, {"resource_class": "VCPU", "total": 4}, True),
     (inventory.create_inventory, {"resource_class": "vcpu", "total": 4}, False),
-    (aggregate.set_aggregates, {"aggregates": [AGGREGATE], "resource_provider_generation": 1},
-     True),
-    (aggregate.set_aggregates, {"aggregates": [AGGREGATE, AGGREGATE],
-                                "resource_provider_generation": 1}, False),
+    (
+        aggregate.set_aggregates,
+        {"aggregates": [AGGREGATE], "resource_provider_generation": 1},
+        True,
+    ),
+    (
+        aggregate.set_aggregates,
+        {"aggregates": [AGGREGATE, AGGREGATE], "resource_provider_generation": 1},
+        False,
+    ),
     (aggregate.set_aggregates, {"aggregates": [AGGREGATE]}, False),
     (allocation.put_allocations, ALLOCATION, True),
     (allocation.put_allocations, {**ALLOCATION, "allocations": {}}, True),
-    (allocation.put_allocations,
-     {**ALLOCATION, "allocations": {RP: {"resources": {"vcpu": 2}}}}, False),
-    (allocation.put_allocations,
-     {**ALLOCATION, "allocations": {RP: {"resources": {"VCPU": 0}}}}, False),
-    (allocation.put_allocations,
-     {key: value for key, value in ALLOCATION.items() if key != "consumer_type"}, False),
+    (
+        allocation.put_allocations,
+        {**ALLOCATION, "allocations": {RP: {"resources": {"vcpu": 2}}}},
+        False,
+    ),
+    (
+        allocation.put_allocations,
+        {**ALLOCATION, "allocations": {RP: {"resources": {"VCPU": 0}}}},
+        False,
+    ),
+    (
+        allocation.put_allocations,
+        {key: value for key, value in ALLOCATION.items() if key != "consumer_type"},
+        False,
+    ),
     (allocation.post_allocations, {CONSUMER: ALLOCATION}, True),
     (allocation.post_allocations, {}, False),
     (allocation.post_allocations, {"not-a-uuid": ALLOCATION}, False),
-    (group_resources.claim, {"resources": {"cpu": 4}, "consumer_uuid": CONSUMER,
-                             "project_id": "p1", "user_id": "u1"}, True),
-    (group_resources.claim, {"resources": {"cpu": 4}, "project_id": "p1", "user_id": "u1"},
-     False),
+    (
+        group_resources.claim,
+        {"resources": {"cpu": 4}, "consumer_uuid": CONSUMER, "project_id": "p1", "user_id": "u1"},
+        True,
+    ),
+    (group_resources.claim, {"resources": {"cpu": 4}, "project_id": "p1", "user_id": "u1"}, False),
     (group_resources.find_candidates, {"resources": {"cpu": 4}, "scorer": "spread"}, True),
     (group_resources.find_candidates, {"resources": {"cpu": 4}, "scorer": "best"}, False),
     (group_resources.find_candidates, {"resources": {"cpu": 4}, "nodes": []}, False),
@@ -245,7 +276,10 @@ def test_the_committed_document_is_what_placement_openapi_prints(run, capsys):
     committed = COMMITTED.read_text(encoding="utf-8") if COMMITTED.exists() else ""
     if committed != printed:
         diff = difflib.unified_diff(
-            committed.splitlines(), printed.splitlines(), "api-ref/openapi.json",
-            "placement openapi", lineterm="",
+            committed.splitlines(),
+            printed.splitlines(),
+            "api-ref/openapi.json",
+            "placement openapi",
+            lineterm="",
         )
         pytest.fail(f"{STALE}\n" + "\n".join(list(diff)[:40]))

@@ -21,15 +21,15 @@ NO_ROLE = Credentials(frozenset(), project_id="p1", user_id="dave")
 TOKEN_READER = Credentials(frozenset({"reader"}), reads_everything=True)
 SYSTEM_ADMIN = Credentials(frozenset({"admin"}), user_id="alice", system_scope="all")
 DOMAIN_ADMIN = Credentials(frozenset({"admin"}), user_id="alice", domain_id="d1")
-EVERYONE = [ADMIN, SERVICE, READER_P1, READER_P2, NO_ROLE, TOKEN_READER, SYSTEM_ADMIN,
-            DOMAIN_ADMIN]
+EVERYONE = [ADMIN, SERVICE, READER_P1, READER_P2, NO_ROLE, TOKEN_READER, SYSTEM_ADMIN, DOMAIN_ADMIN]
 USAGES = "placement:usages"
 TRAITS = "placement:traits:list"
 
 
 def allows(policy: Policy, rule: str, who: Credentials, target: dict | None = None) -> bool:
-    target = target if target is not None else {"project_id": who.project_id,
-                                                "user_id": who.user_id}
+    target = (
+        target if target is not None else {"project_id": who.project_id, "user_id": who.user_id}
+    )
     try:
         policy.authorize(rule, who.policy_values(), target)
     except errors.Forbidden:
@@ -39,8 +39,9 @@ def allows(policy: Policy, rule: str, who: Credentials, target: dict | None = No
 
 def oslo_alone(policy: Policy, rule: str, who: Credentials, target: dict | None = None) -> bool:
     """oslo.policy's own judgement, nothing kept."""
-    target = target if target is not None else {"project_id": who.project_id,
-                                                "user_id": who.user_id}
+    target = (
+        target if target is not None else {"project_id": who.project_id, "user_id": who.user_id}
+    )
     return policy._judge(rule, who.policy_values(), target)
 
 
@@ -64,7 +65,10 @@ def test_every_kept_judgement_is_oslo_policys(new_defaults):
     for _ in range(2):
         for rule, who, target in cases:
             assert allows(policy, rule, who, target) == oslo_alone(fresh, rule, who, target), (
-                rule, who, target)
+                rule,
+                who,
+                target,
+            )
 
 
 def test_the_answers_differ_by_caller_and_target():
@@ -89,8 +93,7 @@ def test_a_judgement_is_kept_for_the_same_values_only(monkeypatch):
         assert allows(policy, TRAITS, ADMIN)
     assert len(judged) == 1
     # Another user and project with the same roles: the rule reads neither.
-    assert allows(policy, TRAITS, Credentials(frozenset({"admin"}), project_id="p9",
-                                              user_id="zed"))
+    assert allows(policy, TRAITS, Credentials(frozenset({"admin"}), project_id="p9", user_id="zed"))
     assert len(judged) == 1
     # /usages reads the project, of the caller and of the target.
     assert allows(policy, USAGES, READER_P1, {"project_id": "p1"})

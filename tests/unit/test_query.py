@@ -53,8 +53,14 @@ def test_resource_class_names_are_taken_as_written():
 
 @pytest.mark.parametrize(
     "text, item",
-    [("", "empty string"), (" ", "empty string"), ("VCPU", "VCPU"), ("VCPU:2,", ""),
-     ("VCPU:2;DISK_GB:1", "VCPU:2;DISK_GB:1"), ("VCPU:1,DISK_GB:1:2", "DISK_GB:1:2")],
+    [
+        ("", "empty string"),
+        (" ", "empty string"),
+        ("VCPU", "VCPU"),
+        ("VCPU:2,", ""),
+        ("VCPU:2;DISK_GB:1", "VCPU:2;DISK_GB:1"),
+        ("VCPU:1,DISK_GB:1:2", "DISK_GB:1:2"),
+    ],
 )
 def test_badly_formed_resources_quote_the_item_as_upstream(text, item):
     error = _bad_value(parse_resources, text)
@@ -162,8 +168,10 @@ def test_an_any_of_set_contradicts_only_when_all_of_it_is_forbidden():
 @pytest.mark.parametrize("value", ["", ",", "A,", ",A", "A,,B", "!", "!!", "in:", "in:A,"])
 def test_empty_trait_names_are_bad_values(value):
     error = _bad_value(parse_required, [value], allow_forbidden=True, allow_any_of=True)
-    form = "in:HW_CPU_X86_VMX,CUSTOM_MAGIC" if value.startswith("in:") else (
-        "HW_CPU_X86_VMX,!CUSTOM_MAGIC"
+    form = (
+        "in:HW_CPU_X86_VMX,CUSTOM_MAGIC"
+        if value.startswith("in:")
+        else ("HW_CPU_X86_VMX,!CUSTOM_MAGIC")
     )
     assert error.detail == (
         "Invalid query string parameters: Expected 'required' parameter value of the form: "
@@ -173,9 +181,7 @@ def test_empty_trait_names_are_bad_values(value):
 
 def test_the_expected_form_shows_forbidden_traits_only_when_they_are_accepted():
     error = _bad_value(parse_required, ["A,,B"], allow_forbidden=False, allow_any_of=False)
-    assert "of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got an empty trait in: A,,B" in (
-        error.detail
-    )
+    assert "of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got an empty trait in: A,,B" in (error.detail)
 
 
 def test_required_errors_name_the_parameter():
@@ -232,9 +238,7 @@ def test_several_aggregates_need_the_in_prefix():
 
 
 def test_forbidden_aggregates_need_the_flag():
-    parsed = parse_member_of(
-        [f"!{A}", f"!in:{B},{C}"], allow_repeats=True, allow_forbidden=True
-    )
+    parsed = parse_member_of([f"!{A}", f"!in:{B},{C}"], allow_repeats=True, allow_forbidden=True)
     assert parsed.member_of == ()
     assert parsed.forbidden == frozenset({A, B, C})
     # Before 1.32: upstream's sentence, once the uuids are found valid.
@@ -260,8 +264,16 @@ def test_an_aggregate_forbidden_and_in_an_any_of_set_is_allowed():
 
 @pytest.mark.parametrize(
     "value, item",
-    [("", ""), ("in:", ""), ("not-a-uuid", "not-a-uuid"), (f"in:{A},", ""),
-     (f"in:{A},nope", "nope"), ("!", ""), (f" {A}", f" {A}"), (f"in:{A}, {B}", f" {B}")],
+    [
+        ("", ""),
+        ("in:", ""),
+        ("not-a-uuid", "not-a-uuid"),
+        (f"in:{A},", ""),
+        (f"in:{A},nope", "nope"),
+        ("!", ""),
+        (f" {A}", f" {A}"),
+        (f"in:{A}, {B}", f" {B}"),
+    ],
 )
 def test_invalid_aggregate_uuids_are_bad_values(value, item):
     error = _bad_value(
@@ -323,8 +335,13 @@ def test_parse_uuid_takes_every_notation_of_a_uuid():
     raw = uuid.uuid4()
     canonical = str(raw)
     notations = (
-        canonical, canonical.upper(), raw.hex, raw.hex.upper(), "{" + canonical + "}",
-        "urn:uuid:" + canonical, canonical[:4] + "-" + canonical[4:],
+        canonical,
+        canonical.upper(),
+        raw.hex,
+        raw.hex.upper(),
+        "{" + canonical + "}",
+        "urn:uuid:" + canonical,
+        canonical[:4] + "-" + canonical[4:],
     )
     for text in notations:
         assert parse_uuid(text) == canonical, text
@@ -332,8 +349,16 @@ def test_parse_uuid_takes_every_notation_of_a_uuid():
 
 @pytest.mark.parametrize(
     "text",
-    ["", "not-a-uuid", " " + A, A + " ", "+" + A[1:], "0x" + uuid.UUID(A).hex[2:],
-     A.replace("-", "_"), A[:-1]],
+    [
+        "",
+        "not-a-uuid",
+        " " + A,
+        A + " ",
+        "+" + A[1:],
+        "0x" + uuid.UUID(A).hex[2:],
+        A.replace("-", "_"),
+        A[:-1],
+    ],
 )
 def test_parse_uuid_refuses_anything_else(text):
     assert parse_uuid(text) is None
@@ -365,7 +390,11 @@ def test_params_keep_every_value_and_last_takes_the_last():
 
 def test_pairs_in_order_keep_the_query_strings_order():
     assert pairs_in_order(b"resources=a&in_tree=x&resources=b&required=&%C3%A9=+") == [
-        ("resources", "a"), ("in_tree", "x"), ("resources", "b"), ("required", ""), ("é", " "),
+        ("resources", "a"),
+        ("in_tree", "x"),
+        ("resources", "b"),
+        ("required", ""),
+        ("é", " "),
     ]
 
 
@@ -402,7 +431,8 @@ def test_unknown_keys_are_named_together_sorted():
 
 def test_unknown_keys_with_patterns_quote_the_regexes():
     schema = QuerySchema(
-        checks={"limit": ()}, patterns=("^resources([1-9][0-9]*)?$", "^member_of([1-9][0-9]*)?$"),
+        checks={"limit": ()},
+        patterns=("^resources([1-9][0-9]*)?$", "^member_of([1-9][0-9]*)?$"),
         unknown_key_code=errors.QUERYPARAM_BAD_VALUE,
     )
     schema.validate({"resources": ["1"], "resources12": ["1"], "limit": ["1"]})
@@ -415,10 +445,12 @@ def test_unknown_keys_with_patterns_quote_the_regexes():
 
 
 def test_values_are_checked_last_value_and_greatest_name_first():
-    schema = QuerySchema(checks={
-        "group_policy": (one_of("none", "isolate"),),
-        "limit": (pattern("^[1-9][0-9]*$"),),
-    })
+    schema = QuerySchema(
+        checks={
+            "group_policy": (one_of("none", "isolate"),),
+            "limit": (pattern("^[1-9][0-9]*$"),),
+        }
+    )
     schema.validate({"limit": ["cow", "5\n"], "group_policy": ["x", "none"]})
     error = _violation(schema, {"group_policy": ["bogus"], "limit": ["cow"]})
     assert error.code == errors.QUERYPARAM_BAD_VALUE
@@ -427,9 +459,7 @@ def test_values_are_checked_last_value_and_greatest_name_first():
         "Failed validating 'pattern' in schema['properties']['limit']"
     )
     error = _violation(schema, {"group_policy": ["bogus"]})
-    assert "'bogus' is not one of ['none', 'isolate']\n\nFailed validating 'enum'" in (
-        error.detail
-    )
+    assert "'bogus' is not one of ['none', 'isolate']\n\nFailed validating 'enum'" in (error.detail)
 
 
 def test_length_and_uuid_checks_word_as_upstream():

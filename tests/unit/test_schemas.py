@@ -44,33 +44,53 @@ class Body(Schema):
 @pytest.mark.parametrize(
     "data, expected",
     [
-        ({"name": None}, "None is not of type 'string'\n\nFailed validating 'type' in "
-                         "schema['properties']['name']"),
-        ({"name": "a", "entries": []}, "[] is not of type 'object'\n\nFailed validating "
-                                       "'type' in schema['properties']['entries']"),
-        ({"name": "a", "entries": {"ok": 5}},
-         "5 is not of type 'object'\n\nFailed validating 'type' in schema['properties']"
-         "['entries']['patternProperties']['^[a-z]+$']"),
-        ({"name": "a", "entries": {"ok": {"count": 0}}},
-         "0 is less than the minimum of 1\n\nFailed validating 'minimum' in "
-         "schema['properties']['entries']['patternProperties']['^[a-z]+$']['properties']"
-         "['count']"),
-        ({"name": "a", "entries": {"ok": {"count": 1, "tags": ["x", 1]}}},
-         "1 is not of type 'string'\n\nFailed validating 'type' in schema['properties']"
-         "['entries']['patternProperties']['^[a-z]+$']['properties']['tags']['items']"),
-        ({"name": "a", "entries": {"ok": {"count": 1, "tags": ["x", "x"]}}},
-         "['x', 'x'] has non-unique elements\n\nFailed validating 'uniqueItems' in "
-         "schema['properties']['entries']['patternProperties']['^[a-z]+$']['properties']"
-         "['tags']"),
-        ({"name": "a", "entries": {"B": {}, "A": {}}},
-         "'A', 'B' do not match any of the regexes: '^[a-z]+$'\n\nFailed validating "
-         "'additionalProperties' in schema['properties']['entries']"),
-        ({"name": "a", "checked": {"x": "1"}},
-         "'1' is not of type 'integer'\n\nFailed validating 'type' in schema['properties']"
-         "['checked']['patternProperties']['^[A-Z]+$']"),
-        ({"b": 1, "a": 2, "name": "x"},
-         "Additional properties are not allowed ('a', 'b' were unexpected)\n\n"
-         "Failed validating 'additionalProperties' in schema"),
+        (
+            {"name": None},
+            "None is not of type 'string'\n\nFailed validating 'type' in "
+            "schema['properties']['name']",
+        ),
+        (
+            {"name": "a", "entries": []},
+            "[] is not of type 'object'\n\nFailed validating "
+            "'type' in schema['properties']['entries']",
+        ),
+        (
+            {"name": "a", "entries": {"ok": 5}},
+            "5 is not of type 'object'\n\nFailed validating 'type' in schema['properties']"
+            "['entries']['patternProperties']['^[a-z]+$']",
+        ),
+        (
+            {"name": "a", "entries": {"ok": {"count": 0}}},
+            "0 is less than the minimum of 1\n\nFailed validating 'minimum' in "
+            "schema['properties']['entries']['patternProperties']['^[a-z]+$']['properties']"
+            "['count']",
+        ),
+        (
+            {"name": "a", "entries": {"ok": {"count": 1, "tags": ["x", 1]}}},
+            "1 is not of type 'string'\n\nFailed validating 'type' in schema['properties']"
+            "['entries']['patternProperties']['^[a-z]+$']['properties']['tags']['items']",
+        ),
+        (
+            {"name": "a", "entries": {"ok": {"count": 1, "tags": ["x", "x"]}}},
+            "['x', 'x'] has non-unique elements\n\nFailed validating 'uniqueItems' in "
+            "schema['properties']['entries']['patternProperties']['^[a-z]+$']['properties']"
+            "['tags']",
+        ),
+        (
+            {"name": "a", "entries": {"B": {}, "A": {}}},
+            "'A', 'B' do not match any of the regexes: '^[a-z]+$'\n\nFailed validating "
+            "'additionalProperties' in schema['properties']['entries']",
+        ),
+        (
+            {"name": "a", "checked": {"x": "1"}},
+            "'1' is not of type 'integer'\n\nFailed validating 'type' in schema['properties']"
+            "['checked']['patternProperties']['^[A-Z]+$']",
+        ),
+        (
+            {"b": 1, "a": 2, "name": "x"},
+            "Additional properties are not allowed ('a', 'b' were unexpected)\n\n"
+            "Failed validating 'additionalProperties' in schema",
+        ),
     ],
 )
 def test_the_refusal_reads_as_jsonschemas(data, expected):
@@ -92,8 +112,7 @@ def test_keys_that_match_no_pattern_may_be_kept_unchecked_or_loaded():
 
 
 def test_uuid_keys_are_loaded_in_canonical_form():
-    field = StrictDict(values=StrictInteger(), keys=UuidString(),
-                       key_pattern="^[0-9a-fA-F-]{36}$")
+    field = StrictDict(values=StrictInteger(), keys=UuidString(), key_pattern="^[0-9a-fA-F-]{36}$")
     assert validate(field, {UUID.upper(): 1}) == {UUID: 1}
 
 

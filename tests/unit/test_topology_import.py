@@ -158,8 +158,9 @@ def test_details_give_what_the_matrix_does_not_say():
 def test_device_list_and_matrix_give_the_same_hetero_topology():
     document = yaml.safe_load(sample("hetero_1nic.yaml"))
     ids = tuple(d["id"] for d in document["devices"] if d["type"] == "gpu")
-    details = MatrixDetails(gpu_memory_kib=16384 * 1024, gpu_ids=ids,
-                            node_resources=document["resources"])
+    details = MatrixDetails(
+        gpu_memory_kib=16384 * 1024, gpu_ids=ids, node_resources=document["resources"]
+    )
     assert parse_device_list(document) == parse_matrix(sample("hetero_1nic.txt"), details)
 
 
@@ -473,9 +474,15 @@ def list_refused(document: object) -> str:
 
 @pytest.mark.parametrize(
     ("memory", "kib"),
-    [("16Gi", 16384 * 1024), ("15472384Ki", 15472384), (2**30, 1024 * 1024),
-     ("1.5Gi", 1536 * 1024), ("2GiB", 2048 * 1024), ("1025Ki", 1025),
-     ("16G", 15625000)],  # 16 * 10**9 bytes is a whole number of KiB too
+    [
+        ("16Gi", 16384 * 1024),
+        ("15472384Ki", 15472384),
+        (2**30, 1024 * 1024),
+        ("1.5Gi", 1536 * 1024),
+        ("2GiB", 2048 * 1024),
+        ("1025Ki", 1025),
+        ("16G", 15625000),
+    ],  # 16 * 10**9 bytes is a whole number of KiB too
 )
 def test_gpu_memory_is_a_quantity_kept_exactly_in_kib(memory, kib):
     """A GPU reporting 15472384Ki keeps exactly that, not 15109 MiB."""
@@ -624,12 +631,17 @@ def test_cross_device_problems_come_from_the_topology_check(devices, nvlinks, pr
 def test_pxb_is_a_switch_group_between_pix_and_phb():
     """GPU0/GPU1 share a switch (PIX); GPU2 hangs from the same upstream switch (PXB);
     GPU3 only from the same host bridge (PHB)."""
-    topology = parse_matrix(matrix([
-        "GPU0 X PIX PXB PHB 0-7",
-        "GPU1 PIX X PXB PHB 0-7",
-        "GPU2 PXB PXB X PHB 0-7",
-        "GPU3 PHB PHB PHB X 0-7",
-    ]), DETAILS)
+    topology = parse_matrix(
+        matrix(
+            [
+                "GPU0 X PIX PXB PHB 0-7",
+                "GPU1 PIX X PXB PHB 0-7",
+                "GPU2 PXB PXB X PHB 0-7",
+                "GPU3 PHB PHB PHB X 0-7",
+            ]
+        ),
+        DETAILS,
+    )
     gpu0, gpu1, gpu2, gpu3 = topology.devices
     assert gpu0.switch == gpu1.switch != gpu2.switch
     assert gpu0.switch_group == gpu2.switch_group >= 0
@@ -649,12 +661,17 @@ def test_psb_is_a_board_tighter_than_pix():
     """A PSB pair (GPU2/GPU3) is a board behind its on-board switch, the PIX pair
     (GPU0/GPU1) a switch of its own: both pairs on one switch, only GPU2/GPU3 on a
     board. The board is stored and read back (the device list's board)."""
-    topology = parse_matrix(matrix([
-        "GPU0 X PIX PHB PHB 0-7",
-        "GPU1 PIX X PHB PHB 0-7",
-        "GPU2 PHB PHB X PSB 0-7",
-        "GPU3 PHB PHB PSB X 0-7",
-    ]), DETAILS)
+    topology = parse_matrix(
+        matrix(
+            [
+                "GPU0 X PIX PHB PHB 0-7",
+                "GPU1 PIX X PHB PHB 0-7",
+                "GPU2 PHB PHB X PSB 0-7",
+                "GPU3 PHB PHB PSB X 0-7",
+            ]
+        ),
+        DETAILS,
+    )
     gpu0, gpu1, gpu2, gpu3 = topology.devices
     assert gpu0.switch == gpu1.switch != gpu2.switch == gpu3.switch
     assert gpu0.board == gpu1.board == -1
@@ -665,11 +682,15 @@ def test_psb_is_a_board_tighter_than_pix():
 
 
 def test_a_pix_cell_between_devices_of_one_board_is_refused():
-    problem = refused(matrix([
-        "GPU0 X PSB PIX 0-7",
-        "GPU1 PSB X PSB 0-7",
-        "GPU2 PIX PSB X 0-7",
-    ]))
+    problem = refused(
+        matrix(
+            [
+                "GPU0 X PSB PIX 0-7",
+                "GPU1 PSB X PSB 0-7",
+                "GPU2 PIX PSB X 0-7",
+            ]
+        )
+    )
     assert "GPU0/GPU2 says PIX, but other cells put them under one board" in problem
 
 
@@ -679,42 +700,63 @@ def test_a_board_on_two_switches_is_refused():
 
 
 def test_a_cell_that_contradicts_the_switch_groups_is_refused():
-    problem = refused(matrix([
-        "GPU0 X PXB PHB 0-7",
-        "GPU1 PXB X PXB 0-7",
-        "GPU2 PHB PXB X 0-7",
-    ]))
+    problem = refused(
+        matrix(
+            [
+                "GPU0 X PXB PHB 0-7",
+                "GPU1 PXB X PXB 0-7",
+                "GPU2 PHB PXB X 0-7",
+            ]
+        )
+    )
     assert "upstream PCIe switch" in problem
 
 
 def test_a_switch_in_two_groups_is_refused():
-    problem = list_refused({"devices": [
-        gpu(0, pcie=0, switchGroup=0), gpu(1, pcie=0, switchGroup=1)]})
+    problem = list_refused(
+        {"devices": [gpu(0, pcie=0, switchGroup=0), gpu(1, pcie=0, switchGroup=1)]}
+    )
     assert "PCIe switch 0 is placed in two switch groups" in problem
 
 
 def test_vfs_listed_one_by_one_are_kept_by_minor_and_stored_as_groups():
     """VFs with labels of their own: read from groups in any order, kept by
     minor, written back as groups of equal labels; each VF an inventory of its NIC."""
-    nic = {"type": "rdma", "minor": 0, "numa": 0, "pcie": 0, "vfGroups": [
-        {"labels": {"type": "b"}, "vfs": [{"minor": 2, "busID": "0000:1f:00.4"}]},
-        {"labels": {"type": "a"}, "vfs": [{"minor": 1, "busID": "0000:1f:00.3"},
-                                          {"minor": 0, "busID": "0000:1f:00.2"}]},
-    ]}
+    nic = {
+        "type": "rdma",
+        "minor": 0,
+        "numa": 0,
+        "pcie": 0,
+        "vfGroups": [
+            {"labels": {"type": "b"}, "vfs": [{"minor": 2, "busID": "0000:1f:00.4"}]},
+            {
+                "labels": {"type": "a"},
+                "vfs": [
+                    {"minor": 1, "busID": "0000:1f:00.3"},
+                    {"minor": 0, "busID": "0000:1f:00.2"},
+                ],
+            },
+        ],
+    }
     topology = parse_device_list({"devices": [nic]})
     [device] = topology.devices
     assert [(vf.minor, vf.bus_id, dict(vf.labels)) for vf in device.vf_list] == [
-        (0, "0000:1f:00.2", {"type": "a"}), (1, "0000:1f:00.3", {"type": "a"}),
-        (2, "0000:1f:00.4", {"type": "b"})]
+        (0, "0000:1f:00.2", {"type": "a"}),
+        (1, "0000:1f:00.3", {"type": "a"}),
+        (2, "0000:1f:00.4", {"type": "b"}),
+    ]
     assert device.vfs == 3
     document = topology.to_document()
     assert document["devices"][0]["vfGroups"] == [
-        {"labels": {"type": "a"}, "vfs": [{"minor": 0, "busID": "0000:1f:00.2"},
-                                          {"minor": 1, "busID": "0000:1f:00.3"}]},
-        {"labels": {"type": "b"}, "vfs": [{"minor": 2, "busID": "0000:1f:00.4"}]}]
+        {
+            "labels": {"type": "a"},
+            "vfs": [{"minor": 0, "busID": "0000:1f:00.2"}, {"minor": 1, "busID": "0000:1f:00.3"}],
+        },
+        {"labels": {"type": "b"}, "vfs": [{"minor": 2, "busID": "0000:1f:00.4"}]},
+    ]
     assert Topology.from_document(document) == topology
     assert parse_device_list(document) == topology
     resources = device_layout(topology).resources
-    assert {key.rsplit("/", 1)[1]: value for key, value in resources.items()
-            if "/rdma/" in key} == {"share": 100, "vf": 3, "vf-0": 1, "vf-1": 1, "vf-2": 1,
-                                     "tenancy": 1003}
+    assert {
+        key.rsplit("/", 1)[1]: value for key, value in resources.items() if "/rdma/" in key
+    } == {"share": 100, "vf": 3, "vf-0": 1, "vf-1": 1, "vf-2": 1, "tenancy": 1003}

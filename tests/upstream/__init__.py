@@ -53,8 +53,9 @@ def require_upstream() -> Path:
 
 
 @contextlib.contextmanager
-def upstream_server(folder: Path, policy: str = "legacy",
-                    database_url: str | None = None) -> Iterator[str]:
+def upstream_server(
+    folder: Path, policy: str = "legacy", database_url: str | None = None
+) -> Iterator[str]:
     """Run upstream on ``database_url`` (by default a new SQLite database in ``folder``),
     with the policy ``policy`` (see ``POLICIES``); yield its base URL."""
     python = upstream_python()
@@ -94,8 +95,14 @@ def upstream_url(database_url: str) -> str:
 def upstream_command(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     """Run one of upstream's commands (``placement-manage``, ``placement-status``)."""
     environment = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run([str(upstream_python().parent / name), *args], capture_output=True,
-                          text=True, cwd=str(cwd), env=environment, timeout=300)
+    return subprocess.run(
+        [str(upstream_python().parent / name), *args],
+        capture_output=True,
+        text=True,
+        cwd=str(cwd),
+        env=environment,
+        timeout=300,
+    )
 
 
 __all__ = [
@@ -129,6 +136,7 @@ def policy_of(fixtures: list[str]) -> str:
 def open_policy_file(rule_names, folder: Path) -> Path:
     """A policy file opening every rule of ``rule_names`` but ``admin_api`` to anyone."""
     path = folder / "open-policy.yaml"
-    path.write_text("".join(
-        f'"{name}": "@"\n' for name in rule_names if name != OPEN_POLICY_EXCEPT))
+    path.write_text(
+        "".join(f'"{name}": "@"\n' for name in rule_names if name != OPEN_POLICY_EXCEPT)
+    )
     return path

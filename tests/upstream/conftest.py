@@ -20,9 +20,7 @@ def fresh_service(request, empty_database_url):
     backend = request.param
     url = empty_database_url(backend)
     server_fixture = {"postgresql": "postgres_server_url", "mysql": "mysql_server_url"}
-    server_url = (
-        request.getfixturevalue(server_fixture[backend]) if backend != "sqlite" else None
-    )
+    server_url = request.getfixturevalue(server_fixture[backend]) if backend != "sqlite" else None
     engine = make_engine(url)
     migrate.upgrade(engine)
     try:

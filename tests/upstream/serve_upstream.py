@@ -43,8 +43,7 @@ def build_config(database_url: str, policy: str = "legacy") -> cfg.ConfigOpts:
             for rule in policies.list_rules():
                 if rule.name != "admin_api":
                     rules.write(f'"{rule.name}": "@"\n')
-        config.set_override("policy_file", os.path.abspath("open-policy.yaml"),
-                            group="oslo_policy")
+        config.set_override("policy_file", os.path.abspath("open-policy.yaml"), group="oslo_policy")
     config.set_override("sync_on_startup", True, group="placement_database")
     return config
 
