@@ -71,10 +71,11 @@ def _parser() -> argparse.ArgumentParser:
         "everything it holds, for upstream to serve it again",
     )
     returning.add_argument(
-        "--discard-device-topologies",
+        "--discard-extensions",
         action="store_true",
-        help="give it back even though it holds device topologies (upstream has no place "
-        "for them; their nodes stay as plain providers)",
+        help="give it back even though it holds what this service's own features keep "
+        "(device topologies, the network's levels and domains, gangs): upstream has no place "
+        "for them; the nodes and consumers stay as plain providers and consumers",
     )
     returning.set_defaults(run=_db_return_to_upstream)
     current = db.add_parser("current", help="print the schema revision of the database")
@@ -163,9 +164,7 @@ def _db_return_to_upstream(config: Config, args) -> int:
     engine = make_engine(config.database_url, config.database())
     try:
         wait_until_reachable(engine, config.database())
-        give_back.give_back(
-            engine, say=print, discard_device_topologies=args.discard_device_topologies
-        )
+        give_back.give_back(engine, say=print, discard_extensions=args.discard_extensions)
     except give_back.GiveBackRefused as exc:
         print(f"placement: {exc}", file=sys.stderr)
         return 2

@@ -14,8 +14,10 @@ Two things change on the way:
   takes its index in ``os-resource-classes``, a custom class keeps an id from 10000
   up or gets the next one. Ids never appear in the API.
 - what upstream has no place for is dropped: the change log of the workers' copies,
-  and device topologies. A database that holds device topologies is refused unless
-  the operator says they may go (their nodes stay, as plain providers).
+  and what this service's own features keep (device topologies, the network's levels
+  and domains, gang memberships). A database that holds any of those is refused unless
+  the operator says they may go (the nodes and consumers stay, as plain providers and
+  consumers).
 """
 
 from collections.abc import Callable
@@ -48,7 +50,7 @@ class GiveBackRefused(RuntimeError):
 def give_back(
     engine: Engine,
     say: Callable[[str], None] = lambda _: None,
-    discard_device_topologies: bool = False,
+    discard_extensions: bool = False,
 ) -> None:
     """Bring the database ``engine`` opens to upstream's schema, at ``UPSTREAM_HEAD``."""
     with engine.connect() as conn, conn.begin():
@@ -70,16 +72,14 @@ def give_back(
                 f"the database is not this service's at its latest revision ({found.kind}, "
                 f"revision {found.revision or 'none'}): run 'placement db upgrade' first"
             )
-        documents = conn.execute(
-            select(func.count()).select_from(ours.tables["device_topologies"])
-        ).scalar_one()
-        if documents and not discard_device_topologies:
+        held = _extensions_held(conn)
+        if held and not discard_extensions:
             raise GiveBackRefused(
-                f"the database holds {documents} device topologies, which upstream has no "
-                "place for (their nodes stay, as plain providers): pass "
-                "--discard-device-topologies to give it back without them"
+                f"the database holds {', '.join(held)}, which upstream has no place for (the "
+                "nodes and consumers stay, as plain providers and consumers): pass "
+                "--discard-extensions to give it back without them"
             )
-        for line in plan(conn, documents):
+        for line in plan(conn, held):
             say(line)
         rebuild.move_aside(conn, UPSTREAM_TABLES, ASIDE)
         theirs = upstream_metadata()
@@ -92,14 +92,35 @@ def give_back(
         say(f"given back: the database is upstream's, at revision {UPSTREAM_HEAD}")
 
 
-def plan(conn: Connection, documents: int) -> list[str]:
+# What this service's own features hold that upstream's schema has no place for.
+# (table, what its rows are counted as, the column counted: distinct values of it, or rows)
+EXTENSIONS = (
+    ("device_topologies", "device topologies", None),
+    ("network_levels", "network levels", None),
+    ("network_domains", "nodes placed in the network", "node_name"),
+    ("gang_members", "gang members", None),
+)
+
+
+def _extensions_held(conn: Connection) -> list[str]:
+    """What each extension holds, counted ("3 device topologies"), where any."""
+    held = []
+    for name, what, column in EXTENSIONS:
+        table = ours.tables[name]
+        counted = func.count() if column is None else func.count(table.c[column].distinct())
+        count = conn.execute(select(counted).select_from(table)).scalar_one()
+        if count:
+            held.append(f"{count} {what}")
+    return held
+
+
+def plan(conn: Connection, held: list[str]) -> list[str]:
     lines = [
         f"the database is rebuilt at upstream openstack-placement's revision {UPSTREAM_HEAD} "
         "(16.0.0), every provider, inventory, trait, aggregate, consumer and allocation kept",
         "resource class ids follow upstream's rule: standard classes by their index, "
         "custom ones from 10000",
-        "the workers' change log is dropped"
-        + (f", and {documents} device topologies" if documents else ""),
+        "the workers' change log is dropped" + "".join(f", and {what}" for what in held),
     ]
     if conn.dialect.name == "mysql":
         lines.append(

@@ -17,12 +17,15 @@ from collections.abc import Iterator
 
 from sqlalchemy import ColumnElement, Connection, FromClause, Table, inspect, select, update
 
+from placement.db.tables import metadata
+from placement.db.upstream_schema import UPSTREAM_TABLES
+
 # The prefixes of tables moved aside: upstream's while a database is taken over,
 # ours while it is given back.
 UPSTREAM_ASIDE = "upstream_"
 OURS_ASIDE = "placement_"
 # This service's tables that upstream has no place for.
-OURS_ONLY = ("device_topologies", "provider_changes", "provider_changes_state")
+OURS_ONLY = tuple(name for name in metadata.tables if name not in UPSTREAM_TABLES)
 
 
 def present_tables(conn: Connection) -> set[str]:

@@ -343,6 +343,30 @@ def test_the_schema_given_back_is_upstreams(upstream_database):
     assert _schema(url) == expected
 
 
+def test_what_upstream_has_no_place_for_goes_back_only_when_the_operator_says(
+    upstream_database, capsys
+):
+    """A network's levels and domains (gangs) have no table upstream: refused, nothing
+    changed, unless ``--discard-extensions``."""
+    url, config = upstream_database
+    assert _placement(config, "db", "upgrade") == 0
+    ours, engine = _ours(url)
+    try:
+        network = {"levels": ["spine", "leaf"], "nodes": {"n1": {"spine": "s0", "leaf": "l0"}}}
+        assert ours.put("/group_resources/network", json=network).status_code == 200
+    finally:
+        engine.dispose()
+    capsys.readouterr()
+    assert _placement(config, "db", "return-to-upstream") == 2
+    said = capsys.readouterr().err
+    assert (
+        "2 network levels, 1 nodes placed in the network" in said and "--discard-extensions" in said
+    )
+    assert _kind(url) == "ours"
+    assert _placement(config, "db", "return-to-upstream", "--discard-extensions") == 0
+    assert _kind(url) == "upstream"
+
+
 def _schema(url: str) -> dict:
     engine = make_engine(url)
     try:
