@@ -156,6 +156,8 @@ def create_consumers(
         for uuid, project, user, consumer_type in new
     ]
     inserted = set(insert_ignoring_conflicts(conn, consumers, rows, returning=consumers.c.id))
+    if len(new) == 1 and inserted:  # the common write: its one id is the one returned
+        return {new[0][0]: inserted.pop()}
     # SELECT uuid, id FROM consumers WHERE uuid IN (...)
     found = conn.execute(
         select(consumers.c.uuid, consumers.c.id).where(
