@@ -21,7 +21,8 @@ with ``UPDATE ... WHERE generation = :seen``, so a concurrent change is a 409.
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import BigInteger, Connection, delete, func, insert, literal, select, update
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from placement import capacity, errors
 from placement.clock import utcnow
@@ -213,11 +214,48 @@ def write_allocations(
     if touched_consumer_ids:
         conn.execute(delete(allocations).where(allocations.c.consumer_id.in_(touched_consumer_ids)))
     if new_rows:
-        conn.execute(insert(allocations), new_rows)
+        _insert_allocations(conn, new_rows)
     if check_capacity:
         check_allocations_fit(conn, new_rows)
     consumer_data.delete_if_empty(conn, touched_consumer_ids)
     return new_rows
+
+
+# The columns of a new allocation row, but its creation time (one for a whole write).
+_ROW_COLUMNS = ("consumer_id", "resource_provider_id", "resource_class_id", "used")
+
+
+def _insert_allocations(conn: Connection, rows: list[dict]) -> None:
+    """Insert ``rows`` (which share their ``created_at``) in one statement, however many,
+    so that its trigger moves each of their providers once (migration 0013). psycopg
+    would send a list of rows as one statement per row: on PostgreSQL the rows go as one
+    array per column instead, and the statement's text stays the same. PyMySQL sends a
+    list of rows as one multi-row INSERT already, and SQLite's triggers run row by row
+    anyway."""
+    if conn.dialect.name != "postgresql":
+        conn.execute(insert(allocations), rows)
+        return
+    # INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used,
+    #                          created_at)
+    #   SELECT consumer_id, resource_provider_id, resource_class_id, used, :created_at
+    #     FROM unnest(:consumer_ids, :provider_ids, :class_ids, :used)
+    #       AS written(consumer_id, resource_provider_id, resource_class_id, used)
+    written = (
+        func.unnest(
+            *(literal([row[column] for row in rows], ARRAY(BigInteger)) for column in _ROW_COLUMNS)
+        )
+        .table_valued(*_ROW_COLUMNS)
+        .render_derived(name="written")
+    )
+    conn.execute(
+        insert(allocations).from_select(
+            [*_ROW_COLUMNS, "created_at"],
+            select(
+                *(written.c[column] for column in _ROW_COLUMNS),
+                literal(rows[0]["created_at"], allocations.c.created_at.type),
+            ),
+        )
+    )
 
 
 def delete_consumer_allocations(conn: Connection, consumer: consumer_data.Consumer) -> None:
@@ -289,6 +327,13 @@ def providers_of_consumer_uuids(conn: Connection, consumer_uuids) -> set[int]:
     return _providers_of_consumers(conn, list(ids))
 
 
+# Said by the bump itself to the triggers of this transaction (PostgreSQL, migration
+# 0013): its writer moves the providers of its rows before writing them, so a statement
+# need not move a provider logged already in this transaction again. Transaction-local:
+# gone at commit, or with the savepoint it was said in.
+_MOVED_FIRST = func.set_config("placement.providers_moved_first", "on", True)
+
+
 def lock_providers(
     conn: Connection, provider_ids, keep_generation_of: Collection[int] = frozenset()
 ) -> None:
@@ -299,7 +344,9 @@ def lock_providers(
     deadlock: on PostgreSQL by one SELECT ... ORDER BY id FOR UPDATE first (its rows are
     locked as the sort returns them); SQLite's and MySQL's write transactions are
     serialized already (``group_nodes.lock_node``). Then one UPDATE per column bumped,
-    whatever the number of providers (a gang's claim locks hundreds).
+    whatever the number of providers (a gang's claim locks hundreds). Each bump is
+    logged (migration 0003), so the rows written next need not move these providers
+    again (migration 0013: on MySQL every write transaction of this service says so).
     """
     ids = sorted(provider_ids)
     if not ids:
@@ -320,11 +367,17 @@ def lock_providers(
         if group:
             # UPDATE resource_providers SET <column> = <column> + 1, updated_at = :now
             #   WHERE id IN (...)
-            locked += conn.execute(
+            # [PostgreSQL: RETURNING set_config('placement.providers_moved_first', 'on',
+            #  true)]
+            statement = (
                 update(resource_providers)
                 .where(resource_providers.c.id.in_(group))
                 .values({column: resource_providers.c[column] + 1, "updated_at": now})
-            ).rowcount
+            )
+            if conn.dialect.name == "postgresql":
+                locked += len(conn.execute(statement.returning(_MOVED_FIRST)).all())
+            else:
+                locked += conn.execute(statement).rowcount
     if locked != len(ids):
         # Deleted by a transaction that committed while this one waited.
         raise errors.ConcurrentUpdate(
