@@ -28,9 +28,12 @@ each of them already. The guarantee stays; the work is done once per provider:
   takes its entries with it, and the next row bumps its provider again. (A change
   to a device node's document, a trait or an aggregate, rare and never many rows
   at once, is left as 0009 made it.)
-* SQLite: nothing changes. Its row triggers cannot tell one statement or
-  transaction from the next (no session state a trigger can read), and there the
-  bump is an in-process write, cheap next to a server round trip.
+* SQLite: the triggers stay 0009's. They cannot tell one statement or transaction
+  from the next (no session state a trigger can read), and there the bump is an
+  in-process write, cheap next to a server round trip.
+
+The log gets an index by provider and position (``LOGGED_BY``), on every backend (one
+schema), for the question "logged already by this transaction?".
 
 The downgrade puts 0009's triggers, and 0008's, back.
 
@@ -56,16 +59,21 @@ depends_on = None
 LOGGED_FROM = "@placement_logged_from"
 MOVED_FIRST = "placement.providers_moved_first"
 
+
+def _revision(file_name: str):
+    """The module of an earlier revision (0008's log triggers, 0009's that these replace)."""
+    path = pathlib.Path(__file__).with_name(file_name)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ROW_BY_ROW = _revision("0009_every_write_moves_the_provider.py")
 # table -> (the column of resource_providers naming the provider, the table's column
-# naming it): the providers of a row. (A device node's root provider is named as the
-# node.)
-PROVIDER_ROWS = {
-    "inventories": ("id", "resource_provider_id"),
-    "allocations": ("id", "resource_provider_id"),
-    "resource_provider_traits": ("id", "resource_provider_id"),
-    "resource_provider_aggregates": ("id", "resource_provider_id"),
-    "device_topologies": ("name", "node_name"),
-}
+# naming it): the providers of a row, as 0009 has them.
+PROVIDER_ROWS = ROW_BY_ROW.PROVIDER_ROWS
 # table -> (link table, its column naming the row): the providers that share a row, and
 # so are moved when it is updated (a trait renamed, an aggregate's uuid changed).
 # Inserted or deleted, such a row has no provider yet (or any more: the foreign keys
@@ -75,7 +83,7 @@ SHARED_ROWS = {
     "placement_aggregates": ("resource_provider_aggregates", "aggregate_id"),
 }
 # event -> the rows it concerns: PostgreSQL's transition tables, MySQL's row names.
-EVENTS = {"INSERT": ("NEW",), "UPDATE": ("OLD", "NEW"), "DELETE": ("OLD",)}
+EVENTS = ROW_BY_ROW.EVENTS
 TRANSITION_TABLES = {"OLD": "old_rows", "NEW": "new_rows"}
 
 
@@ -202,19 +210,6 @@ def _logging_mysql(noting: bool) -> list[str]:
     return statements
 
 
-def _revision(file_name: str):
-    """The module of an earlier revision (0008's log triggers, 0009's that these replace)."""
-    path = pathlib.Path(__file__).with_name(file_name)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-ROW_BY_ROW = "0009_every_write_moves_the_provider.py"
-
-
 # Whether a provider is logged by a transaction, found at once (MySQL's triggers ask it
 # for each row; on PostgreSQL a statement asks it of all its rows at once).
 LOGGED_BY = "ix_provider_changes_provider_id_transaction_id"
@@ -226,7 +221,7 @@ def upgrade() -> None:
     statements = _STATEMENTS.get(dialect)
     if statements is None:
         return
-    _revision(ROW_BY_ROW).downgrade()
+    ROW_BY_ROW.downgrade()
     for trigger in _triggers():
         for statement in statements(*trigger):
             op.execute(statement)
@@ -249,5 +244,5 @@ def downgrade() -> None:
             op.execute(f"DROP FUNCTION IF EXISTS {name}()")
         else:
             op.execute(f"DROP TRIGGER IF EXISTS {name}")
-    _revision(ROW_BY_ROW).upgrade()
+    ROW_BY_ROW.upgrade()
     op.drop_index(LOGGED_BY, table_name="provider_changes")
