@@ -21,7 +21,7 @@ with ``UPDATE ... WHERE generation = :seen``, so a concurrent change is a 409.
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sqlalchemy import BigInteger, Connection, delete, func, insert, literal, select, update
+from sqlalchemy import BigInteger, Connection, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from placement import capacity, errors
@@ -223,6 +223,23 @@ def write_allocations(
 
 # The columns of a new allocation row, but its creation time (one for a whole write).
 _ROW_COLUMNS = ("consumer_id", "resource_provider_id", "resource_class_id", "used")
+# INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used,
+#                          created_at)
+#   SELECT consumer_id, resource_provider_id, resource_class_id, used, :created_at
+#     FROM unnest(:consumer_id, :resource_provider_id, :resource_class_id, :used)
+#       AS written(consumer_id, resource_provider_id, resource_class_id, used)
+_WRITTEN = (
+    func.unnest(*(bindparam(column, type_=ARRAY(BigInteger)) for column in _ROW_COLUMNS))
+    .table_valued(*_ROW_COLUMNS)
+    .render_derived(name="written")
+)
+_INSERT_AS_ARRAYS = insert(allocations).from_select(
+    [*_ROW_COLUMNS, "created_at"],
+    select(
+        *(_WRITTEN.c[column] for column in _ROW_COLUMNS),
+        bindparam("created_at", type_=allocations.c.created_at.type),
+    ),
+)
 
 
 def _insert_allocations(conn: Connection, rows: list[dict]) -> None:
@@ -235,27 +252,8 @@ def _insert_allocations(conn: Connection, rows: list[dict]) -> None:
     if conn.dialect.name != "postgresql":
         conn.execute(insert(allocations), rows)
         return
-    # INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used,
-    #                          created_at)
-    #   SELECT consumer_id, resource_provider_id, resource_class_id, used, :created_at
-    #     FROM unnest(:consumer_ids, :provider_ids, :class_ids, :used)
-    #       AS written(consumer_id, resource_provider_id, resource_class_id, used)
-    written = (
-        func.unnest(
-            *(literal([row[column] for row in rows], ARRAY(BigInteger)) for column in _ROW_COLUMNS)
-        )
-        .table_valued(*_ROW_COLUMNS)
-        .render_derived(name="written")
-    )
-    conn.execute(
-        insert(allocations).from_select(
-            [*_ROW_COLUMNS, "created_at"],
-            select(
-                *(written.c[column] for column in _ROW_COLUMNS),
-                literal(rows[0]["created_at"], allocations.c.created_at.type),
-            ),
-        )
-    )
+    arrays = {column: [row[column] for row in rows] for column in _ROW_COLUMNS}
+    conn.execute(_INSERT_AS_ARRAYS, {**arrays, "created_at": rows[0]["created_at"]})
 
 
 def delete_consumer_allocations(conn: Connection, consumer: consumer_data.Consumer) -> None:
@@ -286,17 +284,18 @@ def _delete_allocations_of(conn: Connection, consumer_id: int) -> set[int]:
     return held
 
 
+# The statements of a write, built once (the write path runs them on every request).
+# SELECT uuid, id FROM resource_providers WHERE uuid IN (:uuids)
+_PROVIDER_IDS = select(resource_providers.c.uuid, resource_providers.c.id).where(
+    resource_providers.c.uuid.in_(bindparam("uuids", expanding=True))
+)
+
+
 def _provider_ids(conn: Connection, uuids) -> dict[str, int]:
     uuids = sorted(uuids)
     if not uuids:
         return {}
-    found = dict(
-        conn.execute(
-            select(resource_providers.c.uuid, resource_providers.c.id).where(
-                resource_providers.c.uuid.in_(uuids)
-            )
-        ).all()
-    )
+    found = dict(conn.execute(_PROVIDER_IDS, {"uuids": uuids}).all())
     missing = [u for u in uuids if u not in found]
     if missing:
         raise ProviderNotFound(
@@ -310,16 +309,18 @@ class ProviderNotFound(errors.BadRequest):
     mistake, or for a claim that chose it, a provider deleted since."""
 
 
+# SELECT DISTINCT resource_provider_id FROM allocations WHERE consumer_id IN (:consumer_ids)
+_PROVIDERS_OF_CONSUMERS = (
+    select(allocations.c.resource_provider_id)
+    .where(allocations.c.consumer_id.in_(bindparam("consumer_ids", expanding=True)))
+    .distinct()
+)
+
+
 def _providers_of_consumers(conn: Connection, consumer_ids) -> set[int]:
     if not consumer_ids:
         return set()
-    return set(
-        conn.scalars(
-            select(allocations.c.resource_provider_id)
-            .where(allocations.c.consumer_id.in_(list(consumer_ids)))
-            .distinct()
-        )
-    )
+    return set(conn.scalars(_PROVIDERS_OF_CONSUMERS, {"consumer_ids": list(consumer_ids)}))
 
 
 def providers_of_consumer_uuids(conn: Connection, consumer_uuids) -> set[int]:
@@ -332,6 +333,24 @@ def providers_of_consumer_uuids(conn: Connection, consumer_uuids) -> set[int]:
 # need not move a provider logged already in this transaction again. Transaction-local:
 # gone at commit, or with the savepoint it was said in.
 _MOVED_FIRST = func.set_config("placement.providers_moved_first", "on", True)
+
+
+# SELECT id FROM resource_providers WHERE id IN (:ids) ORDER BY id FOR UPDATE
+_LOCK_IN_ID_ORDER = (
+    select(resource_providers.c.id)
+    .where(resource_providers.c.id.in_(bindparam("ids", expanding=True)))
+    .order_by(resource_providers.c.id)
+    .with_for_update()
+)
+# UPDATE resource_providers SET <column> = <column> + 1, updated_at = :now WHERE id IN (:ids)
+#   [PostgreSQL: RETURNING set_config('placement.providers_moved_first', 'on', true)]
+_BUMP = {
+    column: update(resource_providers)
+    .where(resource_providers.c.id.in_(bindparam("ids", expanding=True)))
+    .values({column: resource_providers.c[column] + 1, "updated_at": bindparam("now")})
+    for column in ("generation", "revision")
+}
+_BUMP_SAYING_SO = {column: bump.returning(_MOVED_FIRST) for column, bump in _BUMP.items()}
 
 
 def lock_providers(
@@ -351,38 +370,42 @@ def lock_providers(
     ids = sorted(provider_ids)
     if not ids:
         return
-    if len(ids) > 1 and conn.dialect.name == "postgresql":
-        # SELECT id FROM resource_providers WHERE id IN (...) ORDER BY id FOR UPDATE
-        conn.execute(
-            select(resource_providers.c.id)
-            .where(resource_providers.c.id.in_(ids))
-            .order_by(resource_providers.c.id)
-            .with_for_update()
-        )
+    postgresql = conn.dialect.name == "postgresql"
+    if len(ids) > 1 and postgresql:
+        conn.execute(_LOCK_IN_ID_ORDER, {"ids": ids})
     now = utcnow()
     kept = [provider_id for provider_id in ids if provider_id in keep_generation_of]
     bumped = [provider_id for provider_id in ids if provider_id not in keep_generation_of]
     locked = 0
     for column, group in (("generation", bumped), ("revision", kept)):
         if group:
-            # UPDATE resource_providers SET <column> = <column> + 1, updated_at = :now
-            #   WHERE id IN (...)
-            # [PostgreSQL: RETURNING set_config('placement.providers_moved_first', 'on',
-            #  true)]
-            statement = (
-                update(resource_providers)
-                .where(resource_providers.c.id.in_(group))
-                .values({column: resource_providers.c[column] + 1, "updated_at": now})
-            )
-            if conn.dialect.name == "postgresql":
-                locked += len(conn.execute(statement.returning(_MOVED_FIRST)).all())
+            values = {"ids": group, "now": now}
+            if postgresql:
+                locked += len(conn.execute(_BUMP_SAYING_SO[column], values).all())
             else:
-                locked += conn.execute(statement).rowcount
+                locked += conn.execute(_BUMP[column], values).rowcount
     if locked != len(ids):
         # Deleted by a transaction that committed while this one waited.
         raise errors.ConcurrentUpdate(
             "A resource provider of these allocations was deleted concurrently; retry."
         )
+
+
+# One round trip: each inventory of the providers with the usage of its class.
+# SELECT inventories.*, (SELECT COALESCE(SUM(a.used), 0) FROM allocations a
+#                         WHERE a.resource_provider_id = inventories.resource_provider_id
+#                           AND a.resource_class_id = inventories.resource_class_id) AS usage
+#   FROM inventories WHERE resource_provider_id IN (:provider_ids)
+_INVENTORIES_WITH_USAGE = select(
+    inventories,
+    select(func.coalesce(func.sum(allocations.c.used), 0))
+    .where(
+        allocations.c.resource_provider_id == inventories.c.resource_provider_id,
+        allocations.c.resource_class_id == inventories.c.resource_class_id,
+    )
+    .scalar_subquery()
+    .label("usage"),
+).where(inventories.c.resource_provider_id.in_(bindparam("provider_ids", expanding=True)))
 
 
 def check_allocations_fit(
@@ -403,20 +426,7 @@ def check_allocations_fit(
     if not pairs:
         return
     provider_ids = sorted({p for p, _ in pairs})
-    # One round trip: each inventory of the providers with the usage of its class.
-    used_of_inventory = (
-        select(func.coalesce(func.sum(allocations.c.used), 0))
-        .where(
-            allocations.c.resource_provider_id == inventories.c.resource_provider_id,
-            allocations.c.resource_class_id == inventories.c.resource_class_id,
-        )
-        .scalar_subquery()
-    )
-    rows = conn.execute(
-        select(inventories, used_of_inventory.label("usage")).where(
-            inventories.c.resource_provider_id.in_(provider_ids)
-        )
-    ).all()
+    rows = conn.execute(_INVENTORIES_WITH_USAGE, {"provider_ids": provider_ids}).all()
     inventory = {(row.resource_provider_id, row.resource_class_id): row for row in rows}
     usage = {key: int(row.usage) for key, row in inventory.items()}
     for key in sorted(pairs):
