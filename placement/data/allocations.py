@@ -18,10 +18,22 @@ Consumer generations (1.28+) are compared with the stored value and bumped
 with ``UPDATE ... WHERE generation = :seen``, so a concurrent change is a 409.
 """
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import BigInteger, Connection, bindparam, delete, func, insert, select, update
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    String,
+    any_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from placement import capacity, errors
@@ -284,10 +296,36 @@ def _delete_allocations_of(conn: Connection, consumer_id: int) -> set[int]:
     return held
 
 
-# The statements of a write, built once (the write path runs them on every request).
+# The statements of a write are built once (the write path runs them on every request),
+# in two forms: "a column is one of a list's values" is an IN list, or on PostgreSQL
+# ``= ANY`` of one array (SQLAlchemy then renders no parameter per value, and the text
+# stays the same: a gang's claim names hundreds of providers).
+OneOf = Callable[[Any, str, Any], Any]
+
+
+def _in_list(column, name: str, _item_type):
+    return column.in_(bindparam(name, expanding=True))
+
+
+def _in_array(column, name: str, item_type):
+    return column == any_(bindparam(name, type_=ARRAY(item_type)))
+
+
+class _Statement:
+    """A statement ``build(one_of)`` makes, in both forms; ``of(conn)`` picks one."""
+
+    def __init__(self, build: Callable[[OneOf], Any]) -> None:
+        self.listed, self.arrayed = build(_in_list), build(_in_array)
+
+    def of(self, conn: Connection):
+        return self.arrayed if conn.dialect.name == "postgresql" else self.listed
+
+
 # SELECT uuid, id FROM resource_providers WHERE uuid IN (:uuids)
-_PROVIDER_IDS = select(resource_providers.c.uuid, resource_providers.c.id).where(
-    resource_providers.c.uuid.in_(bindparam("uuids", expanding=True))
+_PROVIDER_IDS = _Statement(
+    lambda one_of: select(resource_providers.c.uuid, resource_providers.c.id).where(
+        one_of(resource_providers.c.uuid, "uuids", String)
+    )
 )
 
 
@@ -295,7 +333,7 @@ def _provider_ids(conn: Connection, uuids) -> dict[str, int]:
     uuids = sorted(uuids)
     if not uuids:
         return {}
-    found = dict(conn.execute(_PROVIDER_IDS, {"uuids": uuids}).all())
+    found = dict(conn.execute(_PROVIDER_IDS.of(conn), {"uuids": uuids}).all())
     missing = [u for u in uuids if u not in found]
     if missing:
         raise ProviderNotFound(
@@ -310,17 +348,20 @@ class ProviderNotFound(errors.BadRequest):
 
 
 # SELECT DISTINCT resource_provider_id FROM allocations WHERE consumer_id IN (:consumer_ids)
-_PROVIDERS_OF_CONSUMERS = (
-    select(allocations.c.resource_provider_id)
-    .where(allocations.c.consumer_id.in_(bindparam("consumer_ids", expanding=True)))
-    .distinct()
+_PROVIDERS_OF_CONSUMERS = _Statement(
+    lambda one_of: (
+        select(allocations.c.resource_provider_id)
+        .where(one_of(allocations.c.consumer_id, "consumer_ids", BigInteger))
+        .distinct()
+    )
 )
 
 
 def _providers_of_consumers(conn: Connection, consumer_ids) -> set[int]:
     if not consumer_ids:
         return set()
-    return set(conn.scalars(_PROVIDERS_OF_CONSUMERS, {"consumer_ids": list(consumer_ids)}))
+    statement = _PROVIDERS_OF_CONSUMERS.of(conn)
+    return set(conn.scalars(statement, {"consumer_ids": list(consumer_ids)}))
 
 
 def providers_of_consumer_uuids(conn: Connection, consumer_uuids) -> set[int]:
@@ -338,19 +379,27 @@ _MOVED_FIRST = func.set_config("placement.providers_moved_first", "on", True)
 # SELECT id FROM resource_providers WHERE id IN (:ids) ORDER BY id FOR UPDATE
 _LOCK_IN_ID_ORDER = (
     select(resource_providers.c.id)
-    .where(resource_providers.c.id.in_(bindparam("ids", expanding=True)))
+    .where(_in_array(resource_providers.c.id, "ids", BigInteger))
     .order_by(resource_providers.c.id)
     .with_for_update()
 )
+
+
 # UPDATE resource_providers SET <column> = <column> + 1, updated_at = :now WHERE id IN (:ids)
 #   [PostgreSQL: RETURNING set_config('placement.providers_moved_first', 'on', true)]
-_BUMP = {
-    column: update(resource_providers)
-    .where(resource_providers.c.id.in_(bindparam("ids", expanding=True)))
-    .values({column: resource_providers.c[column] + 1, "updated_at": bindparam("now")})
-    for column in ("generation", "revision")
-}
-_BUMP_SAYING_SO = {column: bump.returning(_MOVED_FIRST) for column, bump in _BUMP.items()}
+def _bumping(column: str) -> Callable[[OneOf], Any]:
+    def build(one_of: OneOf):
+        return (
+            update(resource_providers)
+            .where(one_of(resource_providers.c.id, "ids", BigInteger))
+            .values({column: resource_providers.c[column] + 1, "updated_at": bindparam("now")})
+        )
+
+    return build
+
+
+_BUMP = {column: _Statement(_bumping(column)) for column in ("generation", "revision")}
+_BUMP_SAYING_SO = {column: bump.arrayed.returning(_MOVED_FIRST) for column, bump in _BUMP.items()}
 
 
 def lock_providers(
@@ -383,7 +432,7 @@ def lock_providers(
             if postgresql:
                 locked += len(conn.execute(_BUMP_SAYING_SO[column], values).all())
             else:
-                locked += conn.execute(_BUMP[column], values).rowcount
+                locked += conn.execute(_BUMP[column].listed, values).rowcount
     if locked != len(ids):
         # Deleted by a transaction that committed while this one waited.
         raise errors.ConcurrentUpdate(
@@ -396,16 +445,18 @@ def lock_providers(
 #                         WHERE a.resource_provider_id = inventories.resource_provider_id
 #                           AND a.resource_class_id = inventories.resource_class_id) AS usage
 #   FROM inventories WHERE resource_provider_id IN (:provider_ids)
-_INVENTORIES_WITH_USAGE = select(
-    inventories,
-    select(func.coalesce(func.sum(allocations.c.used), 0))
-    .where(
-        allocations.c.resource_provider_id == inventories.c.resource_provider_id,
-        allocations.c.resource_class_id == inventories.c.resource_class_id,
-    )
-    .scalar_subquery()
-    .label("usage"),
-).where(inventories.c.resource_provider_id.in_(bindparam("provider_ids", expanding=True)))
+_INVENTORIES_WITH_USAGE = _Statement(
+    lambda one_of: select(
+        inventories,
+        select(func.coalesce(func.sum(allocations.c.used), 0))
+        .where(
+            allocations.c.resource_provider_id == inventories.c.resource_provider_id,
+            allocations.c.resource_class_id == inventories.c.resource_class_id,
+        )
+        .scalar_subquery()
+        .label("usage"),
+    ).where(one_of(inventories.c.resource_provider_id, "provider_ids", BigInteger))
+)
 
 
 def check_allocations_fit(
@@ -426,7 +477,8 @@ def check_allocations_fit(
     if not pairs:
         return
     provider_ids = sorted({p for p, _ in pairs})
-    rows = conn.execute(_INVENTORIES_WITH_USAGE, {"provider_ids": provider_ids}).all()
+    statement = _INVENTORIES_WITH_USAGE.of(conn)
+    rows = conn.execute(statement, {"provider_ids": provider_ids}).all()
     inventory = {(row.resource_provider_id, row.resource_class_id): row for row in rows}
     usage = {key: int(row.usage) for key, row in inventory.items()}
     for key in sorted(pairs):
