@@ -58,6 +58,9 @@ depends_on = None
 # variable, on PostgreSQL a transaction-local setting.
 LOGGED_FROM = "@placement_logged_from"
 MOVED_FIRST = "placement.providers_moved_first"
+# Whether a provider is logged by a transaction, found at once (MySQL's triggers ask it
+# for each row; on PostgreSQL a statement asks it of all its rows at once).
+LOGGED_BY = "ix_provider_changes_provider_id_transaction_id"
 
 
 def _revision(file_name: str):
@@ -170,7 +173,7 @@ def _mysql(table: str, event: str, name: str, rows, which, named_by) -> list[str
         # log is read in a statement of its own: the bump's nested trigger writes it.)
         unless_logged = "".join(
             f"""
-            IF NOT EXISTS (SELECT 1 FROM provider_changes
+            IF NOT EXISTS (SELECT 1 FROM provider_changes FORCE INDEX ({LOGGED_BY})
                             WHERE transaction_id >= {LOGGED_FROM}
                               AND provider_id = {row}.{named_by}) THEN
                 {bump}id = {row}.{named_by};
@@ -208,11 +211,6 @@ def _logging_mysql(noting: bool) -> list[str]:
             )
         statements += [f"DROP TRIGGER IF EXISTS {name}", created]
     return statements
-
-
-# Whether a provider is logged by a transaction, found at once (MySQL's triggers ask it
-# for each row; on PostgreSQL a statement asks it of all its rows at once).
-LOGGED_BY = "ix_provider_changes_provider_id_transaction_id"
 
 
 def upgrade() -> None:
