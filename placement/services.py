@@ -17,7 +17,7 @@ from sqlalchemy import Engine
 from placement import auth
 from placement.candidates.service import CandidateSearch
 from placement.config import Config
-from placement.db.engine import reading_one_snapshot
+from placement.db.snapshots import reading_one_snapshot
 from placement.devices.service import DeviceSearch
 from placement.group_resources.service import GroupResourceSearch
 from placement.k8s.extender import SchedulerExtender
