@@ -161,3 +161,19 @@ def test_a_time_budget_cuts_the_gang_search_as_over_http(run, tmp_path):
     assert len(cut["gangs"]) == 1
     status, explained, _ = run("gangs", "explain", request, "--budget-ms", "1")
     assert status == 0 and explained["cut"]["nodes_looked_at"] < NODES
+
+
+def test_the_command_answers_as_the_route_does(run, tmp_path):
+    """One door: the same body, from a file and over HTTP on the same database."""
+    from placement.app import create_app
+    from placement.config import Config
+    from tests.conftest import Api
+
+    _cluster(run, tmp_path)
+    request = _write(tmp_path, "gang.json", MIXED)
+    status, from_file, _ = run("gangs", "candidates", request)
+    assert status == 0
+    app = create_app(Config(database_url=f"sqlite:///{tmp_path / 'placement.sqlite'}"))
+    over_http = Api(app.test_client()).post("/group_resources/gang_candidates", json=MIXED)
+    assert over_http.status_code == 200
+    assert over_http.json == from_file
