@@ -1,8 +1,9 @@
 """Kubernetes pod groups: the gang reserved for each group, and who took its members.
 
 ``pod_group_reservations``: one row per pod group whose first pod's bind reserved a
-gang (``gang_members``): the group's key and when the reservation was made (it is
-released after ``[k8s] gang_reservation_timeout`` where its pods never came).
+gang (``gang_members``): the group's key, what its pods ask, and when the reservation
+was made (it is released after ``[k8s] gang_reservation_timeout`` where its pods never
+came).
 ``pod_group_members``: each member of such a gang, its node, the devices it holds
 (the pod annotation a pod taking it is given), and the pod that took it (none yet: the
 member's consumer is a placeholder).
@@ -28,6 +29,7 @@ def upgrade() -> None:
         "pod_group_reservations",
         sa.Column("gang_uuid", sa.String(36), nullable=False),
         sa.Column("pod_group", sa.String(255), nullable=False),
+        sa.Column("member_request", sa.Text(), nullable=False),
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.Column("updated_at", sa.DateTime(), nullable=True),
         sa.PrimaryKeyConstraint("gang_uuid", name="pk_pod_group_reservations"),

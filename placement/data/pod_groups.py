@@ -28,6 +28,7 @@ from placement.db.tables import (
 class Reservation:
     gang_uuid: str
     pod_group: str
+    member_request: str  # what its members' pods ask (``pod_groups.member_request``)
     created_at: datetime.datetime
 
 
@@ -42,7 +43,7 @@ class Member:
 
 
 def insert_reservation(
-    conn: Connection, gang_uuid: str, pod_group: str, now: datetime.datetime
+    conn: Connection, gang_uuid: str, pod_group: str, member_request: str, now: datetime.datetime
 ) -> None:
     """The group's reservation; Conflict when another transaction made one first (the
     unique key makes the second wait for the first, then refuses it)."""
@@ -50,12 +51,15 @@ def insert_reservation(
         with conn.begin_nested():
             conn.execute(
                 insert(pod_group_reservations).values(
-                    gang_uuid=gang_uuid, pod_group=pod_group, created_at=now
+                    gang_uuid=gang_uuid,
+                    pod_group=pod_group,
+                    member_request=member_request,
+                    created_at=now,
                 )
             )
     except IntegrityError as exc:
         raise errors.Conflict(
-            f"Pod group {pod_group} was reserved concurrently; schedule the pod again.",
+            "It was reserved concurrently; schedule the pod again.",
             code=errors.CONCURRENT_UPDATE,
         ) from exc
 
@@ -81,16 +85,17 @@ def insert_members(
 
 
 def reservation_of(conn: Connection, pod_group: str) -> Reservation | None:
-    # SELECT gang_uuid, pod_group, created_at FROM pod_group_reservations
+    # SELECT gang_uuid, pod_group, member_request, created_at FROM pod_group_reservations
     #   WHERE pod_group = :pod_group
     row = conn.execute(
-        select(
-            pod_group_reservations.c.gang_uuid,
-            pod_group_reservations.c.pod_group,
-            pod_group_reservations.c.created_at,
-        ).where(pod_group_reservations.c.pod_group == pod_group)
+        select(*_reservation_columns()).where(pod_group_reservations.c.pod_group == pod_group)
     ).first()
     return Reservation(*row) if row is not None else None
+
+
+def _reservation_columns():
+    r = pod_group_reservations
+    return r.c.gang_uuid, r.c.pod_group, r.c.member_request, r.c.created_at
 
 
 def _members_select():
@@ -202,7 +207,7 @@ def reservations_holding_nothing(conn: Connection) -> list[Reservation]:
     pods are gone (released) and no member is left reserved."""
     r = pod_group_reservations
     rows = conn.execute(
-        select(r.c.gang_uuid, r.c.pod_group, r.c.created_at)
+        select(*_reservation_columns())
         .where(~_holds_anything(r.c.gang_uuid))
         .order_by(r.c.pod_group)
     )

@@ -51,7 +51,7 @@ from placement.devices.service import DeviceSearch
 from placement.devices.snapshot import DeviceNode
 from placement.gangs.service import GangSearch
 from placement.k8s import node_topology, what_if
-from placement.k8s.pod_groups import NodeLimit, PodGroups, pod_group_of
+from placement.k8s.pod_groups import NodeLimit, PodGroups
 from placement.k8s.pod_requests import pod_device_request
 from placement.k8s.protocol import BindingArgs, ExtenderArgs, NodeObject, PreemptionArgs
 from placement.nodes.naming import Naming
@@ -181,15 +181,12 @@ class SchedulerExtender:
             )
         request = pod_device_request(pod, naming)
         if request is not None:
-            group = pod_group_of(pod)
-            annotation = None
-            if group is not None:
-                holder = NewConsumer(
-                    consumer_uuid, args.pod_namespace, SCHEDULER_USER, POD_CONSUMER_TYPE
-                )
-                annotation = self.pod_groups.take(
-                    conn, cluster, group, request, naming, holder, args.node
-                )
+            holder = NewConsumer(
+                consumer_uuid, args.pod_namespace, SCHEDULER_USER, POD_CONSUMER_TYPE
+            )
+            annotation = self.pod_groups.take(
+                conn, cluster, pod, request, naming, holder, args.node
+            )
             if annotation is None:
                 annotation = self._claim(conn, request, naming, consumer_uuid, args)
             cluster.annotate_pod(
@@ -207,10 +204,7 @@ class SchedulerExtender:
         naming: Naming,
         tidy: bool,
     ) -> NodeLimit | None:
-        group = pod_group_of(args.pod)
-        if group is None:
-            return None
-        return self.pod_groups.limit(conn, self.cluster, group, request, naming, tidy)
+        return self.pod_groups.limit(conn, self.cluster, args.pod, request, naming, tidy)
 
     def _claim(
         self,

@@ -22,7 +22,8 @@
   ``POD_GROUP``); then, as every later pod of the group, the pod takes a member on its
   node: the member's allocations move to the pod's own consumer, in the bind's
   transaction, so a binding the API refuses undoes both. Once every member is taken, the
-  group's further pods (beyond minMember) are placed pod by pod.
+  group's further pods (beyond minMember) are placed pod by pod, as is a pod that asks
+  otherwise than the members hold (``member_request``).
 - **Release** (``release_expired``): a reservation older than
   ``[k8s] gang_reservation_timeout`` loses the members no pod took (their allocations
   deleted); the members pods took stay. Done at every filter and bind, and by ``placement
@@ -52,7 +53,9 @@ from placement.devices.bodies import device_allocations
 from placement.devices.request import DeviceRequest
 from placement.gangs import service as gangs
 from placement.gangs.service import GangRequest, GangSearch
+from placement.k8s.pod_requests import effective_requests
 from placement.nodes.naming import Naming
+from placement.schemas.devices import HINT_ANNOTATION, JOINT_ANNOTATION
 
 if TYPE_CHECKING:
     from kubernetes.client import V1Pod
@@ -66,6 +69,7 @@ PLACEHOLDER_CONSUMER_TYPE = "POD_GROUP"
 REQUIRED_LEVEL = "gang-required-level"
 PREFERRED_LEVEL = "gang-preferred-level"
 SHARE_NODES = "gang-share-nodes"
+DEVICE_ANNOTATIONS = (JOINT_ANNOTATION, HINT_ANNOTATION)
 MAX_MEMBERS = 1024  # as a gang request over HTTP
 KEY_LENGTH = 255  # pod_group_reservations.pod_group
 
@@ -135,6 +139,24 @@ def pod_group_of(pod: "V1Pod") -> PodGroupRef | None:
     return None
 
 
+def member_request(pod: "V1Pod") -> str:
+    """What the pod asks of devices, as one text: a member reserved for a group is taken
+    only by a pod that asks the same (its effective device requests and its device
+    annotations)."""
+    metadata = pod.metadata
+    annotations = (metadata.annotations if metadata else None) or {}
+    return json.dumps(
+        {
+            "requests": {name: str(amount) for name, amount in effective_requests(pod).items()},
+            "annotations": {
+                name: annotations[name] for name in DEVICE_ANNOTATIONS if name in annotations
+            },
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+
+
 def gang_shape(
     config: Config, group: PodGroupRef, pod_group: Mapping, levels: tuple[str, ...]
 ) -> GangShape | None:
@@ -194,14 +216,17 @@ class PodGroups:
         self,
         conn: Connection,
         cluster: Callable[[], "Cluster"],
-        group: PodGroupRef,
+        pod: "V1Pod",
         request: DeviceRequest,
         naming: Naming,
         tidy: bool,
     ) -> NodeLimit | None:
-        """Where the group's pod may go (None: anywhere it fits, as a pod of no group).
-        ``tidy``: forget the group's reservation if it holds nothing any more (a write)."""
-        reservation, unclaimed = self._standing(conn, group, tidy)
+        """Where the pod may go (None: anywhere it fits, as a pod of no group). ``tidy``:
+        forget its group's reservation if it holds nothing any more (a write)."""
+        group = pod_group_of(pod)
+        if group is None:
+            return None
+        reservation, unclaimed = self._standing(conn, group, member_request(pod), tidy)
         if unclaimed:
             nodes = frozenset(member.node for member in unclaimed)
             return NodeLimit(
@@ -233,28 +258,33 @@ class PodGroups:
         self,
         conn: Connection,
         cluster: "Cluster",
-        group: PodGroupRef,
+        pod: "V1Pod",
         request: DeviceRequest,
         naming: Naming,
-        pod: NewConsumer,
+        holder: NewConsumer,
         node: str,
     ) -> str | None:
-        """Give the pod a member of its group's gang on ``node`` (reserving the gang
-        first if the group has none): the member's ``device-allocated`` annotation, or
-        None when the pod is placed on its own (see the module)."""
-        reservation, unclaimed = self._standing(conn, group, tidy=True)
+        """Give the pod (its consumer: ``holder``) a member of its group's gang on
+        ``node``, reserving the gang first if the group has none: the member's
+        ``device-allocated`` annotation, or None when the pod is placed on its own (see
+        the module)."""
+        group = pod_group_of(pod)
+        if group is None:
+            return None
+        asks = member_request(pod)
+        reservation, unclaimed = self._standing(conn, group, asks, tidy=True)
         if reservation is not None and not unclaimed:
             return None
         if reservation is None:
             shape = self._shape(conn, cluster, group)
             if shape is None:
                 return None
-            gang_uuid = self._reserve(conn, group, shape, request, naming, pod, node)
+            gang_uuid = self._reserve(conn, group, shape, request, asks, naming, holder, node)
             unclaimed = data.unclaimed_members(conn, gang_uuid)
         now = clock.utcnow()
         for member in unclaimed:
-            if member.node == node and data.take_member(conn, member, pod.uuid, now):
-                _move_allocations(conn, member.consumer_uuid, pod)
+            if member.node == node and data.take_member(conn, member, holder.uuid, now):
+                _move_allocations(conn, member.consumer_uuid, holder)
                 return member.device_allocated
         left = sorted({member.node for member in unclaimed})
         raise errors.Conflict(
@@ -284,13 +314,18 @@ class PodGroups:
         return {"members_released": released, "reservations_ended": forgotten}
 
     def _standing(
-        self, conn: Connection, group: PodGroupRef, tidy: bool
+        self, conn: Connection, group: PodGroupRef, asks: str, tidy: bool
     ) -> tuple[data.Reservation | None, list[data.Member]]:
         """The group's reservation and its members no pod took; (None, []) when it has
-        none, or one that holds nothing any more (forgotten when ``tidy``)."""
+        none, or one that holds nothing any more (forgotten when ``tidy``). A pod that
+        asks otherwise than the members hold takes none: (reservation, [])."""
         reservation = data.reservation_of(conn, group.key)
         if reservation is None:
             return None, []
+        if reservation.member_request != asks and data.gang_holds_anything(
+            conn, reservation.gang_uuid
+        ):
+            return reservation, []
         if reservation.created_at >= self._cutoff():
             unclaimed = data.unclaimed_members(conn, reservation.gang_uuid)
             if unclaimed:
@@ -314,23 +349,26 @@ class PodGroups:
         group: PodGroupRef,
         shape: GangShape,
         request: DeviceRequest,
+        asks: str,
         naming: Naming,
-        pod: NewConsumer,
+        holder: NewConsumer,
         node: str,
     ) -> str:
         """Claim the group's gang for placeholders; its uuid. Conflict when the gang
         chosen now leaves out ``node`` (chosen by the scheduler from an older answer)."""
         gang_uuid = str(uuid.uuid4())
         now = clock.utcnow()
-        data.insert_reservation(conn, gang_uuid, group.key, now)
+        _grouped(group, lambda: data.insert_reservation(conn, gang_uuid, group.key, asks, now))
         placeholders = [
-            NewConsumer(str(uuid.uuid4()), pod.project_id, pod.user_id, PLACEHOLDER_CONSUMER_TYPE)
+            NewConsumer(
+                str(uuid.uuid4()), holder.project_id, holder.user_id, PLACEHOLDER_CONSUMER_TYPE
+            )
             for _ in range(shape.members)
         ]
-        member_request = shape.request(request)
+        gang_request = shape.request(request)
         gang = _grouped(
             group,
-            lambda: self._gangs.claim(conn, member_request, naming, gang_uuid, placeholders),
+            lambda: self._gangs.claim(conn, gang_request, naming, gang_uuid, placeholders),
         )
         nodes = sorted({chosen.name for chosen, _ in gang.members})
         if node not in nodes:

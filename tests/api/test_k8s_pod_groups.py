@@ -245,6 +245,20 @@ def test_a_reservation_whose_pods_never_come_is_released_after_its_time(
     assert "n2" in names and "n0" not in names
 
 
+def test_a_pod_of_the_group_asking_otherwise_is_placed_on_its_own(k8s_api, apiserver, engine):
+    apiserver.add_pod_group(coscheduling_group("mixed", 2))
+    workers = group_pods("mixed", 2)
+    assert bind(k8s_api, apiserver, workers[0], "n0") == ""
+    (odd,) = group_pods("mixed", 1, gpus=2, first=2)
+    # Not limited to the reserved n1 (whose GPUs are held): wherever 2 GPUs are free.
+    assert filter_names(k8s_api, odd, NODES)["NodeNames"] == ["n2", "n3", "n4", "n5"]
+    assert bind(k8s_api, apiserver, odd, "n2") == ""
+    taken = {m["node_name"]: m["pod_uid"] for m in rows(engine, pod_group_members)}
+    assert taken == {"n0": workers[0]["metadata"]["uid"], "n1": None}
+    assert gpus_used(k8s_api, "n2") == [1000, 1000, 0, 0]
+    assert filter_names(k8s_api, workers[1], NODES)["NodeNames"] == ["n1"]
+
+
 def test_a_group_whose_pods_are_released_reserves_a_new_gang(k8s_api, apiserver, engine):
     apiserver.add_pod_group(coscheduling_group("again", 2))
     first = group_pods("again", 2)
