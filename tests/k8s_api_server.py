@@ -228,3 +228,10 @@ def kubeconfig(url: str) -> str:
             "contexts": [{"name": "test", "context": {"cluster": "test", "user": "scheduler"}}],
         }
     )
+
+
+def kubeconfig_file(folder, url: str) -> str:
+    """The path of a kubeconfig file in ``folder`` naming the server ``url``."""
+    path = folder / "kubeconfig"
+    path.write_text(kubeconfig(url), encoding="utf-8")
+    return str(path)

@@ -17,7 +17,7 @@ from tests.api.device_helpers import import_node
 from tests.api.gang_helpers import build_cluster, gpu_box, set_network
 from tests.api.k8s_helpers import api_with_cluster, call, filter_names, pod
 from tests.api.test_gangs import CLUSTER
-from tests.k8s_api_server import FakeApiServer, binding_args, kubeconfig, running
+from tests.k8s_api_server import FakeApiServer, binding_args, kubeconfig_file, running
 
 COSCHEDULING = "scheduling.x-k8s.io/pod-group"
 VOLCANO = "scheduling.k8s.io/group-name"
@@ -223,10 +223,8 @@ def test_a_reservation_whose_pods_never_come_is_released_after_its_time(
     elif released_by == "bind":
         assert bind(k8s_api, apiserver, other, "n5") == ""
     else:
-        path = tmp_path / "kubeconfig-cli"
-        path.write_text(kubeconfig(apiserver.url), encoding="utf-8")
         monkeypatch.setenv("PLACEMENT_DATABASE_URL", k8s_api.services.config.database_url)
-        monkeypatch.setenv("PLACEMENT_K8S_KUBECONFIG", str(path))
+        monkeypatch.setenv("PLACEMENT_K8S_KUBECONFIG", kubeconfig_file(tmp_path, apiserver.url))
         monkeypatch.delenv("PLACEMENT_CONFIG_FILE", raising=False)
         apiserver.add_pod(pods[0])
         assert cli.main(["k8s", "reconcile", "--no-devices"]) == 0

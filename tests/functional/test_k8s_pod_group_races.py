@@ -8,16 +8,9 @@ import pytest
 import requests
 
 from tests.functional.gunicorn import race, running_gunicorn
-from tests.k8s_api_server import FakeApiServer, binding_args, kubeconfig, running
+from tests.functional.test_k8s_concurrent_binds import FOUR_GPUS, HEADERS, SCHEDULER
+from tests.k8s_api_server import FakeApiServer, binding_args, kubeconfig_file, running
 
-HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
-SCHEDULER = {"Content-Type": "application/json"}
-FOUR_GPUS = {
-    "devices": [
-        {"type": "gpu", "minor": m, "numa": 0, "pcie": m // 2, "memory": "16Gi", "id": f"GPU-{m}"}
-        for m in range(4)
-    ]
-}
 # Two leaves of two nodes: each group of two fits one leaf, and both want l0 first.
 NETWORK = {
     "levels": ["spine", "leaf"],
@@ -55,12 +48,14 @@ def _pod_group(name: str) -> dict:
 
 @pytest.fixture(params=["postgresql", "sqlite", "mysql"])
 def served(request, empty_database_url, tmp_path):
+    """gunicorn's workers on a new database, the pod groups' required level a leaf."""
     with running(FakeApiServer()) as apiserver:
-        path = tmp_path / "kubeconfig"
-        path.write_text(kubeconfig(apiserver.url), encoding="utf-8")
-        url = empty_database_url(request.param)
-        env = {"PLACEMENT_K8S_KUBECONFIG": str(path), "PLACEMENT_K8S_GANG_REQUIRED_LEVEL": "leaf"}
-        with running_gunicorn(url, tmp_path, workers=4, extra_env=env) as base:
+        env = {
+            "PLACEMENT_K8S_KUBECONFIG": kubeconfig_file(tmp_path, apiserver.url),
+            "PLACEMENT_K8S_GANG_REQUIRED_LEVEL": "leaf",
+        }
+        database = empty_database_url(request.param)
+        with running_gunicorn(database, tmp_path, workers=4, extra_env=env) as base:
             yield base, apiserver
 
 
@@ -118,17 +113,17 @@ def test_two_groups_binding_at_once_each_get_a_gang_and_nothing_is_given_twice(s
             break
     assert waiting == []
 
-    # Every GPU is held by one pod, whole; each group's pods share one leaf.
-    holders = {}
-    for gpu in gpus:
-        held = requests.get(
-            f"{base}/resource_providers/{gpu}/allocations", headers=HEADERS, timeout=60
-        ).json()["allocations"]
-        assert len(held) == 1, held
-        [(holder, allocation)] = held.items()
-        assert allocation["resources"]["CUSTOM_GPU_TENANCY"] == 1000
-        holders[gpu] = holder
-    assert set(holders.values()) == {pod["metadata"]["uid"] for pod in pods}
+    # Every GPU is held by one pod, whole (so by no placeholder); each group in one leaf.
+    held_by: dict[str, str] = {}
+    for pod in pods:
+        uid = pod["metadata"]["uid"]
+        answer = requests.get(f"{base}/allocations/{uid}", headers=HEADERS, timeout=60)
+        for provider, allocation in answer.json()["allocations"].items():
+            if provider in gpus:
+                assert allocation["resources"]["CUSTOM_GPU_TENANCY"] == 1000
+                assert provider not in held_by, (provider, uid, held_by[provider])
+                held_by[provider] = uid
+    assert sorted(held_by) == sorted(gpus)
     nodes = {}
     for bind in apiserver.calls("POST"):
         nodes[bind.body["metadata"]["name"]] = bind.body["target"]["name"]
