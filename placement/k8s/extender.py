@@ -51,7 +51,7 @@ from placement.devices.service import DeviceSearch
 from placement.devices.snapshot import DeviceNode
 from placement.gangs.service import GangSearch
 from placement.k8s import node_topology, what_if
-from placement.k8s.pod_groups import NodeLimit, PodGroups
+from placement.k8s.pod_groups import PodGroups
 from placement.k8s.pod_requests import pod_device_request
 from placement.k8s.protocol import BindingArgs, ExtenderArgs, NodeObject, PreemptionArgs
 from placement.nodes.naming import Naming
@@ -102,7 +102,7 @@ class SchedulerExtender:
         if request is None:
             return [n for n in names if n not in unresolvable], {}, unresolvable
         asked = [name for name in names if name not in unresolvable]
-        limit = self._group_limit(conn, args, request, naming, tidy=True)
+        limit = self.pod_groups.limit(conn, self.cluster, args.pod, request, naming, tidy=True)
         if limit is not None and limit.reserved:
             # The group's devices are held for it already: its reserved nodes pass.
             unresolvable.update({name: limit.reason for name in asked if name not in limit.nodes})
@@ -136,7 +136,7 @@ class SchedulerExtender:
         scores = dict.fromkeys(names, 0)
         if request is None:
             return scores
-        limit = self._group_limit(conn, args, request, naming, tidy=False)
+        limit = self.pod_groups.limit(conn, self.cluster, args.pod, request, naming, tidy=False)
         if limit is not None:
             return {name: BEST_SCORE if name in limit.nodes else 0 for name in names}
         answer = self._search.find_candidates(conn, request, naming, node_names=names)
@@ -195,16 +195,6 @@ class SchedulerExtender:
         if pod.spec is not None and pod.spec.node_name == args.node:
             return  # bound already: a retry after a bind that was answered late
         cluster.bind_pod(args.pod_namespace, args.pod_name, args.pod_uid, args.node)
-
-    def _group_limit(
-        self,
-        conn: Connection,
-        args: ExtenderArgs,
-        request: DeviceRequest,
-        naming: Naming,
-        tidy: bool,
-    ) -> NodeLimit | None:
-        return self.pod_groups.limit(conn, self.cluster, args.pod, request, naming, tidy)
 
     def _claim(
         self,
