@@ -37,7 +37,8 @@ Layout, from the top down (a module imports only from the layers below it):
   ``interning`` (equal values as one object in the long-lived copies) and
   ``explaining`` (what the three searches' explanations share).
 
-One request is one transaction (see ``endpoints``; a search's snapshot, ``db.snapshots``). Provider generations guard
-every read-modify-write: the UPDATE that bumps a generation checks the value
-the client saw, and on PostgreSQL also locks the provider row until commit.
+One request is one transaction (see ``endpoints``; a search's snapshot,
+``db.snapshots``). Provider generations guard every read-modify-write: the
+UPDATE that bumps a generation checks the value the client saw, and on
+PostgreSQL also locks the provider row until commit.
 """
