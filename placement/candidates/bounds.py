@@ -19,7 +19,7 @@ kept, and no more than their share of ``allocation_candidates_cache_mib`` (about
 
 from placement.candidates.plan import SearchPlan
 from placement.candidates.scoring import Scorer, total
-from placement.candidates.search import kind_of
+from placement.candidates.search import TreeKinds, kind_of
 
 MAX_REQUESTS_KEPT = 16
 BYTES_PER_TREE = 320  # a tree's bests and bound as kept, with its dict entry (measured: 3 slots)
@@ -72,12 +72,20 @@ class KeptBounds:
 class TreeBounds:
     """Each tree's options and bounds for one ranked request."""
 
-    def __init__(self, plan: SearchPlan, scorer: Scorer, kept: TreeBoundsKept | None) -> None:
+    def __init__(
+        self,
+        plan: SearchPlan,
+        scorer: Scorer,
+        kept: TreeBoundsKept | None,
+        kinds: TreeKinds | None = None,
+    ) -> None:
         self.plan = plan
         self.scorer = scorer
         self.kept = kept if kept is not None else {}
         self.by_kind = not plan.sharing
         self.demand_items = tuple(sorted(plan.demand.items()))
+        # (kept from earlier requests when given: ``search.TreeKinds``)
+        self.kinds = (kinds or TreeKinds()).for_demand(plan.world, self.demand_items)
         self.positions: dict[object, list[list[int]] | None] = {}  # kind -> options
         self.kind_bests: dict[object, list[float]] = {}  # without utilization
         # Which slot's bests are another's: twins have the same options and values.
@@ -110,7 +118,7 @@ class TreeBounds:
         if not self.by_kind:
             options = plan.tree_options(root)
             return options if all(options) else None
-        kind = kind_of(plan, root, self.demand_items)
+        kind = kind_of(plan, root, self.demand_items, self.kinds)
         if kind is None:
             return None
         tree = plan.world.trees[root]
@@ -137,7 +145,7 @@ class TreeBounds:
             return found[0]
         kind = None
         if self.by_kind and not self.scorer.utilization:
-            kind = kind_of(self.plan, root, self.demand_items)
+            kind = kind_of(self.plan, root, self.demand_items, self.kinds)
             if kind in self.kind_bests:
                 return self.kind_bests[kind]
         values, new_value = self.scorer.values, self.scorer.new_value
