@@ -2,8 +2,8 @@
 delete it.
 
 ``sync_node`` and ``delete_node`` are the translator's own, for its kind of node
-(``nodes.kinds``): a device node's tree is its topology's, so they refuse it (409);
-the device feature writes and deletes its nodes' trees through ``write_tree`` and
+(``nodes.kinds``): a device node is the device feature's, so they refuse it (409);
+that feature writes and deletes its nodes' trees through ``write_tree`` and
 ``delete_tree``, which take a node of either kind.
 
 Idempotent: a map equal to the last one changes no row and no generation.
@@ -67,7 +67,7 @@ def sync_node(
 
 def delete_node(conn: Connection, node: str) -> None:
     """Delete a translator node without allocations; a device node is refused (the device
-    feature deletes it, with its topology)."""
+    feature deletes it, with what it keeps beside the tree)."""
     group_nodes.lock_node(conn, node)
     if node_kind(conn, node) is NodeKind.DEVICE:
         raise errors.Conflict(
