@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from placement.candidates.answers import NO_ANSWERS, KeptAnswers, TreeAnswers
+from placement.candidates.per_tree import PerTreeByKey
 from placement.candidates.plan import SearchPlan
 from placement.candidates.walk import tree_candidates
 from placement.replica.forms import TreeForm
@@ -239,24 +240,28 @@ class TreeKinds:
     candidates' front door (``CandidateSearch``) from one request to the next: each with
     the form of the tree it was found for, so that a tree changed since (a changed tree
     has a new form, and so has every tree when the forms are numbered again) has its kind
-    found again. At most ``DEMANDS_KEPT`` demands, the least recently asked dropped
+    found again; the front door also drops the kinds of the trees the copy says changed
+    (``drop_trees``). At most ``DEMANDS_KEPT`` demands, the least recently asked dropped
     first; the kinds of trees gone are dropped as they pile up."""
 
     def __init__(self) -> None:
-        self._by_demand: dict[tuple, KindsOfTrees] = {}
+        self._by_demand: PerTreeByKey[tuple[TreeForm, object]] = PerTreeByKey(DEMANDS_KEPT)
 
     def for_demand(self, world: ProviderWorld, demand_items: tuple) -> KindsOfTrees:
         """The kinds kept for ``demand_items`` (a plan's demand, sorted), now the most
         recently asked."""
-        kept = self._by_demand.pop(demand_items, None)
-        if kept is None:
-            kept = {}
-            while len(self._by_demand) >= DEMANDS_KEPT:
-                del self._by_demand[next(iter(self._by_demand))]
-        elif len(kept) > 2 * len(world.trees) + 100:
+        kept = self._by_demand.kept_for(demand_items)
+        if len(kept) > 2 * len(world.trees) + 100:
             kept = {root: kind for root, kind in kept.items() if root in world.trees}
-        self._by_demand[demand_items] = kept
+            self._by_demand.replace(demand_items, kept)
         return kept
+
+    def drop_trees(self, roots) -> None:
+        """Forget the kinds of these trees (changed: they would be found again anyway)."""
+        self._by_demand.drop_trees(roots)
+
+    def clear(self) -> None:
+        self._by_demand.clear()
 
 
 def kind_of(plan: SearchPlan, root: int, demand_items: tuple, kinds: KindsOfTrees) -> object:

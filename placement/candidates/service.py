@@ -164,9 +164,11 @@ class CandidateSearch:
         if changed is None:
             self.answers.clear()
             self.bounds.clear()
+            self.kinds.clear()
         elif changed:
             self.answers.drop_trees(changed)
             self.bounds.drop_trees(changed)
+            self.kinds.drop_trees(changed)
         self.summaries.follow(world)
 
     def _search(
