@@ -42,7 +42,7 @@ from placement.claiming import NewConsumer
 from placement.config import Config
 from placement.data import allocations as allocation_data
 from placement.data import consumers as consumer_data
-from placement.devices import service as devices
+from placement.devices import importing as devices
 from placement.devices.bodies import device_allocations
 from placement.devices.chooser import Chooser, Unfit
 from placement.devices.request import DeviceRequest

@@ -26,7 +26,7 @@ from placement import errors
 from placement.data import allocations as allocation_data
 from placement.data import consumers as consumer_data
 from placement.devices import checkpoints
-from placement.devices import service as devices
+from placement.devices import importing as devices
 from placement.devices.service import DeviceSearch
 from placement.k8s.extender import POD_CONSUMER_TYPE
 from placement.k8s.koordinator_devices import DeviceObject, read_device_object
