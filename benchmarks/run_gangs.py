@@ -12,6 +12,8 @@ times, with ``"scorer": "pack"``:
   ``required: nvlink_domain``, ``limit: 1`` (target: p50 <= 50 ms at 2,000 nodes);
 * (b) 64 members of 8 GPUs, ``required: spine``, ``preferred: leaf``, ``limit: 1``
   (target: p50 <= 100 ms);
+* (e) members of two kinds: one parameter server of 2 GPUs and 63 workers of 8 GPUs,
+  ``required: spine``, ``preferred: leaf``, ``limit: 1`` (no target; beside (b));
 * (c) ``POST /group_resources/gang_claims`` of (b), ``--claims`` one after the other,
   each gang kept (target: p50 <= 150 ms); then every gang released;
 * (d) the same claims from ``--concurrency`` threads at once, then read back through
@@ -19,7 +21,8 @@ times, with ``"scorer": "pack"``:
   granted holds all its members' devices, every gang refused holds nothing.
 
 Each query is first asked once and checked (a gang of the members asked, in one
-domain of the required level; for (b) in as few leaves as a leaf's size allows).
+domain of the required level, each member with its kind's GPUs; for (b) and (e) in as
+few leaves as a leaf's size allows).
 The load average is printed with the results: below 1.5 the machine was quiet.
 Exits 1 when anything was unexpected.
 """
@@ -52,6 +55,27 @@ SPINE_GANG = {
     "scorer": "pack",
     "limit": 1,
 }
+MIXED_GANG = {
+    "members": [
+        {"count": 1, "member": {"resources": {"nvidia.com/gpu": 2}}},
+        {"count": 63, "member": EIGHT_GPUS},
+    ],
+    "required": "spine",
+    "preferred": "leaf",
+    "scorer": "pack",
+    "limit": 1,
+}
+
+
+def _gpus_per_member(query: dict) -> list[int]:
+    """The GPUs each member asks for, in member order (kind by kind)."""
+    if isinstance(query["members"], int):
+        return [query["member"]["resources"]["nvidia.com/gpu"]] * query["members"]
+    return [
+        group["member"]["resources"]["nvidia.com/gpu"]
+        for group in query["members"]
+        for _ in range(group["count"])
+    ]
 
 
 def network(names: list[str], spines: int, leaves: int, domains: int) -> dict:
@@ -77,12 +101,13 @@ def _check_gang(body: dict, query: dict, placed: dict, fewest_leaves: int | None
     gang = body["gangs"][0]
     members = gang["members"]
     required = query["required"]
-    if len(members) != query["members"] or gang["nodes"] != query["members"]:
-        return f"EXPECTED {query['members']} members on as many nodes, got {len(members)}"
+    gpus = _gpus_per_member(query)
+    if len(members) != len(gpus) or gang["nodes"] != len(gpus):
+        return f"EXPECTED {len(gpus)} members on as many nodes, got {len(members)}"
     if {placed[m["node"]][required] for m in members} != {gang["required"]["domain"]}:
         return f"EXPECTED every member in {required} {gang['required']['domain']}"
-    if any(len(m["devices"]["gpu"]) != 8 for m in members):
-        return "EXPECTED 8 GPUs per member"
+    if [len(m["devices"]["gpu"]) for m in members] != gpus:
+        return "EXPECTED each member's GPUs, in member order"
     if fewest_leaves is not None and len(gang["domains"]["leaf"]) != fewest_leaves:
         return f"EXPECTED {fewest_leaves} leaves, got {gang['domains']['leaf']}"
     return ""
@@ -236,6 +261,14 @@ def main(argv: list[str] | None = None) -> int:
                 args,
                 "(b) 64 x 8 GPUs, required spine, preferred leaf",
                 SPINE_GANG,
+                placed,
+                fewest_leaves,
+            ),
+            query_row(
+                base,
+                args,
+                "(e) 1 x 2 GPUs + 63 x 8 GPUs, required spine, preferred leaf",
+                MIXED_GANG,
                 placed,
                 fewest_leaves,
             ),

@@ -35,6 +35,7 @@ from placement.config import Config, load_config
 from placement.data.names import sync_standard_names
 from placement.db import migrate, mysql
 from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine, wait_until_reachable
+from placement.endpoints import register_routes
 from placement.handlers import k8s_scheduler
 from placement.handlers import openapi as openapi_view
 from placement.http import checks_first
@@ -43,10 +44,10 @@ from placement.openapi.document import DocumentCache
 from placement.policy import Policy
 from placement.routes import (
     ANONYMOUS,
+    METRICS,
     METRICS_PATH,
     OUTSIDE_THE_API,
     SCHEDULER_EXTENDER_ENDPOINT,
-    register_routes,
     scheduler_extender_routes,
 )
 from placement.services import Services
@@ -153,16 +154,17 @@ def _before_request() -> None:
     for check in checks_first(view):  # the route's version and media type: 404, 405, 415
         check(request, flask.g.version)
     if credentials is not None:
-        _authorize(services.policy, credentials, request)
+        _authorize(services.policy, getattr(view, "policy_rule", None), credentials, request)
     if _has_nul(request):
         # No name or uuid contains NUL, and PostgreSQL cannot even compare with one.
         raise errors.BadRequest("NUL characters are not allowed in the URL.")
 
 
-def _authorize(policy: Policy, credentials: auth.Credentials, request: flask.Request) -> None:
+def _authorize(
+    policy: Policy, rule: str | None, credentials: auth.Credentials, request: flask.Request
+) -> None:
     """The policy's judgement of the route's rule, on upstream's target: the project the
     request is about (``GET /usages``: the one asked about), else the caller's own."""
-    rule = policy.rule_of(request.method, request.url_rule.rule)  # type: ignore[union-attr]
     if rule is None:
         raise errors.Forbidden("Policy does not allow this request to be performed.")
     if request.path == "/usages":
@@ -190,10 +192,8 @@ def _admit_scheduler(services, request: flask.Request) -> None:
     _refuse_remote_noauth(config, request)
     credentials = services.authenticator.authenticate(request.headers)
     flask.g.credentials = credentials
-    verb = request.url_rule.rule[len(config.k8s_scheduler_prefix) :]  # type: ignore[union-attr]
-    rule = services.policy.rule_of_extender_verb(verb)
-    target = {"project_id": credentials.project_id, "user_id": credentials.user_id}
-    services.policy.authorize(rule, credentials.policy_values(), target)
+    view = flask.current_app.view_functions[request.endpoint]  # type: ignore[index]
+    _authorize(services.policy, getattr(view, "policy_rule", None), credentials, request)
 
 
 def _is_scheduler_client(networks: tuple[str, ...], address: str | None) -> bool:
@@ -225,7 +225,7 @@ def _check_metrics_access(services, request: flask.Request) -> None:
     flask.g.credentials = credentials
     if request.routing_exception is not None:  # a method other than GET or HEAD: 405
         raise request.routing_exception
-    _authorize(services.policy, credentials, request)
+    _authorize(services.policy, METRICS.rule, credentials, request)
 
 
 def is_loopback(host: str) -> bool:

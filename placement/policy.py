@@ -23,6 +23,7 @@ read rule is upstream's.
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from oslo_config import cfg
@@ -31,7 +32,6 @@ from oslo_policy import opts as policy_opts
 from oslo_policy import policy as oslo_policy
 
 from placement import errors
-from placement.k8s import DEFAULT_SCHEDULER_PREFIX
 from placement.policy_decisions import Decisions
 
 ADMIN_OR_SERVICE = "rule:admin_or_service_api"
@@ -96,377 +96,187 @@ BASE_RULES = [
 ]
 
 
-def _api_rule(name: str, check: str, what: str, *operations: tuple[str, str]):
-    return oslo_policy.DocumentedRuleDefault(
-        name=f"placement:{name}",
-        check_str=check,
-        description=what,
-        operations=[{"method": method, "path": path} for method, path in operations],
-        scope_types=PROJECT,
-    )
+@dataclass(frozen=True)
+class Rule:
+    """An API rule's default check, and what it allows."""
+
+    check: str
+    description: str
 
 
-PROVIDER = "/resource_providers/{uuid}"
-INVENTORY = PROVIDER + "/inventories/{resource_class}"
-GROUP_NODE = "/group_resources/nodes/{name}"
-DEVICE_NODE = "/group_resources/device_nodes/{name}"
-NETWORK = "/group_resources/network"
-GANG = "/group_resources/gangs/{gang_uuid}"
-# The extender verbs at the default [k8s] scheduler_prefix (``rule_of_extender_verb``
-# finds them under any prefix).
-SCHEDULER = DEFAULT_SCHEDULER_PREFIX
-
-API_RULES = [
-    _api_rule(
-        "resource_providers:list", READ, "List resource providers.", ("GET", "/resource_providers")
+# The API's rules by name: each one's default and what it guards. The routes name their
+# rule (``routes.API``); the operations each rule guards are derived from them.
+API_RULES: dict[str, Rule] = {
+    "placement:resource_providers:list": Rule(READ, "List resource providers."),
+    "placement:resource_providers:create": Rule(ADMIN_OR_SERVICE, "Create a resource provider."),
+    "placement:resource_providers:show": Rule(READ, "Show a resource provider."),
+    "placement:resource_providers:update": Rule(ADMIN_OR_SERVICE, "Update a resource provider."),
+    "placement:resource_providers:delete": Rule(ADMIN_OR_SERVICE, "Delete a resource provider."),
+    "placement:resource_classes:list": Rule(READ, "List resource classes."),
+    "placement:resource_classes:create": Rule(ADMIN_OR_SERVICE, "Create a resource class."),
+    "placement:resource_classes:show": Rule(READ, "Show a resource class."),
+    "placement:resource_classes:update": Rule(
+        ADMIN_OR_SERVICE, "Create or rename a resource class."
     ),
-    _api_rule(
-        "resource_providers:create",
-        ADMIN_OR_SERVICE,
-        "Create a resource provider.",
-        ("POST", "/resource_providers"),
+    "placement:resource_classes:delete": Rule(ADMIN_OR_SERVICE, "Delete a resource class."),
+    "placement:resource_providers:inventories:list": Rule(READ, "List a provider's inventories."),
+    "placement:resource_providers:inventories:create": Rule(
+        ADMIN_OR_SERVICE, "Add an inventory to a provider."
     ),
-    _api_rule("resource_providers:show", READ, "Show a resource provider.", ("GET", PROVIDER)),
-    _api_rule(
-        "resource_providers:update",
-        ADMIN_OR_SERVICE,
-        "Update a resource provider.",
-        ("PUT", PROVIDER),
+    "placement:resource_providers:inventories:show": Rule(
+        READ, "Show one inventory of a provider."
     ),
-    _api_rule(
-        "resource_providers:delete",
-        ADMIN_OR_SERVICE,
-        "Delete a resource provider.",
-        ("DELETE", PROVIDER),
+    "placement:resource_providers:inventories:update": Rule(
+        ADMIN_OR_SERVICE, "Replace a provider's inventories, or update one."
     ),
-    _api_rule(
-        "resource_classes:list", READ, "List resource classes.", ("GET", "/resource_classes")
+    "placement:resource_providers:inventories:delete": Rule(
+        ADMIN_OR_SERVICE, "Delete a provider's inventories, or one."
     ),
-    _api_rule(
-        "resource_classes:create",
-        ADMIN_OR_SERVICE,
-        "Create a resource class.",
-        ("POST", "/resource_classes"),
+    "placement:resource_providers:aggregates:list": Rule(READ, "List a provider's aggregates."),
+    "placement:resource_providers:aggregates:update": Rule(
+        ADMIN_OR_SERVICE, "Replace a provider's aggregates."
     ),
-    _api_rule(
-        "resource_classes:show", READ, "Show a resource class.", ("GET", "/resource_classes/{name}")
-    ),
-    _api_rule(
-        "resource_classes:update",
-        ADMIN_OR_SERVICE,
-        "Create or rename a resource class.",
-        ("PUT", "/resource_classes/{name}"),
-    ),
-    _api_rule(
-        "resource_classes:delete",
-        ADMIN_OR_SERVICE,
-        "Delete a resource class.",
-        ("DELETE", "/resource_classes/{name}"),
-    ),
-    _api_rule(
-        "resource_providers:inventories:list",
-        READ,
-        "List a provider's inventories.",
-        ("GET", PROVIDER + "/inventories"),
-    ),
-    _api_rule(
-        "resource_providers:inventories:create",
-        ADMIN_OR_SERVICE,
-        "Add an inventory to a provider.",
-        ("POST", PROVIDER + "/inventories"),
-    ),
-    _api_rule(
-        "resource_providers:inventories:show",
-        READ,
-        "Show one inventory of a provider.",
-        ("GET", INVENTORY),
-    ),
-    _api_rule(
-        "resource_providers:inventories:update",
-        ADMIN_OR_SERVICE,
-        "Replace a provider's inventories, or update one.",
-        ("PUT", PROVIDER + "/inventories"),
-        ("PUT", INVENTORY),
-    ),
-    _api_rule(
-        "resource_providers:inventories:delete",
-        ADMIN_OR_SERVICE,
-        "Delete a provider's inventories, or one.",
-        ("DELETE", PROVIDER + "/inventories"),
-        ("DELETE", INVENTORY),
-    ),
-    _api_rule(
-        "resource_providers:aggregates:list",
-        READ,
-        "List a provider's aggregates.",
-        ("GET", PROVIDER + "/aggregates"),
-    ),
-    _api_rule(
-        "resource_providers:aggregates:update",
-        ADMIN_OR_SERVICE,
-        "Replace a provider's aggregates.",
-        ("PUT", PROVIDER + "/aggregates"),
-    ),
-    _api_rule(
-        "resource_providers:usages",
-        READ,
-        "Show a provider's usages.",
-        ("GET", PROVIDER + "/usages"),
-    ),
-    _api_rule(
-        "usages",
+    "placement:resource_providers:usages": Rule(READ, "Show a provider's usages."),
+    "placement:usages": Rule(
         f"{ADMIN_OR_PROJECT_READER_OR_SERVICE} or rule:reader_token_api",
         "Show a project's (or a project's user's) total usages.",
-        ("GET", "/usages"),
     ),
-    _api_rule("traits:list", READ, "List traits.", ("GET", "/traits")),
-    _api_rule("traits:show", READ, "Show whether a trait exists.", ("GET", "/traits/{name}")),
-    _api_rule(
-        "traits:update", ADMIN_OR_SERVICE, "Create a custom trait.", ("PUT", "/traits/{name}")
+    "placement:traits:list": Rule(READ, "List traits."),
+    "placement:traits:show": Rule(READ, "Show whether a trait exists."),
+    "placement:traits:update": Rule(ADMIN_OR_SERVICE, "Create a custom trait."),
+    "placement:traits:delete": Rule(ADMIN_OR_SERVICE, "Delete a custom trait."),
+    "placement:resource_providers:traits:list": Rule(READ, "List a provider's traits."),
+    "placement:resource_providers:traits:update": Rule(
+        ADMIN_OR_SERVICE, "Replace a provider's traits."
     ),
-    _api_rule(
-        "traits:delete", ADMIN_OR_SERVICE, "Delete a custom trait.", ("DELETE", "/traits/{name}")
+    "placement:resource_providers:traits:delete": Rule(
+        ADMIN_OR_SERVICE, "Remove every trait of a provider."
     ),
-    _api_rule(
-        "resource_providers:traits:list",
-        READ,
-        "List a provider's traits.",
-        ("GET", PROVIDER + "/traits"),
+    "placement:allocations:manage": Rule(
+        ADMIN_OR_SERVICE, "Write the allocations of several consumers at once."
     ),
-    _api_rule(
-        "resource_providers:traits:update",
+    "placement:allocations:list": Rule(READ, "Show a consumer's allocations."),
+    "placement:allocations:update": Rule(ADMIN_OR_SERVICE, "Replace a consumer's allocations."),
+    "placement:allocations:delete": Rule(ADMIN_OR_SERVICE, "Delete a consumer's allocations."),
+    "placement:resource_providers:allocations:list": Rule(
+        READ, "List the allocations against a provider."
+    ),
+    "placement:allocation_candidates:list": Rule(
+        READ, "List the allocation candidates for a request."
+    ),
+    "placement:allocation_candidates:explain": Rule(
+        READ, "Explain what a request for allocation candidates finds (this service's)."
+    ),
+    "placement:reshaper:reshape": Rule(
+        SERVICE, "Move inventories and allocations between providers in one step."
+    ),
+    "placement:group_resources:nodes:list": Rule(READ, "List the translator's nodes."),
+    "placement:group_resources:nodes:show": Rule(READ, "Show one of the translator's nodes."),
+    "placement:group_resources:nodes:update": Rule(
+        ADMIN_OR_SERVICE, "Create or update a node from its group-resource keys."
+    ),
+    "placement:group_resources:nodes:delete": Rule(ADMIN_OR_SERVICE, "Delete a translator's node."),
+    "placement:group_resources:queries:translate": Rule(
+        ADMIN_OR_SERVICE, "Translate a group-resource request into an allocation candidates query."
+    ),
+    "placement:group_resources:candidates:list": Rule(
+        ADMIN_OR_SERVICE, "Find candidates for a group-resource request."
+    ),
+    "placement:group_resources:candidates:explain": Rule(
+        ADMIN_OR_SERVICE, "Explain what a group-resource request for candidates finds."
+    ),
+    "placement:group_resources:claims:create": Rule(
+        ADMIN_OR_SERVICE, "Claim the best candidate of a group-resource request."
+    ),
+    "placement:group_resources:device_nodes:list": Rule(READ, "List the device nodes."),
+    "placement:group_resources:device_nodes:show": Rule(READ, "Show one device node."),
+    "placement:group_resources:device_nodes:update": Rule(
+        ADMIN_OR_SERVICE, "Import a node's device topology."
+    ),
+    "placement:group_resources:device_nodes:delete": Rule(
+        ADMIN_OR_SERVICE, "Delete a device node."
+    ),
+    "placement:group_resources:device_nodes:checkpoints:update": Rule(
+        ADMIN_OR_SERVICE, "Hold the devices a node's kubelet checkpoint gives pods."
+    ),
+    "placement:group_resources:device_nodes:koordinator_device:update": Rule(
+        ADMIN_OR_SERVICE, "Import a node's Koordinator Device object (and hold its checkpoint)."
+    ),
+    "placement:group_resources:device_candidates:list": Rule(
+        ADMIN_OR_SERVICE, "Find devices for a request."
+    ),
+    "placement:group_resources:device_candidates:explain": Rule(
+        ADMIN_OR_SERVICE, "Explain what a request for devices finds."
+    ),
+    "placement:group_resources:device_claims:create": Rule(
+        ADMIN_OR_SERVICE, "Claim the best devices for a request."
+    ),
+    "placement:group_resources:network:show": Rule(
+        READ, "Show the network's levels and where each node sits."
+    ),
+    "placement:group_resources:network:update": Rule(
+        ADMIN_OR_SERVICE, "Describe the network's levels and where each node sits."
+    ),
+    "placement:group_resources:gang_candidates:list": Rule(
+        ADMIN_OR_SERVICE, "Find gangs of device requests in one network domain."
+    ),
+    "placement:group_resources:gang_candidates:explain": Rule(
+        ADMIN_OR_SERVICE, "Explain what a request for gangs finds."
+    ),
+    "placement:group_resources:gang_claims:create": Rule(
+        ADMIN_OR_SERVICE, "Claim the best gang, all members or none."
+    ),
+    "placement:group_resources:gangs:show": Rule(READ, "Show a gang's members and allocations."),
+    "placement:group_resources:gangs:delete": Rule(
+        ADMIN_OR_SERVICE, "Release a gang: every member's allocations."
+    ),
+    "placement:k8s:scheduler:filter": Rule(
         ADMIN_OR_SERVICE,
-        "Replace a provider's traits.",
-        ("PUT", PROVIDER + "/traits"),
+        "kube-scheduler's filter verb, for a client not in [k8s] scheduler_clients.",
     ),
-    _api_rule(
-        "resource_providers:traits:delete",
+    "placement:k8s:scheduler:prioritize": Rule(
         ADMIN_OR_SERVICE,
-        "Remove every trait of a provider.",
-        ("DELETE", PROVIDER + "/traits"),
+        "kube-scheduler's prioritize verb, for a client not in [k8s] scheduler_clients.",
     ),
-    _api_rule(
-        "allocations:manage",
+    "placement:k8s:scheduler:bind": Rule(
         ADMIN_OR_SERVICE,
-        "Write the allocations of several consumers at once.",
-        ("POST", "/allocations"),
+        "kube-scheduler's bind verb, for a client not in [k8s] scheduler_clients.",
     ),
-    _api_rule(
-        "allocations:list",
-        READ,
-        "Show a consumer's allocations.",
-        ("GET", "/allocations/{consumer_uuid}"),
-    ),
-    _api_rule(
-        "allocations:update",
+    "placement:k8s:scheduler:preempt": Rule(
         ADMIN_OR_SERVICE,
-        "Replace a consumer's allocations.",
-        ("PUT", "/allocations/{consumer_uuid}"),
+        "kube-scheduler's preempt verb, for a client not in [k8s] scheduler_clients.",
     ),
-    _api_rule(
-        "allocations:delete",
-        ADMIN_OR_SERVICE,
-        "Delete a consumer's allocations.",
-        ("DELETE", "/allocations/{consumer_uuid}"),
-    ),
-    _api_rule(
-        "resource_providers:allocations:list",
-        READ,
-        "List the allocations against a provider.",
-        ("GET", PROVIDER + "/allocations"),
-    ),
-    _api_rule(
-        "allocation_candidates:list",
-        READ,
-        "List the allocation candidates for a request.",
-        ("GET", "/allocation_candidates"),
-    ),
-    _api_rule(
-        "allocation_candidates:explain",
-        READ,
-        "Explain what a request for allocation candidates finds (this service's).",
-        ("GET", "/allocation_candidates/explain"),
-    ),
-    _api_rule(
-        "reshaper:reshape",
-        SERVICE,
-        "Move inventories and allocations between providers in one step.",
-        ("POST", "/reshaper"),
-    ),
-    # This service's own routes.
-    _api_rule(
-        "group_resources:nodes:list",
-        READ,
-        "List the translator's nodes.",
-        ("GET", "/group_resources/nodes"),
-    ),
-    _api_rule(
-        "group_resources:nodes:show",
-        READ,
-        "Show one of the translator's nodes.",
-        ("GET", GROUP_NODE),
-    ),
-    _api_rule(
-        "group_resources:nodes:update",
-        ADMIN_OR_SERVICE,
-        "Create or update a node from its group-resource keys.",
-        ("PUT", GROUP_NODE),
-    ),
-    _api_rule(
-        "group_resources:nodes:delete",
-        ADMIN_OR_SERVICE,
-        "Delete a translator's node.",
-        ("DELETE", GROUP_NODE),
-    ),
-    _api_rule(
-        "group_resources:queries:translate",
-        ADMIN_OR_SERVICE,
-        "Translate a group-resource request into an allocation candidates query.",
-        ("POST", "/group_resources/queries"),
-    ),
-    _api_rule(
-        "group_resources:candidates:list",
-        ADMIN_OR_SERVICE,
-        "Find candidates for a group-resource request.",
-        ("POST", "/group_resources/candidates"),
-    ),
-    _api_rule(
-        "group_resources:candidates:explain",
-        ADMIN_OR_SERVICE,
-        "Explain what a group-resource request for candidates finds.",
-        ("POST", "/group_resources/candidates/explain"),
-    ),
-    _api_rule(
-        "group_resources:claims:create",
-        ADMIN_OR_SERVICE,
-        "Claim the best candidate of a group-resource request.",
-        ("POST", "/group_resources/claims"),
-    ),
-    _api_rule(
-        "group_resources:device_nodes:list",
-        READ,
-        "List the device nodes.",
-        ("GET", "/group_resources/device_nodes"),
-    ),
-    _api_rule(
-        "group_resources:device_nodes:show", READ, "Show one device node.", ("GET", DEVICE_NODE)
-    ),
-    _api_rule(
-        "group_resources:device_nodes:update",
-        ADMIN_OR_SERVICE,
-        "Import a node's device topology.",
-        ("PUT", DEVICE_NODE),
-    ),
-    _api_rule(
-        "group_resources:device_nodes:delete",
-        ADMIN_OR_SERVICE,
-        "Delete a device node.",
-        ("DELETE", DEVICE_NODE),
-    ),
-    _api_rule(
-        "group_resources:device_nodes:checkpoints:update",
-        ADMIN_OR_SERVICE,
-        "Hold the devices a node's kubelet checkpoint gives pods.",
-        ("PUT", DEVICE_NODE + "/checkpoints"),
-    ),
-    _api_rule(
-        "group_resources:device_nodes:koordinator_device:update",
-        ADMIN_OR_SERVICE,
-        "Import a node's Koordinator Device object (and hold its checkpoint).",
-        ("PUT", DEVICE_NODE + "/koordinator_device"),
-    ),
-    _api_rule(
-        "group_resources:device_candidates:list",
-        ADMIN_OR_SERVICE,
-        "Find devices for a request.",
-        ("POST", "/group_resources/device_candidates"),
-    ),
-    _api_rule(
-        "group_resources:device_candidates:explain",
-        ADMIN_OR_SERVICE,
-        "Explain what a request for devices finds.",
-        ("POST", "/group_resources/device_candidates/explain"),
-    ),
-    _api_rule(
-        "group_resources:device_claims:create",
-        ADMIN_OR_SERVICE,
-        "Claim the best devices for a request.",
-        ("POST", "/group_resources/device_claims"),
-    ),
-    _api_rule(
-        "group_resources:network:show",
-        READ,
-        "Show the network's levels and where each node sits.",
-        ("GET", NETWORK),
-        ("GET", NETWORK + "/nodes/{name}"),
-    ),
-    _api_rule(
-        "group_resources:network:update",
-        ADMIN_OR_SERVICE,
-        "Describe the network's levels and where each node sits.",
-        ("PUT", NETWORK),
-        ("PUT", NETWORK + "/nodes/{name}"),
-        ("DELETE", NETWORK + "/nodes/{name}"),
-    ),
-    _api_rule(
-        "group_resources:gang_candidates:list",
-        ADMIN_OR_SERVICE,
-        "Find gangs of device requests in one network domain.",
-        ("POST", "/group_resources/gang_candidates"),
-    ),
-    _api_rule(
-        "group_resources:gang_candidates:explain",
-        ADMIN_OR_SERVICE,
-        "Explain what a request for gangs finds.",
-        ("POST", "/group_resources/gang_candidates/explain"),
-    ),
-    _api_rule(
-        "group_resources:gang_claims:create",
-        ADMIN_OR_SERVICE,
-        "Claim the best gang, all members or none.",
-        ("POST", "/group_resources/gang_claims"),
-    ),
-    _api_rule(
-        "group_resources:gangs:show", READ, "Show a gang's members and allocations.", ("GET", GANG)
-    ),
-    _api_rule(
-        "group_resources:gangs:delete",
-        ADMIN_OR_SERVICE,
-        "Release a gang: every member's allocations.",
-        ("DELETE", GANG),
-    ),
-    # kube-scheduler's extender verbs (prioritize also named sort).
-    *(
-        _api_rule(
-            f"k8s:scheduler:{verb}",
-            ADMIN_OR_SERVICE,
-            f"kube-scheduler's {verb} verb, for a client not in [k8s] scheduler_clients.",
-            *(("POST", f"{SCHEDULER}/{name}") for name in names),
-        )
-        for verb, names in (
-            ("filter", ["filter"]),
-            ("prioritize", ["prioritize", "sort"]),
-            ("bind", ["bind"]),
-            ("preempt", ["preempt"]),
-        )
-    ),
-    _api_rule(
-        "metrics:show",
+    "placement:metrics:show": Rule(
         "rule:admin_api",
         "Read the Prometheus metrics (unless [metrics] unauthenticated opens them).",
-        ("GET", "/metrics"),
     ),
-]
+}
 
 
 def list_rules() -> list[oslo_policy.RuleDefault]:
-    """Every rule and its default (the ``oslo.policy.policies`` entry point's)."""
-    return BASE_RULES + API_RULES
+    """Every rule and its default, as the enforcer judges them (the operations each API
+    rule guards are the routes' to say: ``routes.documented_rules``)."""
+    return BASE_RULES + [
+        oslo_policy.RuleDefault(name, rule.check, description=rule.description, scope_types=PROJECT)
+        for name, rule in API_RULES.items()
+    ]
 
 
-def operation_path(route: str) -> str:
-    """A route as the rules' operations write it: ``/traits/<name>`` -> ``/traits/{name}``."""
-    return route.replace("<", "{").replace(">", "}")
+def documented(
+    operations: Mapping[str, list[oslo_policy.Operation]],
+) -> list[oslo_policy.RuleDefault]:
+    """The API rules documented with the operations each guards (``operations``: by rule
+    name, each operation's method and path)."""
+    return [
+        oslo_policy.DocumentedRuleDefault(
+            name=name,
+            check_str=rule.check,
+            description=rule.description,
+            operations=operations[name],
+            scope_types=PROJECT,
+        )
+        for name, rule in API_RULES.items()
+    ]
 
 
 class Policy:
@@ -475,20 +285,6 @@ class Policy:
     def __init__(self, policy_file: str | None, enforce_new_defaults: bool) -> None:
         self._enforcer = _enforcer(policy_file, enforce_new_defaults)
         self._decisions = Decisions(self._enforcer)
-        self._rule_of_operation = {
-            (operation["method"], operation["path"]): rule.name
-            for rule in API_RULES
-            for operation in rule.operations
-        }
-
-    def rule_of(self, method: str, route: str) -> str | None:
-        """The rule of ``method`` on ``route`` (a Flask route; HEAD is GET's)."""
-        method = "GET" if method == "HEAD" else method
-        return self._rule_of_operation.get((method, operation_path(route)))
-
-    def rule_of_extender_verb(self, verb: str) -> str | None:
-        """The rule of an extender verb (``/filter``), whatever the prefix it is under."""
-        return self._rule_of_operation.get(("POST", SCHEDULER + verb))
 
     def authorize(self, rule: str, credentials: Mapping[str, Any], target: Mapping) -> None:
         """Raise Forbidden, in upstream's words, unless ``rule`` allows ``credentials``

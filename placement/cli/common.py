@@ -35,13 +35,7 @@ def add_request_command(sub, name: str, run, help_text: str, file_help: str):
     if name == "candidates":
         command.add_argument("--limit", type=int, help="at most this many nodes")
     if name != "query":
-        command.add_argument(
-            "--budget-ms",
-            type=int,
-            dest="budget_ms",
-            help="a time budget for the search, in milliseconds: past it, the best found so "
-            "far (default: the configuration's [group_resources] candidates_budget_ms)",
-        )
+        add_budget_argument(command)
     if name == "claim":
         command.add_argument("--consumer", required=True, help="the new consumer's uuid")
         command.add_argument("--project", required=True)
@@ -49,6 +43,17 @@ def add_request_command(sub, name: str, run, help_text: str, file_help: str):
         command.add_argument("--consumer-type", help="e.g. INSTANCE")
     command.set_defaults(run=run)
     return command
+
+
+def add_budget_argument(command) -> None:
+    """``--budget-ms``: the body's ``budget_ms``."""
+    command.add_argument(
+        "--budget-ms",
+        type=int,
+        dest="budget_ms",
+        help="a time budget for the search, in milliseconds: past it, the best found so "
+        "far (default: the configuration's [group_resources] candidates_budget_ms)",
+    )
 
 
 def run_in_transaction(config: Config, work) -> int:

@@ -1,5 +1,5 @@
-"""The ``placement`` command: ``db``, ``serve``, ``group-resources``, ``devices``, ``k8s``,
-``sample-config`` and ``openapi``."""
+"""The ``placement`` command: ``db``, ``serve``, ``group-resources``, ``devices``,
+``network``, ``gangs``, ``k8s``, ``sample-config`` and ``openapi``."""
 
 import argparse
 import logging
@@ -8,6 +8,7 @@ import sys
 from placement import server
 from placement.app import is_loopback
 from placement.cli import devices as device_commands
+from placement.cli import gangs as gang_commands
 from placement.cli import group_resources as group_commands
 from placement.cli import k8s as k8s_commands
 from placement.config import Config, ConfigError, load_config, render_sample
@@ -45,7 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="placement",
         description="Run and administer the placement service: db, serve, group-resources, "
-        "devices, k8s, sample-config, policy-sample, openapi. COMMAND -h describes each.",
+        "devices, network, gangs, k8s, sample-config, policy-sample, openapi. COMMAND -h "
+        "describes each.",
     )
     parser.add_argument("--config-file", help="INI configuration file (see etc/)")
     parser.add_argument(
@@ -101,6 +103,7 @@ def _parser() -> argparse.ArgumentParser:
 
     group_commands.add_commands(commands)
     device_commands.add_commands(commands)
+    gang_commands.add_commands(commands)
     k8s_commands.add_commands(commands)
 
     sample = commands.add_parser("sample-config", help="print the sample configuration file")

@@ -19,25 +19,12 @@ from sqlalchemy.exc import OperationalError
 
 from placement.db import mysql
 from placement.db.options import DatabaseOptions
+from placement.db.snapshots import SNAPSHOT_TRANSACTION_OPTION, open_before_other_reads
 
 LOG = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_MS = 30000
 WRITE_TRANSACTION_OPTION = "placement_write"
-SNAPSHOT_TRANSACTION_OPTION = "placement_snapshot"
-
-
-def reading_one_snapshot(conn: Connection) -> Connection:
-    """``conn`` set so that its next transaction reads one consistent picture of every
-    table (REPEATABLE READ), whatever commits meanwhile. SQLite's transactions always
-    do. On MySQL the level is set for that one transaction (``SET TRANSACTION``, by
-    ``placement.db.mysql``), not for the session, which would cost a statement to set
-    and another to put back on every request."""
-    if conn.dialect.name == "postgresql":
-        return conn.execution_options(isolation_level="REPEATABLE READ")
-    if conn.dialect.name == "mysql":
-        return conn.execution_options(**{SNAPSHOT_TRANSACTION_OPTION: True})
-    return conn
 
 
 def reading_statement_by_statement(conn: Connection) -> Connection:
@@ -78,7 +65,9 @@ def make_engine(url: str, options: DatabaseOptions | None = None) -> Engine:
         # Upstream's configuration files name psycopg2 (or no driver, which is psycopg2
         # too): the same database, through the driver this service ships.
         parsed = parsed.set(drivername="postgresql+psycopg")
-    return create_engine(parsed, pool_pre_ping=True, future=True, **pool)
+    engine = create_engine(parsed, pool_pre_ping=True, future=True, **pool)
+    open_before_other_reads(engine)
+    return engine
 
 
 def wait_until_reachable(engine: Engine, options: DatabaseOptions, sleep=time.sleep) -> None:

@@ -1,6 +1,7 @@
 """JSON answers of the gang endpoints: each gang with the domains it uses at every
 level, and each member as the device candidates answer a single node
-(``devices.bodies``), with its rank's parts."""
+(``devices.bodies``), with its kind (its index in the request's kinds; 0 for M copies
+of one request) and its rank's parts."""
 
 from placement.devices.bodies import candidate_body
 from placement.gangs import explain
@@ -29,10 +30,11 @@ def gang_body(
 ) -> dict:
     members = []
     for index, (node, choice) in enumerate(gang.members):
-        member: dict = {"member": index}
+        member: dict = {"member": index, "kind": choice.kind}
         if consumer_uuids is not None:
             member["consumer_uuid"] = consumer_uuids[index]
-        member.update(candidate_body(choice.on(node), request.member, device_allocated))
+        kind_request = request.request_of(choice.kind)
+        member.update(candidate_body(choice.on(node), kind_request, device_allocated))
         member["strength"] = choice.strength
         members.append(member)
     return {
@@ -43,6 +45,18 @@ def gang_body(
         "strength": sum(choice.strength for _, choice in gang.members),
         "members": members,
     }
+
+
+def claim_body(
+    request: GangRequest,
+    gang: Gang,
+    gang_uuid: str,
+    consumer_uuids: list[str],
+    device_allocated: bool,
+) -> dict:
+    """A claimed gang: its uuid, and the gang as the candidates give it, each member with
+    its consumer."""
+    return {"gang_uuid": gang_uuid, **gang_body(request, gang, device_allocated, consumer_uuids)}
 
 
 def explain_body(answer: GangAnswer) -> dict:

@@ -20,23 +20,17 @@ from placement.claiming import Claimant, ClaimRecorder, NewConsumer, NotRecorded
 from placement.data import allocations as allocation_data
 from placement.data import consumers as consumer_data
 from placement.data import network as network_data
-from placement.devices.request import DeviceRequest
 from placement.devices.service import DeviceSearch
 from placement.devices.snapshot import DeviceNodes
 from placement.gangs import explain
 from placement.gangs.network import Network, check, network_from_body, node_domains
+from placement.gangs.request import GangRequest, MemberKind, request_from_body
 from placement.gangs.search import DomainFit, Gang, best_gangs
 from placement.gangs.slots import NodeSlots, node_slots
 from placement.nodes.naming import Naming
+from placement.nodes.search_budget import Cut, SearchBudget
 
-
-@dataclass(frozen=True)
-class GangRequest:
-    member: DeviceRequest
-    members: int
-    required: str
-    preferred: str | None = None
-    share_nodes: bool = False
+__all__ = ["GangAnswer", "GangRequest", "GangSearch", "MemberKind", "request_from_body"]
 
 
 @dataclass(frozen=True)
@@ -90,9 +84,18 @@ class GangSearch:
         self._recorder = recorder or NotRecorded()
 
     def find(
-        self, conn: Connection, request: GangRequest, naming: Naming, scorer: str = "pack"
+        self,
+        conn: Connection,
+        request: GangRequest,
+        naming: Naming,
+        scorer: str = "pack",
+        budget: SearchBudget | None = None,
     ) -> GangAnswer:
-        """The best gang of each domain of the required level, best first."""
+        """The best gang of each domain of the required level, best first. A ``budget``
+        that runs out stops the search over the nodes: the gangs are then the best of
+        the nodes looked at, and ``budget.cut`` says how many."""
+        budget = budget or SearchBudget()
+        counts = request.counts()
         network = network_data.read_network(conn)
         required = network.position(request.required, "required")
         preferred = None
@@ -105,13 +108,18 @@ class GangSearch:
                 )
 
         def search(nodes: DeviceNodes) -> GangAnswer:
-            slots = node_slots(nodes, request.member, scorer, request.members, request.share_nodes)
+            budget.start()  # as the device search's: the nodes are up to date
+            requests = [kind.request for kind in request.kinds]
+            slots = node_slots(nodes, requests, scorer, counts, request.share_nodes, budget)
             gangs, fits = best_gangs(
-                network, slots, request.members, required, preferred, request.share_nodes
+                network, slots, counts, required, preferred, request.share_nodes
             )
             return GangAnswer(request, gangs, fits, slots, network)
 
-        return self._devices.over_nodes(conn, naming, search)
+        answer = self._devices.over_nodes(conn, naming, search)
+        if budget.cut is not None:
+            self._recorder.search_cut("gangs")
+        return answer
 
     def claim(
         self,
@@ -121,16 +129,19 @@ class GangSearch:
         gang_uuid: str,
         consumers: list[NewConsumer],
         scorer: str = "pack",
+        budget: SearchBudget | None = None,
     ) -> Gang:
-        """Claim the best gang for ``consumers`` (one per member, in member order)."""
+        """Claim the best gang for ``consumers`` (one per member, in member order). A
+        ``budget`` bounds the whole claim, as the device claims' does."""
+        budget = budget or SearchBudget()
         if network_data.gang_consumers(conn, gang_uuid):
             raise errors.Conflict(
                 f"Gang {gang_uuid} exists; a claim makes a new gang.", code=errors.GANG_EXISTS
             )
 
         def choose(limit: int) -> list[Gang] | errors.PlacementError:
-            answer = self.find(conn, request, naming, scorer)
-            return answer.gangs[:limit] or unplaceable(answer)
+            answer = self.find(conn, request, naming, scorer, budget)
+            return answer.gangs[:limit] or unplaceable(answer, budget.cut)
 
         def confirm(gang: Gang) -> None:
             self._devices.still_healthy(conn, *(choice.on(node) for node, choice in gang.members))
@@ -140,7 +151,8 @@ class GangSearch:
             choose=choose,
             standing=lambda gang: gang.rank,
             allocations=lambda gang: [
-                choice.on(node).allocations(request.member) for node, choice in gang.members
+                choice.on(node).allocations(request.request_of(choice.kind))
+                for node, choice in gang.members
             ],
             confirm=confirm,
         )
@@ -196,10 +208,10 @@ def _members(conn: Connection, gang_uuid: str) -> list[str]:
     return consumer_uuids
 
 
-def unplaceable(answer: GangAnswer) -> errors.Conflict:
+def unplaceable(answer: GangAnswer, cut: Cut | None = None) -> errors.Conflict:
     request = answer.request
     return errors.Conflict(
         f"No gang of {request.members} member(s) fits in one {request.required} domain: "
-        f"{explain.sentence(answer)}",
+        f"{explain.sentence(answer)}{Cut.sentence_of(cut)}",
         code=errors.GROUP_UNPLACEABLE,
     )

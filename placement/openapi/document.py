@@ -20,6 +20,7 @@ from placement.routes import (
     METRICS_PATH,
     OUTSIDE_THE_API,
     ROUTES,
+    Empty,
     scheduler_extender_routes,
 )
 from placement.schemas.fields import (
@@ -162,8 +163,8 @@ def build() -> dict:
                 for method, view in methods.items()
             },
         )
-    for path, view in OUTSIDE_THE_API.items():
-        _add_path(spec, path, {"GET": _outside_operation(view)})
+    for path, outside in OUTSIDE_THE_API.items():
+        _add_path(spec, path, {"GET": _outside_operation(outside.view)})
     _add_path(spec, METRICS_PATH, {"GET": METRICS_OPERATION})
     for tag in sorted({operations.page(view) for view in _all_views()}):
         spec.tag({"name": tag, "description": f"api-ref/{tag}.md"})
@@ -177,9 +178,9 @@ def _schema_name(schema) -> str:
 
 def _all_views() -> list[Callable]:
     routes = [*ROUTES.values(), *scheduler_extender_routes().values()]
-    return [view for methods in routes for view in methods.values()] + list(
-        OUTSIDE_THE_API.values()
-    )
+    return [view for methods in routes for view in methods.values()] + [
+        outside.view for outside in OUTSIDE_THE_API.values()
+    ]
 
 
 def openapi_path(path: str) -> str:
@@ -331,7 +332,7 @@ def _answers(answers: dict[int, str]) -> dict:
         response: dict = {"description": text}
         if status >= 400:
             response["content"] = {JSON: {"schema": Errors}}
-        elif not isinstance(text, operations.Empty):
+        elif not isinstance(text, Empty):
             response["content"] = {JSON: {"schema": {"type": "object"}}}
         responses[str(status)] = response
     return responses

@@ -65,6 +65,7 @@ from sqlalchemy import Connection
 
 from placement import capacity
 from placement.data import provider_world as data
+from placement.db import snapshots
 from placement.interning import Interned
 from placement.replica.forms import TreeForm, tree_form
 
@@ -80,6 +81,9 @@ class Inventory:
     max_unit: int
     step_size: int
     unrounded: float  # placement.capacity.unrounded: what the node features' scorers divide by
+    total: int  # as stored, with reserved and allocation_ratio (the node features' views)
+    reserved: int
+    allocation_ratio: float
 
     def takes(self, amount: int) -> bool:
         """``amount`` fits, leaving aside min_unit and step_size."""
@@ -108,6 +112,10 @@ class Provider:
 
     def trait_names(self) -> list[str]:
         return [name for name, _ in self.trait_ids_by_name]
+
+    @property
+    def generation(self) -> int:
+        return self.version[1]  # (id, generation, ...), as ``data.provider_versions`` reads it
 
 
 @dataclass
@@ -166,7 +174,18 @@ class ProviderWorld:
     def refresh(self, conn: Connection) -> int:
         """Bring the copy up to date with what ``conn`` sees (hold ``lock``): read what
         changed, then apply it. Should applying fail half-way, the copy is dropped and
-        the next request reads it all. Returns how many providers were read again."""
+        the next request reads it all. Returns how many providers were read again.
+
+        On a connection whose snapshot is deferred (``placement.db.snapshots``), the check
+        of what changed runs first on its own; the snapshot is opened (and the check run
+        again in it) only when there is something to read."""
+        if snapshots.is_deferred(conn):
+            changes = data.changes_since(conn, self._log_position)
+            if self._holds(changes):
+                self._log_position = changes.log.position
+                snapshots.verify_when_opened(conn, self._still_holds)
+                return 0
+            snapshots.open_snapshot(conn)
         changes = data.changes_since(conn, self._log_position)
         class_names, log = changes.class_names, changes.log
         if self._log_position is not None and (
@@ -175,16 +194,11 @@ class ProviderWorld:
             # The log started over (re-created, truncated) or went back (a backup
             # restored): ids and generations may repeat, so nothing kept is trusted.
             self._forget_everything()
-        if (
-            changes.changed is None
-            or self._log_position is None
-            or log.pruned_below is None
-            or self._log_position < log.pruned_below
-        ):
+        if not self._versions_logged(changes):
             seen: dict[int, tuple | None] = dict.fromkeys(self.providers)
             seen.update((version[0], version) for version in data.provider_versions(conn))
         else:
-            seen = changes.changed
+            seen = changes.changed  # type: ignore[assignment]
         providers = self.providers
         changed = [
             version
@@ -224,6 +238,39 @@ class ProviderWorld:
                 raise
         self._log_position, self._log_incarnation = log.position, log.incarnation
         return len(changed)
+
+    def _versions_logged(self, changes: data.Changes) -> bool:
+        """Whether ``changes`` names every provider changed since the copy's last read
+        (else every version is read again: a first read, a log pruned past the copy)."""
+        log = changes.log
+        return not (
+            changes.changed is None
+            or self._log_position is None
+            or log.pruned_below is None
+            or self._log_position < log.pruned_below
+        )
+
+    def _holds(self, changes: data.Changes) -> bool:
+        """Whether the copy already holds what ``changes`` says the database holds: the
+        same log, every provider logged since at the version the copy has, the same class
+        names."""
+        log = changes.log
+        if (
+            not self._versions_logged(changes)
+            or log.incarnation != self._log_incarnation
+            or log.position < self._log_position  # type: ignore[operator]
+            or changes.class_names != self.class_names
+        ):
+            return False
+        providers = self.providers
+        for provider_id, version in changes.changed.items():  # type: ignore[union-attr]
+            held = providers.get(provider_id)
+            if (held is None) != (version is None) or (held and held.version != version):
+                return False
+        return True
+
+    def _still_holds(self, conn: Connection) -> bool:
+        return self._holds(data.changes_since(conn, self._log_position))
 
     def trees_changed_since(self, revision: int) -> set[int] | None:
         """The roots of the trees added, changed or gone after ``tree_revision`` was
@@ -398,6 +445,9 @@ def _inventories(rows: tuple) -> dict[int, Inventory]:
             max_unit,
             step_size,
             capacity.unrounded(total, reserved, ratio),
+            total,
+            reserved,
+            float(ratio),
         )
     return inventories
 

@@ -5,9 +5,11 @@ node's levels and the domains' parents are checked by ``placement.gangs.network`
 from marshmallow import ValidationError, fields, validate, validates_schema
 
 from placement.nodes.scorers import SCORER_NAMES
+from placement.nodes.search_budget import MAX_BUDGET_MS
 from placement.schemas import ExtensionSchema
 from placement.schemas.devices import MemberRequest
 from placement.schemas.fields import (
+    JsonTyped,
     StrictBoolean,
     StrictInteger,
     StrictList,
@@ -41,11 +43,52 @@ class NetworkNode(ExtensionSchema):
     domains = _domains(required=True)
 
 
-class GangQuery(ExtensionSchema):
-    """POST /group_resources/gang_candidates: M copies of one device request."""
+class MemberGroup(ExtensionSchema):
+    """One kind of a gang's members: ``count`` members of the ``member`` request."""
 
-    members = StrictInteger(required=True, minimum=1, maximum=MAX_MEMBERS)
+    count = StrictInteger(required=True, minimum=1, maximum=MAX_MEMBERS)
     member = StrictNested(MemberRequest, required=True)
+
+
+class GangMembers(JsonTyped):
+    """``members``: M (copies of the body's ``member``), or the kinds as a list of
+    ``{"count": k, "member": <request>}``, members numbered kind by kind."""
+
+    _count = StrictInteger(minimum=1, maximum=MAX_MEMBERS)
+    _groups = StrictList(StrictNested(MemberGroup), min_items=1)
+
+    def __init__(self, **kwargs) -> None:
+        group = {
+            "type": "object",
+            "required": ["count", "member"],
+            "properties": {
+                "count": {"type": "integer", "minimum": 1, "maximum": MAX_MEMBERS},
+                "member": {"$ref": "#/components/schemas/MemberRequest"},
+            },
+            "additionalProperties": False,
+        }
+        one_of = [
+            {"type": "integer", "minimum": 1, "maximum": MAX_MEMBERS},
+            {"type": "array", "minItems": 1, "items": group},
+        ]
+        super().__init__(metadata={"oneOf": one_of}, **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if isinstance(value, list):
+            return self._groups.deserialize(value, attr, data, **kwargs)
+        return self._count.deserialize(value, attr, data, **kwargs)
+
+
+def _total(members) -> int:
+    return members if isinstance(members, int) else sum(group["count"] for group in members)
+
+
+class GangQuery(ExtensionSchema):
+    """POST /group_resources/gang_candidates: M copies of one device request
+    (``members`` M and ``member``), or members of several kinds (``members`` a list)."""
+
+    members = GangMembers(required=True)
+    member = StrictNested(MemberRequest)
     required = StrictString(required=True, max_length=64)
     preferred = StrictString(max_length=64)
     share_nodes = StrictBoolean()  # default false: one member per node
@@ -53,6 +96,24 @@ class GangQuery(ExtensionSchema):
     limit = StrictInteger(minimum=1)
     # Also answer each member as the value of Koordinator's device-allocated annotation
     device_allocated = StrictBoolean()
+    # The search's time budget in milliseconds (``placement.nodes.search_budget``)
+    budget_ms = StrictInteger(minimum=1, maximum=MAX_BUDGET_MS)
+
+    @validates_schema
+    def _one_form_of_members(self, data, **kwargs):
+        listed = isinstance(data.get("members"), list)
+        if listed and "member" in data:
+            raise ValidationError(
+                "give 'members' as a list of {count, member} without 'member', or "
+                "'members' M with 'member'.",
+                field_name="member",
+            )
+        if not listed and "members" in data and "member" not in data:
+            raise ValidationError(
+                "Missing data for required field (with 'members' M; or give 'members' as "
+                "a list of {count, member}).",
+                field_name="member",
+            )
 
 
 class GangClaim(GangQuery):
@@ -66,8 +127,11 @@ class GangClaim(GangQuery):
 
     @validates_schema
     def _one_consumer_per_member(self, data, **kwargs):
-        if len(data["consumer_uuids"]) != data["members"]:
+        if "members" not in data or "consumer_uuids" not in data:
+            return
+        members = _total(data["members"])
+        if len(data["consumer_uuids"]) != members:
             raise ValidationError(
-                f"consumer_uuids: give one per member ({data['members']}), not "
+                f"consumer_uuids: give one per member ({members}), not "
                 f"{len(data['consumer_uuids'])}."
             )

@@ -55,14 +55,20 @@ def gangs(api, body, expect=200):
     return response.json
 
 
-def claim_gang(api, body, expect=200, gang_uuid=None):
+def claim_gang(api, body, expect=200, gang_uuid=None, consumer_uuids=None):
     body = {
         **body,
         "gang_uuid": gang_uuid or str(uuid.uuid4()),
-        "consumer_uuids": [str(uuid.uuid4()) for _ in range(body["members"])],
+        "consumer_uuids": consumer_uuids or [str(uuid.uuid4()) for _ in range(total_members(body))],
         "project_id": "p",
         "user_id": "u",
     }
     response = api.post("/group_resources/gang_claims", json=body)
     assert response.status_code == expect, response.json
     return body, response.json
+
+
+def total_members(body: dict) -> int:
+    """The members a gang body asks for: M, or the counts of its kinds summed."""
+    members = body["members"]
+    return members if isinstance(members, int) else sum(group["count"] for group in members)

@@ -1,6 +1,8 @@
 """The network as levels, and gangs over HTTP: a story on a small cluster, and bad input
 (400, nothing written)."""
 
+import uuid
+
 import pytest
 
 from tests.api.gang_helpers import (
@@ -211,3 +213,98 @@ def test_a_gang_claim_with_a_consumer_that_exists_writes_nothing(api):
     assert error_code(response) == "placement.group_resources.consumer_exists"
     assert api.get(f"/allocations/{again['consumer_uuids'][1]}").json["allocations"] == {}
     assert api.get(f"/group_resources/gangs/{again['gang_uuid']}").status_code == 404
+
+
+# One parameter server of 2 GPUs and two workers of 4 (a whole box each).
+MIXED = [
+    {"count": 1, "member": {"resources": {"nvidia.com/gpu": 2}}},
+    {"count": 2, "member": {"resources": {"nvidia.com/gpu": 4}}},
+]
+
+
+def test_members_of_several_kinds_are_found_claimed_and_released(api):
+    build_cluster(api, CLUSTER)
+    body = {"members": MIXED, "required": "spine", "preferred": "leaf"}
+    best = gangs(api, body)["gangs"][0]
+    assert [m["kind"] for m in best["members"]] == [0, 1, 1]
+    assert [m["member"] for m in best["members"]] == [0, 1, 2]
+    assert [len(m["devices"]["gpu"]) for m in best["members"]] == [2, 4, 4]
+    assert best["domains"]["leaf"] == ["l0"] and best["nodes"] == 3
+
+    claimed, answer = claim_gang(api, body)
+    assert [m["consumer_uuid"] for m in answer["members"]] == claimed["consumer_uuids"]
+    assert [m["node"] for m in answer["members"]] == [m["node"] for m in best["members"]]
+    for member, consumer in zip(answer["members"], claimed["consumer_uuids"], strict=True):
+        held = api.get(f"/allocations/{consumer}").json["allocations"]
+        assert {p: a["resources"] for p, a in held.items()} == {
+            p: a["resources"] for p, a in member["allocations"].items()
+        }
+    assert api.delete(f"/group_resources/gangs/{claimed['gang_uuid']}").status_code == 204
+    for consumer in claimed["consumer_uuids"]:
+        assert api.get(f"/allocations/{consumer}").json["allocations"] == {}
+
+
+def test_kinds_sharing_a_node_are_placed_in_request_order(api):
+    build_cluster(api, {"n0": ("s0", "l0", "a"), "n1": ("s0", "l1", "b")})
+    two_gpus = {"resources": {"nvidia.com/gpu": 2}}
+    body = {
+        "members": [{"count": 1, "member": two_gpus}, {"count": 1, "member": two_gpus}],
+        "required": "spine",
+        "preferred": "nvlink_domain",
+        "share_nodes": True,
+    }
+    best = gangs(api, body)["gangs"][0]
+    assert best["nodes"] == 1
+    first, second = best["members"]
+    assert (first["kind"], second["kind"]) == (0, 1)
+    # The first kind chose on the empty node; the second on what it left.
+    alone = api.post(
+        "/group_resources/device_candidates", json={**two_gpus, "nodes": [first["node"]]}
+    ).json["candidates"][0]
+    assert first["devices"] == alone["devices"]
+    minors = [{d["minor"] for d in m["devices"]["gpu"]} for m in (first, second)]
+    assert not minors[0] & minors[1]
+
+
+@pytest.mark.parametrize(
+    "members, extra, words",
+    [
+        (MIXED, {"member": {"resources": {"nvidia.com/gpu": 1}}}, "without 'member'"),
+        ([], {}, "members"),
+        ([{"count": 0, "member": {"resources": {"nvidia.com/gpu": 1}}}], {}, "count"),
+        ([{"count": 1}], {}, "member"),
+        ([{"count": 1, "member": {"resources": {}}}], {}, "asks for no resource"),
+        (
+            [
+                {"count": 32, "member": {"resources": {"nvidia.com/gpu": 1}}},
+                {"count": 31, "member": {"resources": {"nvidia.com/gpu": 2}}},
+            ],
+            {},
+            "the product of (count + 1) over the kinds is 1056, above the limit of 1025",
+        ),
+        (2, {}, "Missing data for required field"),
+    ],
+)
+def test_a_bad_list_of_members_is_refused_and_nothing_is_written(api, members, extra, words):
+    build_cluster(api, CLUSTER)
+    body = {"members": members, "required": "spine", **extra}
+    response = api.post("/group_resources/gang_candidates", json=body)
+    assert response.status_code == 400, response.json
+    assert words in response.json["errors"][0]["detail"]
+    consumers = [str(uuid.uuid4()) for _ in range(3)]
+    gang = str(uuid.uuid4())
+    claim = {**body, "gang_uuid": gang, "consumer_uuids": consumers, "project_id": "p"}
+    refused = api.post("/group_resources/gang_claims", json={**claim, "user_id": "u"})
+    assert refused.status_code == 400
+    for consumer in consumers:
+        assert api.get(f"/allocations/{consumer}").json["allocations"] == {}
+    assert api.get(f"/group_resources/gangs/{gang}").status_code == 404
+
+
+def test_a_claim_of_several_kinds_takes_one_consumer_per_member(api):
+    build_cluster(api, CLUSTER)
+    body = {"members": MIXED, "required": "spine"}
+    _, refusal = claim_gang(
+        api, body, expect=400, consumer_uuids=[str(uuid.uuid4()) for _ in range(2)]
+    )
+    assert "give one per member (3), not 2" in refusal["errors"][0]["detail"]

@@ -1,13 +1,13 @@
 """On MySQL a request whose transaction loses a race at commit (a deadlock victim, or on
 Galera a write set that failed certification: error 1213 at COMMIT) is run again from
-its start, up to ``routes.CONTENTION_ATTEMPTS`` times; the last loss is a 409 in the
+its start, up to ``endpoints.CONTENTION_ATTEMPTS`` times; the last loss is a 409 in the
 API's error format, never a 500, and nothing of a lost attempt is written."""
 
 import pymysql
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from placement import routes
+from placement import endpoints
 
 
 @pytest.fixture(scope="session")
@@ -48,11 +48,11 @@ def test_a_write_that_lost_at_commit_is_run_again(api, losing_commits):
 
 
 def test_a_write_that_keeps_losing_is_a_409_and_writes_nothing(api, losing_commits):
-    state = losing_commits(routes.CONTENTION_ATTEMPTS)
+    state = losing_commits(endpoints.CONTENTION_ATTEMPTS)
     refused = api.post("/resource_providers", json={"name": "cn1"})
     assert refused.status_code == 409, refused.json
     assert refused.json["errors"][0]["code"] == "placement.concurrent_update"
-    assert state["lost"] == routes.CONTENTION_ATTEMPTS
+    assert state["lost"] == endpoints.CONTENTION_ATTEMPTS
     assert api.get("/resource_providers").json["resource_providers"] == []
 
 

@@ -11,10 +11,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from oslo_policy.policy import DocumentedRuleDefault
 
 from placement.app import create_app
-from placement.policy import API_RULES, Policy, list_rules, operation_path
-from placement.routes import METRICS_PATH, scheduler_extender_routes
+from placement.policy import API_RULES, list_rules
+from placement.routes import (
+    METRICS_PATH,
+    documented_rules,
+    every_route,
+    operation_path,
+    scheduler_extender_routes,
+)
 from placement.routes import ROUTES as API_ROUTES
 from tests.conftest import Api
 
@@ -25,25 +32,27 @@ ROUTES = {**API_ROUTES, **scheduler_extender_routes()}
 
 
 def test_every_route_has_one_rule_and_every_rule_names_routes():
-    policy = Policy(None, enforce_new_defaults=False)
     without = [
         (method, path)
-        for path, methods in ROUTES.items()
-        for method in methods
-        if (method, path) not in OPEN_ROUTES and policy.rule_of(method, path) is None
+        for method, path, route in every_route()
+        if (method, path) not in OPEN_ROUTES and route.rule is None
     ]
     assert not without, f"routes without a policy rule: {without}"
+    unknown = [route.rule for _, _, route in every_route() if route.rule not in {None, *API_RULES}]
+    assert not unknown, f"routes naming a rule policy does not define: {unknown}"
     routes = {
         (method, operation_path(path)) for path, methods in ROUTES.items() for method in methods
     } | {("GET", METRICS_PATH)}
     named = [
         (rule.name, operation["method"], operation["path"])
-        for rule in API_RULES
+        for rule in documented_rules()
+        if isinstance(rule, DocumentedRuleDefault)
         for operation in rule.operations
     ]
     assert len({(m, p) for _, m, p in named}) == len(named), "an operation has two rules"
     assert [n for n in named if (n[1], n[2]) not in routes] == []
     assert len(named) == len(routes) - len(OPEN_ROUTES)
+    assert {name for name, _, _ in named} == set(API_RULES), "a rule that guards no route"
 
 
 def test_upstream_rules_keep_upstream_names():

@@ -7,7 +7,7 @@ import uuid
 
 import sqlalchemy as sa
 
-from placement.db.engine import reading_one_snapshot
+from placement.db.snapshots import reading_one_snapshot
 from placement.db.tables import resource_providers
 
 

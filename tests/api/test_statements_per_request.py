@@ -32,15 +32,15 @@ def counted(api: Api, engine):
 CACHED_CANDIDATES = {
     # BEGIN; the two reads; ROLLBACK (a read has nothing to commit).
     "sqlite": 4,
-    # the pool's ping (;); BEGIN ISOLATION LEVEL REPEATABLE READ (psycopg waits for it
-    # before it sends what follows); the two reads, sent together; ROLLBACK.
-    "postgresql": 5,
+    # the pool's ping (;); the two reads, sent together, outside a transaction: the
+    # snapshot is opened only when something changed (placement.db.snapshots).
+    "postgresql": 3,
     # the ping; SET TRANSACTION ISOLATION LEVEL REPEATABLE READ (the session reads at
     # READ COMMITTED, as writes need); the two reads; ROLLBACK, after which the pool
     # has nothing to reset.
     "mysql": 5,
 }
-CACHED_CANDIDATES_ROUND_TRIPS = {"sqlite": 4, "postgresql": 4, "mysql": 5}
+CACHED_CANDIDATES_ROUND_TRIPS = {"sqlite": 4, "postgresql": 2, "mysql": 5}
 
 # GET /resource_providers/{uuid}: one SELECT of the provider with its root and parent.
 SHOW_PROVIDER = {

@@ -21,7 +21,8 @@ from sqlalchemy import text
 
 from placement.data import names, provider_world
 from placement.db import migrate
-from placement.db.engine import make_engine, reading_one_snapshot
+from placement.db.engine import make_engine
+from placement.db.snapshots import reading_one_snapshot
 from placement.replica.world import ProviderWorld
 
 MIGRATION = pathlib.Path(migrate.MIGRATIONS_DIR) / "versions" / "0003_provider_changes.py"

@@ -148,6 +148,8 @@ def test_help_lists_every_command(environment, capsys):
         "serve",
         "group-resources",
         "devices",
+        "network",
+        "gangs",
         "k8s",
         "sample-config",
         "policy-sample",
