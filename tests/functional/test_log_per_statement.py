@@ -217,9 +217,7 @@ def test_the_services_writes_log_each_provider_once_per_transaction(api, engine,
         if engine.dialect.name in PER_TRANSACTION:
             assert sorted(logged) == sorted(providers)
         else:  # the bump, then one per row
-            assert sorted(logged) == sorted(
-                [provider for provider, _ in changed] + list(providers)
-            )
+            assert sorted(logged) == sorted([provider for provider, _ in changed] + list(providers))
         assert providers <= set(ids.values())
         _answers_as_a_new_worker(api)
 
