@@ -121,8 +121,14 @@ def _run_once(services, view, write: bool, snapshot: bool, deferred: bool, kwarg
     with services.engine.connect() as conn:
         if write:
             conn = conn.execution_options(**{WRITE_TRANSACTION_OPTION: True})
-            with conn.begin():
-                return view(_context(conn, services), **kwargs)
+            committed = False
+            try:
+                with conn.begin():
+                    answer = view(_context(conn, services), **kwargs)
+                committed = True
+                return answer
+            finally:
+                services.replica.write_ended(committed)
         if snapshot:
             conn = reading_one_snapshot(conn, deferred)
         else:
