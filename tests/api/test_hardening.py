@@ -356,7 +356,8 @@ def commit_answer_lost(monkeypatch, engine):
 @pytest.mark.parametrize("backend", LOST_CONNECTION_BACKENDS)
 def test_a_commit_whose_answer_was_lost_is_503_and_not_run_again(api, backend, commit_answer_lost):
     """The write may have been applied (here it was): running it again could apply it
-    twice. It is answered as an unreachable database is, and applied once."""
+    twice. It is answered as an unreachable database is, and applied once (run again,
+    it would have found its own provider and answered 409)."""
     commit_answer_lost["armed"] = True
     response = api.post("/resource_providers", json={"name": "once"})
     error = assert_error(response, 503)
