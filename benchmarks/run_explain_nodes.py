@@ -2,7 +2,7 @@
 
 In process, on a SQLite file: ``--nodes`` nodes of each benchmark (the 8-GPU node of
 ``load_group_nodes``, the DGX A100 of ``load_device_nodes``), written through the
-Python API (``group_resources.service.sync_node``, ``devices.service.import_node``) in
+Python API (``group_resources.sync.sync_node``, ``devices.importing.import_node``) in
 transactions of 100 nodes, which is much faster than the HTTP loaders. With
 ``--distinct`` no two nodes are alike (one GPU's memory differs from node to node), so
 that neither the searches nor the explanations can look at one node for many. Then, with
@@ -30,8 +30,8 @@ from placement.app import create_app
 from placement.config import Config
 from placement.db import migrate
 from placement.db.engine import WRITE_TRANSACTION_OPTION, make_engine
-from placement.devices import service as device_service
-from placement.group_resources import service as group_service
+from placement.devices import importing as device_importing
+from placement.group_resources import sync as group_sync
 
 JOINT = {
     "resources": {"nvidia.com/gpu": 4, "koordinator.sh/rdma": 1},
@@ -70,11 +70,11 @@ def load(engine, config: Config, nodes: int, distinct: bool) -> float:
                     if distinct:
                         group_node[f"{gpu_group(0)}/memory"] = f"{16384 + index}Mi"
                         device_node["devices"][0]["memory"] = f"{80 * 1024 + index}Mi"
-                    group_service.sync_node(conn, f"g{index:05d}", group_node, naming)
-                    device_service.import_node(
+                    group_sync.sync_node(conn, f"g{index:05d}", group_node, naming)
+                    device_importing.import_node(
                         conn,
                         f"d{index:05d}",
-                        device_service.topology_from_body(device_node),
+                        device_importing.topology_from_body(device_node),
                         naming,
                     )
     return time.perf_counter() - start

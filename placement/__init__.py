@@ -6,14 +6,16 @@ Layout, from the top down (a module imports only from the layers below it):
   commands of the node features), ``server`` (how ``placement serve`` runs
   gunicorn) and ``wsgi`` (the WSGI application).
 * ``app`` builds the Flask application (``keystone`` puts keystonemiddleware in
-  front of it); ``openapi`` builds the OpenAPI document from ``routes`` and
-  ``schemas``; ``routes`` is the one table of URLs and methods; ``handlers``
+  front of it); ``endpoints`` runs each route's view in its transaction;
+  ``openapi`` builds the OpenAPI document from ``routes`` and ``schemas``;
+  ``routes`` is the one table of URLs and methods, each declared once with its
+  view, how it runs, its policy rule, its body and its answers; ``handlers``
   hold one thin view module per noun: parse, call one front door, render.
 * ``http`` (JSON in and out), ``context`` (what a view is handed) and
   ``services`` (what the application owns: its engine, authenticator, policy,
   metrics and the front doors of its searches, with the state they keep
   between requests); ``observability`` (metrics, request ids and log lines);
-  ``policy`` (each route's oslo.policy rule).
+  ``policy`` (the rules' defaults, enforced with oslo.policy).
 * The features: ``devices`` (device topologies: GPUs and NICs as wired), built
   on ``group_resources`` (the group-resource key translator), and
   ``candidates`` (GET /allocation_candidates). ``claiming`` is the claim loop
@@ -35,7 +37,8 @@ Layout, from the top down (a module imports only from the layers below it):
   ``interning`` (equal values as one object in the long-lived copies) and
   ``explaining`` (what the three searches' explanations share).
 
-One request is one transaction (see ``routes``). Provider generations guard
-every read-modify-write: the UPDATE that bumps a generation checks the value
-the client saw, and on PostgreSQL also locks the provider row until commit.
+One request is one transaction (see ``endpoints``; a search's snapshot,
+``db.snapshots``). Provider generations guard every read-modify-write: the
+UPDATE that bumps a generation checks the value the client saw, and on
+PostgreSQL also locks the provider row until commit.
 """

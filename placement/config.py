@@ -92,6 +92,10 @@ class Config:
     k8s_kubeconfig: str | None = None
     k8s_api_timeout_seconds: float = 5.0
     k8s_topology_annotation_prefix: str = DEFAULT_TOPOLOGY_PREFIX
+    k8s_gang_required_level: str = ""
+    k8s_gang_preferred_level: str = ""
+    k8s_gang_share_nodes: bool = False
+    k8s_gang_reservation_timeout: float = 300.0
 
     def __post_init__(self) -> None:
         if self.auth_strategy not in AUTH_STRATEGIES:
@@ -213,6 +217,8 @@ def _check_k8s(config: "Config") -> None:
             raise ConfigError(f"[k8s] scheduler_clients: {exc}") from exc
     if not config.k8s_api_timeout_seconds > 0:
         raise ConfigError("[k8s] api_timeout_seconds must be more than 0")
+    if not config.k8s_gang_reservation_timeout > 0:
+        raise ConfigError("[k8s] gang_reservation_timeout must be more than 0")
 
 
 class ConfigError(ValueError):

@@ -397,4 +397,42 @@ OPTIONS: tuple[Option, ...] = (
         "pair (<prefix><LINK>_<GPU>_<GPU>, e.g. NV2_0_1) and <prefix>memory (each GPU's "
         "memory, e.g. 80Gi); read when kube-scheduler sends whole nodes.",
     ),
+    Option(
+        "k8s_gang_required_level",
+        "k8s",
+        "gang_required_level",
+        "PLACEMENT_K8S_GANG_REQUIRED_LEVEL",
+        str,
+        "The network level every pod of a pod group must share one domain of (the gang's "
+        "required level); empty: the network's broadest level. A PodGroup's annotation "
+        "<topology_annotation_prefix>gang-required-level overrides it for its group.",
+    ),
+    Option(
+        "k8s_gang_preferred_level",
+        "k8s",
+        "gang_preferred_level",
+        "PLACEMENT_K8S_GANG_PREFERRED_LEVEL",
+        str,
+        "The network level whose domains a pod group's gang should use as few of as can "
+        "be; empty: none. A PodGroup's annotation "
+        "<topology_annotation_prefix>gang-preferred-level overrides it.",
+    ),
+    Option(
+        "k8s_gang_share_nodes",
+        "k8s",
+        "gang_share_nodes",
+        "PLACEMENT_K8S_GANG_SHARE_NODES",
+        _parse_bool,
+        "Whether pods of one pod group may be reserved on one node; a PodGroup's "
+        "annotation <topology_annotation_prefix>gang-share-nodes (true/false) overrides it.",
+    ),
+    Option(
+        "k8s_gang_reservation_timeout",
+        "k8s",
+        "gang_reservation_timeout",
+        "PLACEMENT_K8S_GANG_RESERVATION_TIMEOUT",
+        float,
+        "Seconds a pod group's reserved gang waits for its pods: then the members no pod "
+        "took are released (those pods took are kept).",
+    ),
 )

@@ -143,10 +143,15 @@ def _run_once(services, view, write: bool, snapshot: bool, deferred: bool, kwarg
     with services.engine.connect() as conn:
         if write:
             conn = conn.execution_options(**{WRITE_TRANSACTION_OPTION: True})
-            transaction = conn.begin()  # (rolled back as the connection closes, if open)
-            answer = view(_context(conn, services), **kwargs)
-            _commit(transaction)
-            return answer
+            committed = False
+            try:
+                transaction = conn.begin()  # (rolled back as the connection closes, if open)
+                answer = view(_context(conn, services), **kwargs)
+                _commit(transaction)
+                committed = True
+                return answer
+            finally:
+                services.replica.write_ended(committed)
         if snapshot:
             conn = reading_one_snapshot(conn, deferred)
         else:

@@ -20,6 +20,7 @@ from placement.candidates.service import CandidateSearch
 from placement.config import Config
 from placement.db.snapshots import reading_one_snapshot
 from placement.devices.service import DeviceSearch
+from placement.gangs.service import GangSearch
 from placement.group_resources.service import GroupResourceSearch
 from placement.k8s.extender import SchedulerExtender
 from placement.policy import Policy
@@ -47,7 +48,8 @@ class Services:
     group_resources: GroupResourceSearch
     devices: DeviceSearch
     metrics: "Metrics"
-    k8s: SchedulerExtender  # kube-scheduler's extender verbs, on ``devices``
+    gangs: GangSearch  # gangs of device requests in one network domain, on ``devices``
+    k8s: SchedulerExtender  # kube-scheduler's extender verbs, on ``devices`` and ``gangs``
     serving_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def check_ready(self) -> dict:
@@ -80,6 +82,7 @@ class Services:
         metrics = Metrics(engine)
         replica = Replica(recorder=metrics)
         devices = DeviceSearch(replica, metrics)
+        gangs = GangSearch(devices, metrics)
         return cls(
             config,
             engine,
@@ -90,7 +93,8 @@ class Services:
             GroupResourceSearch(replica, metrics),
             devices,
             metrics,
-            SchedulerExtender(config, devices),
+            gangs,
+            SchedulerExtender(config, devices, gangs),
         )
 
 

@@ -1,5 +1,6 @@
 """A small stand-in for the Kubernetes API server: it answers the few calls this service
-makes (read, patch and bind a pod; list pods; list Koordinator ``Device`` objects) with
+makes (read, patch and bind a pod; list pods; list Koordinator ``Device`` objects; read a
+``PodGroup`` of the coscheduling plugin or of Volcano) with
 the API's documented JSON, and records every request. No API server can run on the test
 machines; the service's own calls go through the official client unchanged."""
 
@@ -16,6 +17,10 @@ POD = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)$")
 BINDINGS = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/bindings$")
 PODS = "/api/v1/pods"
 DEVICES = "/apis/scheduling.koordinator.sh/v1alpha1/devices"
+# A namespaced custom object: the pod groups' (any group and version, as stored).
+POD_GROUP = re.compile(
+    r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/podgroups/(?P<name>[^/]+)$"
+)
 
 
 @dataclass
@@ -28,10 +33,12 @@ class Recorded:
 
 @dataclass
 class FakeApiServer:
-    """Pods by (namespace, name); ``refuse`` maps (method, kind) -> (status, message) for
-    calls to answer with a ``Status`` failure (kind: ``pod``, ``binding``, ``pods``)."""
+    """Pods by (namespace, name); pod groups by (API group/version, namespace, name);
+    ``refuse`` maps (method, kind) -> (status, message) for calls to answer with a
+    ``Status`` failure (kind: ``pod``, ``binding``, ``pods``, ``podgroup``)."""
 
     pods: dict[tuple[str, str], dict] = field(default_factory=dict)
+    pod_groups: dict[tuple[str, str, str], dict] = field(default_factory=dict)
     devices: list[dict] = field(default_factory=list)
     refuse: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
     requests: list[Recorded] = field(default_factory=list)
@@ -42,6 +49,11 @@ class FakeApiServer:
     def add_pod(self, pod: dict) -> None:
         metadata = pod["metadata"]
         self.pods[(metadata["namespace"], metadata["name"])] = json.loads(json.dumps(pod))
+
+    def add_pod_group(self, pod_group: dict) -> None:
+        metadata = pod_group["metadata"]
+        key = (pod_group["apiVersion"], metadata["namespace"], metadata["name"])
+        self.pod_groups[key] = json.loads(json.dumps(pod_group))
 
     def calls(self, method=None) -> list[Recorded]:
         return [r for r in self.requests if method is None or r.method == method]
@@ -90,6 +102,9 @@ def _handler(server: FakeApiServer):
         def _route(self, method, path, query, body):
             match = POD.match(path)
             binding = BINDINGS.match(path)
+            pod_group = POD_GROUP.match(path)
+            if pod_group is not None:
+                return self._pod_group(method, pod_group)
             kind = (
                 "pod"
                 if match
@@ -138,6 +153,20 @@ def _handler(server: FakeApiServer):
                 pod["spec"]["nodeName"] = body["target"]["name"]
                 return 201, _status(201, "", "")
             return 405, _status(405, "method not allowed", "MethodNotAllowed")
+
+        def _pod_group(self, method, match):
+            if (method, "podgroup") in server.refuse:
+                code, message = server.refuse[(method, "podgroup")]
+                return code, _status(code, message, "Forbidden" if code == 403 else "Invalid")
+            key = (f"{match['group']}/{match['version']}", match["ns"], match["name"])
+            found = server.pod_groups.get(key)
+            if method != "GET":
+                return 405, _status(405, "method not allowed", "MethodNotAllowed")
+            if found is None:
+                return 404, _status(
+                    404, f'podgroups.{match["group"]} "{match["name"]}" not found', "NotFound"
+                )
+            return 200, found
 
         def _pod_list(self, query: str) -> dict:
             params = dict(p.partition("=")[::2] for p in query.split("&") if p)
@@ -199,3 +228,10 @@ def kubeconfig(url: str) -> str:
             "contexts": [{"name": "test", "context": {"cluster": "test", "user": "scheduler"}}],
         }
     )
+
+
+def kubeconfig_file(folder, url: str) -> str:
+    """The path of a kubeconfig file in ``folder`` naming the server ``url``."""
+    path = folder / "kubeconfig"
+    path.write_text(kubeconfig(url), encoding="utf-8")
+    return str(path)

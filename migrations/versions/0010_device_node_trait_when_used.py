@@ -3,7 +3,7 @@ when no provider carries it.
 
 0006 created the trait on every database, so a database that never held a device
 node listed a custom trait that upstream's does not. An import creates the trait
-when it needs it (``devices.service._sync_traits``), so an unused one can go;
+when it needs it (``devices.importing._sync_traits``), so an unused one can go;
 a database whose device nodes carry it keeps it. The downgrade does nothing: the
 code before this revision creates the trait on import too.
 

@@ -17,9 +17,10 @@ kept, and no more than their share of ``allocation_candidates_cache_mib`` (about
 ``BYTES_PER_TREE`` a tree), the least recently asked dropped first.
 """
 
+from placement.candidates.per_tree import PerTreeByKey
 from placement.candidates.plan import SearchPlan
 from placement.candidates.scoring import Scorer, total
-from placement.candidates.search import kind_of
+from placement.candidates.search import TreeKinds, kind_of
 
 MAX_REQUESTS_KEPT = 16
 BYTES_PER_TREE = 320  # a tree's bests and bound as kept, with its dict entry (measured: 3 slots)
@@ -34,7 +35,7 @@ class KeptBounds:
     """The trees' bounds of the ranked requests asked lately."""
 
     def __init__(self) -> None:
-        self._by_request: dict[tuple, TreeBoundsKept] = {}
+        self._by_request: PerTreeByKey[Bounded] = PerTreeByKey(MAX_REQUESTS_KEPT)
 
     def __len__(self) -> int:
         return len(self._by_request)
@@ -42,28 +43,20 @@ class KeptBounds:
     def kept_for(self, key: tuple) -> TreeBoundsKept:
         """The bounds kept for requests of ``key`` (made empty when new), now the most
         recently asked."""
-        kept = self._by_request.pop(key, None)
-        if kept is None:
-            kept = {}
-            while len(self._by_request) >= MAX_REQUESTS_KEPT:
-                del self._by_request[next(iter(self._by_request))]
-        self._by_request[key] = kept
-        return kept
+        return self._by_request.kept_for(key)
 
     def bytes_kept(self) -> int:
         """An estimate of what the kept bounds take."""
-        return BYTES_PER_TREE * sum(len(kept) for kept in self._by_request.values())
+        return BYTES_PER_TREE * sum(self._by_request.tree_counts())
 
     def keep_within(self, budget_bytes: int) -> None:
         """Drop the least recently asked kinds of request (the last one too, when it alone
         is over) until what is kept is within ``budget_bytes``."""
-        while self._by_request and self.bytes_kept() > budget_bytes:
-            del self._by_request[next(iter(self._by_request))]
+        while len(self._by_request) and self.bytes_kept() > budget_bytes:
+            self._by_request.drop_oldest()
 
     def drop_trees(self, roots) -> None:
-        for kept in self._by_request.values():
-            for root in roots:
-                kept.pop(root, None)
+        self._by_request.drop_trees(roots)
 
     def clear(self) -> None:
         self._by_request.clear()
@@ -72,12 +65,20 @@ class KeptBounds:
 class TreeBounds:
     """Each tree's options and bounds for one ranked request."""
 
-    def __init__(self, plan: SearchPlan, scorer: Scorer, kept: TreeBoundsKept | None) -> None:
+    def __init__(
+        self,
+        plan: SearchPlan,
+        scorer: Scorer,
+        kept: TreeBoundsKept | None,
+        kinds: TreeKinds | None = None,
+    ) -> None:
         self.plan = plan
         self.scorer = scorer
         self.kept = kept if kept is not None else {}
         self.by_kind = not plan.sharing
         self.demand_items = tuple(sorted(plan.demand.items()))
+        # (kept from earlier requests when given: ``search.TreeKinds``)
+        self.kinds = (kinds or TreeKinds()).for_demand(plan.world, self.demand_items)
         self.positions: dict[object, list[list[int]] | None] = {}  # kind -> options
         self.kind_bests: dict[object, list[float]] = {}  # without utilization
         # Which slot's bests are another's: twins have the same options and values.
@@ -110,7 +111,7 @@ class TreeBounds:
         if not self.by_kind:
             options = plan.tree_options(root)
             return options if all(options) else None
-        kind = kind_of(plan, root, self.demand_items)
+        kind = kind_of(plan, root, self.demand_items, self.kinds)
         if kind is None:
             return None
         tree = plan.world.trees[root]
@@ -137,7 +138,7 @@ class TreeBounds:
             return found[0]
         kind = None
         if self.by_kind and not self.scorer.utilization:
-            kind = kind_of(self.plan, root, self.demand_items)
+            kind = kind_of(self.plan, root, self.demand_items, self.kinds)
             if kind in self.kind_bests:
                 return self.kind_bests[kind]
         values, new_value = self.scorer.values, self.scorer.new_value

@@ -32,6 +32,7 @@ from placement.candidates.search import (
     Deadline,
     Render,
     SearchCounts,
+    TreeKinds,
 )
 from placement.candidates.walk import reorderings, tree_candidates
 
@@ -48,12 +49,13 @@ def best(
     counts: SearchCounts | None = None,
     deadline: float | None = None,
     kept: TreeBoundsKept | None = None,
+    kinds: TreeKinds | None = None,
 ) -> list[tuple[float, Candidate]]:
     """Up to ``cap`` candidates (all when None) with their scores, best first. ``kept``:
     the trees' bounds found by earlier requests like this one (``bounds.KeptBounds``), and
-    where this one keeps those it finds."""
+    where this one keeps those it finds; ``kinds``, the trees' kinds (``search.TreeKinds``)."""
     counts = counts if counts is not None else SearchCounts()
-    search = _Ranking(plan, scorer, cap, Deadline(deadline, counts), kept)
+    search = _Ranking(plan, scorer, cap, Deadline(deadline, counts), kept, kinds)
     roots = plan.candidate_roots()
     counts.trees = len(roots)
     if shuffle:
@@ -75,12 +77,13 @@ class _Ranking:
         cap: int | None,
         stop: Deadline,
         kept: TreeBoundsKept | None,
+        kinds: TreeKinds | None,
     ) -> None:
         self.plan = plan
         self.scorer = scorer
         self.cap = cap
         self.stop = stop
-        self.bounds = TreeBounds(plan, scorer, kept)
+        self.bounds = TreeBounds(plan, scorer, kept, kinds)
         # The kept placements, the worst on top: (score, -tree rank, -order, root, providers).
         self.kept: list[tuple[float, int, int, int, tuple[int, ...]]] = []
         self.order = count()  # the walk order, over all trees

@@ -31,9 +31,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from placement.candidates.answers import NO_ANSWERS, KeptAnswers, TreeAnswers
+from placement.candidates.per_tree import PerTreeByKey
 from placement.candidates.plan import SearchPlan
 from placement.candidates.walk import tree_candidates
 from placement.replica.forms import TreeForm
+from placement.replica.world import ProviderWorld
 
 
 class Candidate(NamedTuple):
@@ -83,6 +85,7 @@ def collect(
     shuffle: bool = False,
     counts: SearchCounts | None = None,
     deadline: float | None = None,
+    kinds: "TreeKinds | None" = None,
 ) -> list[Candidate]:
     """Up to ``cap`` candidates (all when None), round-robin over the trees a candidate
     may be anchored in (``SearchPlan.candidate_roots``), in root id order: the first of
@@ -91,7 +94,8 @@ def collect(
     the answers ``kept`` from an earlier request like this one are taken as they are
     (they are the same: see ``placement.candidates.answers``), what is found is added
     to them, and the trees they tell need no look are not looked at. ``counts``, when
-    given, is told what the search did; past the ``deadline`` it stops."""
+    given, is told what the search did; past the ``deadline`` it stops. ``kinds``: the
+    trees' kinds kept from earlier requests (none: found for this one alone)."""
     counts = counts if counts is not None else SearchCounts()
     stop = Deadline(deadline, counts)
     if plan.sharing:
@@ -108,7 +112,9 @@ def collect(
         counts.trees = len(roots)
         if shuffle:
             random.shuffle(roots)
-        found, looked = _collect_by_form(roots, cap, _KindSearch(plan, render), kept, counts, stop)
+        found, looked = _collect_by_form(
+            roots, cap, _KindSearch(plan, render, kinds), kept, counts, stop
+        )
         to_look_at.looked_at(plan.root_filter, roots[:looked], every_one=looked == len(roots))
         counts.trees_looked_at += looked
     if shuffle:
@@ -194,16 +200,17 @@ class _KindSearch:
     tree of it asked for, and its placements, kept as positions in that tree, are moved
     onto the others of its kind."""
 
-    def __init__(self, plan: SearchPlan, render: Render) -> None:
+    def __init__(self, plan: SearchPlan, render: Render, kinds: "TreeKinds | None") -> None:
         self.plan = plan
         self.render = render
         self.demand_items = tuple(sorted(plan.demand.items()))
+        self.kinds = (kinds or TreeKinds()).for_demand(plan.world, self.demand_items)
         self.answers: dict[object, _KindAnswer] = {}  # by tree_key
         self.chains: dict[int, list[int]] = {}  # shared by the walks
 
     def key_of(self, root: int) -> object:
         """The tree's kind (``kind_of``)."""
-        return kind_of(self.plan, root, self.demand_items)
+        return kind_of(self.plan, root, self.demand_items, self.kinds)
 
     def candidate(self, root: int, key: object, rank: int) -> Candidate | None:
         """The candidate of ``rank`` (the first is 0) of the tree ``root`` of kind ``key``
@@ -223,20 +230,50 @@ class _KindSearch:
         return Candidate(root, providers, self.render(providers, (key, rank)))
 
 
-_UNKNOWN = object()
-KEYS_KEPT_PER_FORM = 16  # distinct demands (flavors, say) whose keys each form keeps
+# A tree's kind for one demand, with the form it was found for: by root id.
+KindsOfTrees = dict[int, tuple[TreeForm, object]]
+DEMANDS_KEPT = 16  # distinct demands (flavors, say) whose trees' kinds are kept
 
 
-def kind_of(plan: SearchPlan, root: int, demand_items: tuple) -> object:
+class TreeKinds:
+    """The trees' kinds (``tree_key``) for the demands asked lately, kept by the
+    candidates' front door (``CandidateSearch``) from one request to the next: each with
+    the form of the tree it was found for, so that a tree changed since (a changed tree
+    has a new form, and so has every tree when the forms are numbered again) has its kind
+    found again; the front door also drops the kinds of the trees the copy says changed
+    (``drop_trees``). At most ``DEMANDS_KEPT`` demands, the least recently asked dropped
+    first; the kinds of trees gone are dropped as they pile up."""
+
+    def __init__(self) -> None:
+        self._by_demand: PerTreeByKey[tuple[TreeForm, object]] = PerTreeByKey(DEMANDS_KEPT)
+
+    def for_demand(self, world: ProviderWorld, demand_items: tuple) -> KindsOfTrees:
+        """The kinds kept for ``demand_items`` (a plan's demand, sorted), now the most
+        recently asked."""
+        kept = self._by_demand.kept_for(demand_items)
+        if len(kept) > 2 * len(world.trees) + 100:
+            kept = {root: kind for root, kind in kept.items() if root in world.trees}
+            self._by_demand.replace(demand_items, kept)
+        return kept
+
+    def drop_trees(self, roots) -> None:
+        """Forget the kinds of these trees (changed: they would be found again anyway)."""
+        self._by_demand.drop_trees(roots)
+
+    def clear(self) -> None:
+        self._by_demand.clear()
+
+
+def kind_of(plan: SearchPlan, root: int, demand_items: tuple, kinds: KindsOfTrees) -> object:
     """The tree's kind (``tree_key``; ``demand_items``: the plan's demand, sorted), None
-    when it lacks a class asked for; kept on its form for the next request asking the
-    same amounts."""
+    when it lacks a class asked for; kept in ``kinds`` (``TreeKinds.for_demand``) while
+    the tree keeps its form."""
     form = plan.world.form_of_tree[root]
-    key = form.keys.get(demand_items, _UNKNOWN)
-    if key is _UNKNOWN:
-        if len(form.keys) >= KEYS_KEPT_PER_FORM:
-            form.keys.clear()
-        key = form.keys[demand_items] = tree_key(form, plan.demand, demand_items)
+    kept = kinds.get(root)
+    if kept is not None and kept[0] is form:
+        return kept[1]
+    key = tree_key(form, plan.demand, demand_items)
+    kinds[root] = (form, key)
     return key
 
 

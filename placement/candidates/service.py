@@ -2,10 +2,11 @@
 
 ``CandidateSearch`` searches this process's copy of the providers (the
 application's ``Replica``, shared with the translator and the device search) and
-keeps, beside it, its answers per request and tree (``answers``) and the trees'
-summaries (``summaries``), dropping those of the trees changed since its last
-search. ``find`` takes a parsed request and gives the body to answer with; the
-view only parses and renders. What each search did (``SearchReport``) is told to
+keeps, beside it, its answers per request and tree (``answers``), the trees'
+summaries (``summaries``), bounds (``bounds``) and kinds per demand
+(``search.TreeKinds``), dropping those of the trees changed since its last search.
+``find`` takes a parsed request and gives the body to answer with; the view only
+parses and renders. What each search did (``SearchReport``) is told to
 its ``SearchRecorder`` (the application's metrics).
 """
 
@@ -83,6 +84,7 @@ class CandidateSearch:
         self.answers = AnswerMemo()  # each tree's candidates, for the requests asked lately
         self.summaries = TreeSummaries()
         self.bounds = KeptBounds()  # each tree's bounds, for the ranked requests asked lately
+        self.kinds = search.TreeKinds()  # each tree's kind, for the demands asked lately
         self._follower = TreeFollower()
         self._recorder = recorder or _NotRecorded()
 
@@ -162,9 +164,11 @@ class CandidateSearch:
         if changed is None:
             self.answers.clear()
             self.bounds.clear()
+            self.kinds.clear()
         elif changed:
             self.answers.drop_trees(changed)
             self.bounds.drop_trees(changed)
+            self.kinds.drop_trees(changed)
         self.summaries.follow(world)
 
     def _search(
@@ -186,6 +190,7 @@ class CandidateSearch:
             shuffle=self._randomize,
             counts=counts,
             deadline=deadline,
+            kinds=self.kinds,
         )
         if not candidates:
             return None, 0
@@ -214,6 +219,7 @@ class CandidateSearch:
             counts=counts,
             deadline=deadline,
             kept=kept,
+            kinds=self.kinds,
         )
         candidates = [candidate for _, candidate in found]
         scores = [score for score, _ in found]

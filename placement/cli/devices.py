@@ -27,8 +27,9 @@ from placement.cli.common import (
 )
 from placement.config import Config
 from placement.data.consumers import INCOMPLETE_CONSUMER_ID
-from placement.devices import bodies, checkpoints, service
+from placement.devices import bodies, checkpoints, importing
 from placement.devices.request import DeviceRequest, parse_device_request, parse_pod
+from placement.devices.service import DeviceSearch
 from placement.replica.replica import Replica
 from placement.schemas import devices as schemas
 
@@ -95,7 +96,7 @@ SAMPLE_MATRIX = "tests/data/topologies/dgx_a100.txt"
 
 def gpu_memory(value: str) -> str:
     """``--gpu-memory`` as given, once it is sure to be in binary units (see the docstring)."""
-    service.refuse_decimal_memory(value, "--gpu-memory")
+    importing.refuse_decimal_memory(value, "--gpu-memory")
     return value
 
 
@@ -124,23 +125,23 @@ def _import(config: Config, args: argparse.Namespace) -> int:
         else:
             document = read_document(args.file)
         body = checked_arguments(schemas.ImportNode(), **document, uuid=args.uuid)
-        topology = service.topology_from_body(body)
-        result = service.import_node(conn, args.node, topology, naming, body.get("uuid"))
-        view = service.DeviceSearch(Replica()).node_view(conn, naming, args.node)
+        topology = importing.topology_from_body(body)
+        result = importing.import_node(conn, args.node, topology, naming, body.get("uuid"))
+        view = DeviceSearch(Replica()).node_view(conn, naming, args.node)
         return {**view, "changed": result.changed}
 
     return run_in_transaction(config, work)
 
 
 def _show(config: Config, args: argparse.Namespace) -> int:
-    search = service.DeviceSearch(Replica())
+    search = DeviceSearch(Replica())
     return run_in_transaction(
         config, lambda conn, naming: search.node_view(conn, naming, args.node)
     )
 
 
 def _delete(config: Config, args: argparse.Namespace) -> int:
-    return run_in_transaction(config, lambda conn, naming: service.delete_node(conn, args.node))
+    return run_in_transaction(config, lambda conn, naming: importing.delete_node(conn, args.node))
 
 
 def _checkpoints(config: Config, args: argparse.Namespace) -> int:
@@ -154,7 +155,7 @@ def _checkpoints(config: Config, args: argparse.Namespace) -> int:
             project_id=args.project,
             user_id=args.user,
         )
-        result = service.DeviceSearch(Replica()).hold_checkpoints(
+        result = DeviceSearch(Replica()).hold_checkpoints(
             conn,
             naming,
             args.node,
@@ -194,7 +195,7 @@ def _candidates(config: Config, args: argparse.Namespace) -> int:
         )
         request = _request(body, naming)
         budget = search_budget(config, body)
-        answer = service.DeviceSearch(Replica()).find_candidates(
+        answer = DeviceSearch(Replica()).find_candidates(
             conn,
             request,
             naming,
@@ -223,7 +224,7 @@ def _claim(config: Config, args: argparse.Namespace) -> int:
         )
         request = _request(body, naming)
         budget = search_budget(config, body)
-        candidate = service.DeviceSearch(Replica()).claim(
+        candidate = DeviceSearch(Replica()).claim(
             conn,
             request,
             naming,

@@ -18,8 +18,12 @@ from placement.cli.common import (
     with_cut,
 )
 from placement.config import Config
-from placement.group_resources import bodies, service
+from placement.devices import importing as device_importing
+from placement.group_resources import bodies, sync
+from placement.group_resources.request_tree import parse_request
+from placement.group_resources.service import GroupResourceSearch
 from placement.nodes.group_options import CHOICES, GroupOptions
+from placement.nodes.kinds import NodeKind
 from placement.replica.replica import Replica
 from placement.schemas import group_resources as schemas
 
@@ -83,18 +87,27 @@ def read_key_map(path: str) -> Any:
 
 def _sync(config: Config, args: argparse.Namespace) -> int:
     def work(conn, naming):
-        result = service.sync_node(conn, args.node, read_key_map(args.file), naming, args.uuid)
-        return {**service.node_view(conn, args.node), "changed": result.changed}
+        result = sync.sync_node(conn, args.node, read_key_map(args.file), naming, args.uuid)
+        return {**GroupResourceSearch(Replica()).show(conn, args.node), "changed": result.changed}
 
     return run_in_transaction(config, work)
 
 
 def _show(config: Config, args: argparse.Namespace) -> int:
-    return run_in_transaction(config, lambda conn, naming: service.node_view(conn, args.node))
+    search = GroupResourceSearch(Replica())
+    return run_in_transaction(config, lambda conn, naming: search.show(conn, args.node))
 
 
 def _delete(config: Config, args: argparse.Namespace) -> int:
-    return run_in_transaction(config, lambda conn, naming: service.delete_node(conn, args.node))
+    """A device node is deleted with its topology, as ``placement devices delete`` does."""
+
+    def work(conn, naming):
+        if sync.node_kind(conn, args.node) is NodeKind.DEVICE:
+            device_importing.delete_node(conn, args.node)
+        else:
+            sync.delete_node(conn, args.node)
+
+    return run_in_transaction(config, work)
 
 
 def _candidates(config: Config, args: argparse.Namespace) -> int:
@@ -109,14 +122,14 @@ def _candidates(config: Config, args: argparse.Namespace) -> int:
             budget_ms=args.budget_ms,
         )
         budget = search_budget(config, body)
-        answer = service.GroupResourceSearch(Replica()).find_candidates(
+        options = _search_options(config, body)
+        answer = GroupResourceSearch(Replica()).find(
             conn,
-            body["resources"],
-            naming,
+            parse_request(body["resources"], naming),
             scorer=body["scorer"],
             limit=body.get("limit"),
             node_names=body.get("nodes"),
-            options=_search_options(config, body),
+            options=options,
             budget=budget,
         )
         return with_cut(bodies.candidates_body(answer, body["resources"]), budget)
@@ -139,17 +152,17 @@ def _claim(config: Config, args: argparse.Namespace) -> int:
             budget_ms=args.budget_ms,
         )
         budget = search_budget(config, body)
-        placement = service.GroupResourceSearch(Replica()).claim(
+        options = _search_options(config, body)
+        placement = GroupResourceSearch(Replica()).claim(
             conn,
-            body["resources"],
-            naming,
+            parse_request(body["resources"], naming),
             consumer_uuid=body["consumer_uuid"],
             project_id=body["project_id"],
             user_id=body["user_id"],
             consumer_type=body.get("consumer_type"),
             scorer=body["scorer"],
             node_names=body.get("nodes"),
-            options=_search_options(config, body),
+            options=options,
             budget=budget,
         )
         return with_cut(
@@ -171,8 +184,9 @@ def _query(config: Config, args: argparse.Namespace) -> int:
             nodes=args.nodes,
             options=_options(args),
         )
-        translations = service.translate(
-            conn, body["resources"], naming, body.get("nodes"), _search_options(config, body)
+        options = _search_options(config, body)
+        translations = GroupResourceSearch(Replica()).translate(
+            conn, parse_request(body["resources"], naming), body.get("nodes"), options
         )
         return bodies.translations_body(translations)
 

@@ -2,7 +2,8 @@
 Kubernetes cluster, through its API (``[k8s] kubeconfig``, or in-cluster).
 
 - ``reconcile``: import every Koordinator ``Device`` object as its node, hold its
-  checkpoint, and release the devices of pods that are gone or finished; once, or
+  checkpoint, release the devices of pods that are gone or finished, and release the
+  pod groups' reserved members past ``[k8s] gang_reservation_timeout``; once, or
   every ``--interval`` seconds until interrupted.
 - ``device FILE``: one ``Device`` object from a file (no cluster needed).
 - ``release POD_UID...``: release what pods hold (as ``DELETE /allocations/{uid}``).
@@ -16,8 +17,10 @@ import time
 from placement.cli.common import read_document, run_in_transaction, run_with_database
 from placement.config import Config
 from placement.devices.service import DeviceSearch
+from placement.gangs.service import GangSearch
 from placement.k8s import reconcile
 from placement.k8s.koordinator_devices import read_device_object
+from placement.k8s.pod_groups import PodGroups
 from placement.replica.replica import Replica
 
 LOG = logging.getLogger(__name__)
@@ -32,7 +35,8 @@ def add_commands(commands) -> None:
 
     again = sub.add_parser(
         "reconcile",
-        help="import the cluster's Device objects, release the devices of pods gone or finished",
+        help="import the cluster's Device objects, release the devices of pods gone or "
+        "finished and pod groups' reservations past their time",
     )
     again.add_argument(
         "--interval",
@@ -57,13 +61,19 @@ def add_commands(commands) -> None:
 
 def _reconcile(config: Config, args: argparse.Namespace) -> int:
     search = DeviceSearch(Replica())
+    pod_groups = PodGroups(config, GangSearch(search))
 
     def once(transaction):
         from placement.k8s.cluster import Cluster  # the client loads slowly: when used
 
         cluster = Cluster.configured(config.k8s_kubeconfig, config.k8s_api_timeout_seconds)
         return reconcile.reconcile(
-            transaction, cluster, search, config.group_naming(), devices_too=not args.no_devices
+            transaction,
+            cluster,
+            search,
+            config.group_naming(),
+            devices_too=not args.no_devices,
+            pod_groups=pod_groups,
         ).body()
 
     if args.interval is None:

@@ -1,14 +1,13 @@
-"""SQL for the group-resource translator: the nodes it manages, read whole.
+"""SQL for the group-resource translator's writes: its nodes' trees, written whole.
 
-A node is a provider tree whose root carries ``CUSTOM_GROUP_RESOURCES_NODE``.
-``read_nodes`` reads every such tree (or the named ones) in two queries:
-providers, and inventories with their usage. ``lock_node`` serializes the
-writers of one node.
+A node is a provider tree whose root carries ``CUSTOM_GROUP_RESOURCES_NODE``
+(its searches and views read the nodes from the process's copy of the providers,
+``group_resources.replica_nodes``). ``lock_node`` serializes the writers of one
+node.
 """
 
 import uuid as uuid_lib
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from sqlalchemy import Connection, exists, func, insert, select
 
@@ -16,11 +15,10 @@ from placement import errors
 from placement.clock import utcnow
 from placement.data import names
 from placement.data.inventories import Inventory
-from placement.data.sql import id_conditions, insert_ignoring_conflicts
+from placement.data.sql import insert_ignoring_conflicts
 from placement.db.aliases import root_provider
 from placement.db.tables import (
     allocations,
-    device_topologies,
     inventories,
     resource_classes,
     resource_provider_traits,
@@ -32,35 +30,13 @@ from placement.nodes.naming import NODE_TRAIT
 rp = resource_providers
 
 
-class ProviderRow(NamedTuple):
-    id: int
-    uuid: str
-    name: str
-    parent_provider_id: int | None
-    root_provider_id: int
-
-
-class InventoryRow(NamedTuple):
-    provider_id: int
-    resource_class: str
-    total: int
-    reserved: int
-    min_unit: int
-    max_unit: int
-    step_size: int
-    allocation_ratio: float
-    used: int
-
-
-def _managed_roots(node_names: list[str] | None, without_device_nodes: bool = False):
-    """Ids of the roots carrying the node trait (optionally only the named ones, optionally
-    not the device nodes, whose trees the device routes own)."""
+def _managed_roots():
+    """Ids of the roots carrying the node trait."""
     # SELECT root.id FROM resource_providers root
     #   JOIN resource_provider_traits rpt ON rpt.resource_provider_id = root.id
     #   JOIN traits t ON t.id = rpt.trait_id AND t.name = 'CUSTOM_GROUP_RESOURCES_NODE'
-    #   WHERE root.parent_provider_id IS NULL [AND root.name IN (:names)]
-    #   [AND NOT EXISTS (SELECT 1 FROM device_topologies dt WHERE dt.node_name = root.name)]
-    query = (
+    #   WHERE root.parent_provider_id IS NULL
+    return (
         select(root_provider.c.id)
         .join(
             resource_provider_traits,
@@ -69,122 +45,11 @@ def _managed_roots(node_names: list[str] | None, without_device_nodes: bool = Fa
         .join(traits, traits.c.id == resource_provider_traits.c.trait_id)
         .where(traits.c.name == NODE_TRAIT, root_provider.c.parent_provider_id.is_(None))
     )
-    if node_names is not None:
-        query = query.where(root_provider.c.name.in_(node_names))
-    if without_device_nodes:
-        query = query.where(~exists().where(device_topologies.c.node_name == root_provider.c.name))
-    return query
-
-
-def read_nodes(
-    conn: Connection,
-    node_names: list[str] | None = None,
-    root_ids: list[int] | None = None,
-    without_device_nodes: bool = False,
-) -> tuple[list[ProviderRow], list[InventoryRow]]:
-    """Every provider of the managed trees, and every inventory with its usage.
-
-    ``node_names`` or ``root_ids`` limit the read to those nodes;
-    ``without_device_nodes`` leaves out the device nodes (for the translator's search:
-    a device node's devices are allocated through the device routes, with their tenancy).
-    """
-    roots = _roots(node_names, root_ids, without_device_nodes)
-    providers = [
-        ProviderRow(*row)
-        for row in conn.execute(
-            select(rp.c.id, rp.c.uuid, rp.c.name, rp.c.parent_provider_id, rp.c.root_provider_id)
-            .join(roots, roots.c.id == rp.c.root_provider_id)
-            .order_by(rp.c.id)
-        )
-    ]
-    # SELECT inv.resource_provider_id, inv.resource_class_id, rc.name, inv.total, ...
-    #   FROM inventories inv JOIN resource_classes rc ON rc.id = inv.resource_class_id
-    #   JOIN resource_providers rp ON rp.id = inv.resource_provider_id
-    #   JOIN (<managed roots>) roots ON roots.id = rp.root_provider_id
-    rows = conn.execute(
-        select(
-            inventories.c.resource_provider_id,
-            inventories.c.resource_class_id,
-            resource_classes.c.name,
-            inventories.c.total,
-            inventories.c.reserved,
-            inventories.c.min_unit,
-            inventories.c.max_unit,
-            inventories.c.step_size,
-            inventories.c.allocation_ratio,
-        )
-        .join(resource_classes, resource_classes.c.id == inventories.c.resource_class_id)
-        .join(rp, rp.c.id == inventories.c.resource_provider_id)
-        .join(roots, roots.c.id == rp.c.root_provider_id)
-    ).all()
-    usage = _usage(conn, sorted({provider.root_provider_id for provider in providers}))
-    inventory_rows = [
-        InventoryRow(
-            provider_id=provider_id,
-            resource_class=class_name,
-            total=total,
-            reserved=reserved,
-            min_unit=min_unit,
-            max_unit=max_unit,
-            step_size=step_size,
-            allocation_ratio=float(ratio),
-            used=usage.get((provider_id, class_id), 0),
-        )
-        for (
-            provider_id,
-            class_id,
-            class_name,
-            total,
-            reserved,
-            min_unit,
-            max_unit,
-            step_size,
-            ratio,
-        ) in rows
-    ]
-    return providers, inventory_rows
-
-
-def _roots(
-    node_names: list[str] | None,
-    root_ids: list[int] | None = None,
-    without_device_nodes: bool = False,
-):
-    managed = _managed_roots(node_names, without_device_nodes)
-    if root_ids is not None:
-        managed = managed.where(root_provider.c.id.in_(root_ids))
-    return managed.subquery()
-
-
-def _usage(conn: Connection, root_ids: list[int]) -> dict[tuple[int, int], int]:
-    """(provider id, class id) -> amount allocated, in the trees of these roots only.
-
-    The root ids are parameters, not a subquery: the cost follows the trees
-    asked about, not the size of the allocations table, whatever the
-    planner's estimates.
-    """
-    # SELECT a.resource_provider_id, a.resource_class_id, SUM(a.used)
-    #   FROM allocations a JOIN resource_providers rp ON rp.id = a.resource_provider_id
-    #   WHERE rp.root_provider_id = ANY(:root_ids) GROUP BY 1, 2
-    usage: dict[tuple[int, int], int] = {}
-    for condition in id_conditions(conn, rp.c.root_provider_id, root_ids):
-        for provider_id, class_id, used in conn.execute(
-            select(
-                allocations.c.resource_provider_id,
-                allocations.c.resource_class_id,
-                func.sum(allocations.c.used),
-            )
-            .join(rp, rp.c.id == allocations.c.resource_provider_id)
-            .where(condition)
-            .group_by(allocations.c.resource_provider_id, allocations.c.resource_class_id)
-        ):
-            usage[(provider_id, class_id)] = int(used)
-    return usage
 
 
 def node_names(conn: Connection) -> list[tuple[str, str]]:
     """(name, uuid) of every managed node, by name."""
-    roots = _managed_roots(None).subquery()
+    roots = _managed_roots().subquery()
     return [
         (name, uuid)
         for name, uuid in conn.execute(

@@ -265,3 +265,28 @@ gang_members = Table(
     Column("consumer_uuid", String(36), nullable=False, unique=True),
     *_timestamps(),
 )
+
+# Kubernetes pod groups (placement.k8s.pod_groups): the gang reserved for each group
+# at its first pod's bind (with what its pods ask), released where its pods never came;
+# and each member's node, its devices as the pod annotation says them, and the pod that
+# took it (none: the member's consumer in ``gang_members`` is still a placeholder).
+pod_group_reservations = Table(
+    "pod_group_reservations",
+    metadata,
+    Column("gang_uuid", String(36), primary_key=True),
+    Column("pod_group", String(255), nullable=False, unique=True),
+    Column("member_request", Text, nullable=False),
+    Column("created_at", DateTime, nullable=False, index=True),
+    Column("updated_at", DateTime, nullable=True),
+)
+
+pod_group_members = Table(
+    "pod_group_members",
+    metadata,
+    Column("gang_uuid", String(36), primary_key=True),
+    Column("member", Integer, primary_key=True, autoincrement=False),
+    Column("node_name", String(200), nullable=False),
+    Column("device_allocated", Text, nullable=False),
+    Column("pod_uid", String(36), nullable=True, unique=True),
+    *_timestamps(),
+)

@@ -25,9 +25,12 @@ One module per step:
   lowest minors), remembered for nodes alike; ``search`` ranks the nodes, within a
   time budget if given; ``explain`` counts the nodes each check leaves.
 - ``checkpoints``: the devices kubelet gave pods (its checkpoint), held for them.
-- ``service``: the Python API (import, delete; ``DeviceSearch``, the front door
-  of candidates, claims and views, owned by the application); ``bodies`` the
-  JSON answers. The ``placement devices`` CLI is ``placement.cli.devices``.
+- ``importing``: a topology import (the body read, the tree written by the
+  translator's ``sync.write_tree``, the document stored) and a device node's delete;
+  ``service``: ``DeviceSearch``, the front door of candidates, claims, explanations,
+  checkpoints and views, owned by the application, over a request parsed by its
+  caller (``request``); ``bodies`` the JSON answers. The ``placement devices`` CLI is
+  ``placement.cli.devices``.
 
 SQL lives in ``placement.data.device_topologies`` (the stored topology
 documents) and the translator's ``placement.data.group_nodes``; HTTP in

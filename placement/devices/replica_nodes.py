@@ -3,12 +3,12 @@ its tree changes.
 
 The device searches read the nodes from the copy the other searches read (the
 application's ``Replica``), brought up to date from the change log at the start
-of each search. A device node is a tree whose root carries
-``DEVICE_NODE_TRAIT``. Building a node (``snapshot.build_device_nodes``) needs
+of each search. A device node is a node of the device kind (``nodes.kinds``: its
+root carries ``DEVICE_NODE_TRAIT``). Building a node (``snapshot.build_device_nodes``) needs
 its stored topology document, which the copy does not hold: documents are read
 only for the trees that changed since the node was last built. A changed tree
 has a new ``TreeForm`` in the copy; a re-import that changes only the document
-moves its root's generation (``service.import_node``), so that shows too.
+moves its root's generation (``importing.import_node``), so that shows too.
 
 A search of every node starts from the nodes, grouped by kind, that the last such
 search ended with, and changes only those of the trees the copy says changed
@@ -33,7 +33,8 @@ from placement.devices.snapshot import (
 from placement.devices.stored import StoredTopologies
 from placement.group_resources.replica_nodes import tree_parts
 from placement.interning import Interned
-from placement.nodes.naming import DEVICE_NODE_TRAIT, Naming
+from placement.nodes.kinds import NodeKind, node_roots, roots_among
+from placement.nodes.naming import Naming
 from placement.replica.replica import KeptPerTree, TreeFollower
 from placement.replica.world import Inventory, ProviderWorld
 
@@ -115,7 +116,7 @@ class DeviceNodesKept:
             world,
             naming,
             naming_key,
-            world.roots_with_trait(DEVICE_NODE_TRAIT, names=node_names),
+            node_roots(world, NodeKind.DEVICE, node_names),
         )
         nodes = sorted((k.node for k in current.values() if k.node), key=DeviceNode.by_name)
         out_of_sync = sorted(k.name for k in current.values() if k.out_of_sync)
@@ -131,18 +132,11 @@ class DeviceNodesKept:
         if changed is None:
             every = self._every = _EveryNode(naming_key)
             every.follower.changed(world)  # (it starts where the world stands)
-            roots = world.roots_with_trait(DEVICE_NODE_TRAIT)
+            roots = node_roots(world, NodeKind.DEVICE)
         else:
             for root_id in changed:
                 every.drop(root_id)
-            trait_id = world.trait_id_of_name.get(DEVICE_NODE_TRAIT)
-            roots = sorted(
-                root_id
-                for root_id in changed
-                if root_id in world.providers
-                and world.providers[root_id].parent_id is None
-                and trait_id in world.providers[root_id].traits
-            )
+            roots = roots_among(world, NodeKind.DEVICE, changed)
         for root_id, kept in self._current(conn, world, naming, naming_key, roots).items():
             every.add(root_id, kept)
         return every.nodes()

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from placement import capacity
-from placement.data.group_nodes import ProviderRow
 from placement.devices.stored import StoredTopology
 from placement.devices.topology import Device, Topology
+from placement.group_resources.snapshot import ProviderRow
 from placement.interning import Interned
 from placement.nodes.naming import Naming, path_of
 

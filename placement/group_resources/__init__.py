@@ -7,7 +7,8 @@ Nodes and requests are flat maps of hierarchical keys
   ``placement.nodes.quantities``; the classes, traits and provider names keys
   become, ``placement.nodes.naming``).
 - ``node_tree`` and ``sync``: a node's map -> the provider tree it should
-  have -> that tree written (idempotent, refusing to drop what is allocated).
+  have -> that tree written (idempotent, refusing to drop what is allocated),
+  and a node deleted; both refuse device nodes (``placement.nodes.kinds``).
 - ``request_tree``: a request map -> request groups, fitted to a node's
   levels (levels the request skips are filled in, one per request group).
 - ``snapshot``: the managed trees as read in one moment, each group with a
@@ -19,11 +20,14 @@ Nodes and requests are flat maps of hierarchical keys
 - ``search``: ranking the nodes of one request, over every node or best
   bound first (within a time budget if given), with the requested key that kept
   the others out; ``explain``: the nodes each of the search's checks leaves.
-- ``service``: the Python API (candidates, claims, dry-run, sync, views);
-  ``candidate_query`` gives the equivalent GET /allocation_candidates query;
-  ``bodies`` the JSON answers. SQL lives in ``placement.data.group_nodes``;
-  HTTP in ``placement.handlers.group_resources``; the ``placement
-  group-resources`` CLI in ``placement.cli.group_resources``.
+- ``service``: the front door (``GroupResourceSearch``: candidates, claims,
+  explanations, queries, a node's view) over a request parsed by its caller
+  (``request_tree.parse_request``); ``candidate_query`` gives the equivalent GET
+  /allocation_candidates query; ``bodies`` the JSON answers. Every read of the
+  nodes is of the process's copy of the providers (``replica_nodes``); SQL (the
+  writes) lives in ``placement.data.group_nodes``; HTTP in
+  ``placement.handlers.group_resources``; the ``placement group-resources`` CLI in
+  ``placement.cli.group_resources``.
 
 A request may choose the group allocator's own readings where ours differ
 (``placement.nodes.group_options``: filled-in levels for flat requests, nodes

@@ -1,14 +1,14 @@
 """The translator's nodes as the process's copy of the providers holds them.
 
-The translator's searches (candidates, claims) read the nodes from the copy the
-candidate search keeps (``placement.replica.world``: the application's
-``Replica``), brought up to date from the change log at the start of each
-search: no statement reads every node. What the copy holds of a tree is what
-``data.group_nodes.read_nodes`` reads of it in the same snapshot: its providers
-with their names and parents, and each inventory with its usage.
+Every read of the translator's nodes (candidates, claims, explanations, queries,
+a node's view) reads them from the copy the candidate search keeps
+(``placement.replica.world``: the application's ``Replica``), brought up to date
+from the change log at the start of each call: no statement reads every node. The
+copy holds each tree's providers with their names and parents, and each inventory
+as stored with its usage.
 
-A node is a tree whose root carries ``NODE_TRAIT`` and not
-``DEVICE_NODE_TRAIT`` (the device routes own those). The score bounds of the
+The translator's nodes are the nodes of its kind (``nodes.kinds``: not the device
+nodes, which the device feature owns). The score bounds of the
 search with ``limit`` (``NodeSummary``) are each tree's own figures; they and
 the built nodes are kept (``NodesKept``, by the translator's front door) per tree
 until the tree changes.
@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from placement.data.group_nodes import ProviderRow
-from placement.group_resources.snapshot import Node, Room, Signatures, build_nodes
-from placement.nodes.naming import DEVICE_NODE_TRAIT, NODE_TRAIT
+from placement.group_resources.snapshot import Node, ProviderRow, Room, Signatures, build_nodes
+from placement.nodes.kinds import NodeKind, node_roots
+from placement.nodes.naming import path_of
 from placement.replica.replica import KeptPerTree
 from placement.replica.world import Inventory, ProviderWorld
 
@@ -109,7 +109,7 @@ class ReplicaNodes:
 
     def __init__(self, world: ProviderWorld, node_names: list[str] | None, kept: NodesKept) -> None:
         self._world = world
-        self._root_ids = world.roots_with_trait(NODE_TRAIT, DEVICE_NODE_TRAIT, node_names)
+        self._root_ids = node_roots(world, NodeKind.GROUP, node_names)
         self._kept = kept
 
     def summaries(self) -> list[NodeSummary]:
@@ -124,12 +124,46 @@ class ReplicaNodes:
         return self._kept.nodes_of_roots(self._world, root_ids)
 
 
+def stored_view(world: ProviderWorld, root_id: int) -> dict:
+    """The node of ``root_id`` as stored, JSON-ready: its groups by key path, each with its
+    provider and inventories with usage (providers others added to the tree left out)."""
+    root = world.providers[root_id]
+    groups = []
+    node_inventories: dict = {}
+    for provider_id in world.trees[root_id]:
+        provider = world.providers[provider_id]
+        inventories = {
+            world.class_names[class_id]: {
+                "total": inventory.total,
+                "reserved": inventory.reserved,
+                "allocation_ratio": inventory.allocation_ratio,
+                "used": inventory.used,
+            }
+            for class_id, inventory in provider.inventories.items()
+        }
+        if provider_id == root_id:
+            node_inventories = inventories
+            continue
+        path = path_of(root.name, provider.name)
+        if path:  # (None: a provider the translator does not own)
+            groups.append(
+                {"key": "/".join(path), "uuid": provider.uuid, "inventories": inventories}
+            )
+    groups.sort(key=lambda group: str(group["key"]))
+    return {
+        "name": root.name,
+        "uuid": root.uuid,
+        "generation": root.generation,
+        "inventories": node_inventories,
+        "groups": groups,
+    }
+
+
 def tree_parts(
     world: ProviderWorld, root_ids: list[int], room: Callable[[Inventory], AnyRoom]
 ) -> tuple[list[ProviderRow], dict[int, dict[str, AnyRoom]]]:
     """The providers of these trees as rows, and each provider's inventories (by class
-    name) as ``room`` makes them: what ``data.group_nodes.read_nodes`` reads, from the
-    copy. The device nodes are built from these too."""
+    name) as ``room`` makes them: what nodes are built from (the device nodes too)."""
     providers: list[ProviderRow] = []
     rooms: dict[int, dict[str, AnyRoom]] = {}
     for root_id in root_ids:

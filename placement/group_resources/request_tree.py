@@ -81,6 +81,7 @@ class RequestGroup:
 class GroupRequest:
     top: RequestGroup
     flat: bool
+    written: tuple[str, ...] = ()  # the keys in the order the client wrote them
 
     def keys(self) -> list[str]:
         return [d.key for g in self.top.walk() for d in g.demands]
@@ -101,7 +102,8 @@ def parse_request(resources: object, naming: Naming) -> GroupRequest:
     top = _request_group(root, naming)
     _refuse_too_many_kinds(top)
     flat = all(not child.subgroups for child in root.subgroups.values())
-    return GroupRequest(top=top, flat=flat)
+    written = tuple(resources) if isinstance(resources, dict) else ()  # (a dict: parsed)
+    return GroupRequest(top=top, flat=flat, written=written)
 
 
 # The allocator places the subgroups of one level of one group together; its

@@ -1,9 +1,16 @@
-"""The translator's Python API: what the HTTP views and the CLI call.
+"""The translator's front door (``GroupResourceSearch``): what the HTTP views and the
+CLI call to search, claim, explain and show, with a request they parsed
+(``request_tree.parse_request``).
 
-Each function takes an open connection inside a transaction and leaves the
-commit to its caller, so one call is one transaction.
+Each method takes an open connection inside a transaction and leaves the commit to
+its caller, so one call is one transaction. Every one reads the nodes from the
+process's copy of the providers, brought up to date as it starts; the translator's
+nodes are those of its kind (``nodes.kinds``). Writing a node's tree and deleting it
+is ``sync``'s.
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sqlalchemy import Connection
@@ -11,77 +18,59 @@ from sqlalchemy import Connection
 from placement import errors
 from placement.claiming import Claimant, ClaimRecorder, NewConsumer, NotRecorded, claim_best
 from placement.collector import collector_paused
-from placement.data import device_topologies, group_nodes
-from placement.group_resources import explain, sync
+from placement.group_resources import explain
 from placement.group_resources.allocator import Placement
 from placement.group_resources.candidate_query import CandidateQuery, candidate_query
-from placement.group_resources.replica_nodes import NodesKept, ReplicaNodes
-from placement.group_resources.request_tree import Unplaced, fit_to_levels, parse_request
+from placement.group_resources.replica_nodes import NodesKept, ReplicaNodes, stored_view
+from placement.group_resources.request_tree import GroupRequest, Unplaced, fit_to_levels
 from placement.group_resources.scoring import scorer_for
 from placement.group_resources.search import CandidateAnswer, Ranking, bounded_ranking
-from placement.group_resources.snapshot import Node, build_nodes, rooms_of
-from placement.group_resources.sync import SyncResult, require_node
+from placement.group_resources.snapshot import Node
 from placement.nodes.group_options import DEFAULT_OPTIONS, GroupOptions
-from placement.nodes.naming import Naming, path_of
+from placement.nodes.kinds import node_roots
 from placement.nodes.search_budget import Cut, SearchBudget
 from placement.replica.replica import Replica
 
-__all__ = [
-    "CandidateAnswer",
-    "SyncResult",
-    "GroupResourceSearch",
-    "delete_node",
-    "node_view",
-    "sync_node",
-    "translate",
-]
+__all__ = ["CandidateAnswer", "GroupResourceSearch", "Translation"]
 
 
-def sync_node(
-    conn: Connection, node: str, resources: object, naming: Naming, node_uuid: str | None = None
-) -> SyncResult:
-    """Make the node's tree match its key map. A device node's tree is its topology's
-    (``placement.devices``): it is refused here rather than taken out of the device search."""
-    group_nodes.lock_node(conn, node)  # before reading anything of the node
-    if device_topologies.read_documents(conn, [node]):
-        raise errors.Conflict(
-            f"Node {node} is a device node: import its topology through "
-            f"/group_resources/device_nodes/{node}.",
-            code=errors.GROUP_DEVICE_NODE,
-        )
-    return sync.sync_node(conn, node, resources, naming, node_uuid)
-
-
-def delete_node(conn: Connection, node: str) -> None:
-    """Delete a node without allocations; a device node's stored topology goes with it."""
-    sync.delete_node(conn, node)
-    device_topologies.delete_document(conn, node)
+@dataclass(frozen=True)
+class Translation:
+    nodes: list[str]  # the nodes with these levels
+    query: CandidateQuery | None
+    unplaced: Unplaced | None
 
 
 class GroupResourceSearch:
-    """The front door of the translator's searches and claims, one per application:
-    they read the nodes from its copy of the providers (``Replica``), brought up to
-    date at the start of each search; what they build of each tree is kept until the
-    tree changes (``replica_nodes.NodesKept``). Claims are told to ``claims`` (the
-    application's metrics)."""
+    """The front door of the translator's searches, claims and views, one per
+    application: they read the nodes from its copy of the providers (``Replica``),
+    brought up to date at the start of each call; what they build of each tree is
+    kept until the tree changes (``replica_nodes.NodesKept``). Claims are told to
+    ``recorder`` (the application's metrics)."""
 
     def __init__(self, replica: Replica, recorder: ClaimRecorder | None = None) -> None:
         self._replica = replica
         self._kept = NodesKept()
         self._recorder = recorder or NotRecorded()
 
-    def find_candidates(
+    @contextmanager
+    def _nodes(self, conn: Connection, node_names: list[str] | None) -> Iterator[ReplicaNodes]:
+        """The translator's nodes (only the named ones when given), from the copy brought up
+        to date and held for the caller's reads."""
+        with collector_paused(), self._replica.current(conn) as world:
+            yield ReplicaNodes(world, node_names, self._kept)
+
+    def find(
         self,
         conn: Connection,
-        resources: object,
-        naming: Naming,
+        request: GroupRequest,
         scorer: str = "pack",
         limit: int | None = None,
         node_names: list[str] | None = None,
         options: GroupOptions = DEFAULT_OPTIONS,
         budget: SearchBudget | None = None,
     ) -> CandidateAnswer:
-        """Every node's best placement of ``resources``, best node first, read as
+        """Every node's best placement of ``request``, best node first, read as
         ``options`` say.
 
         Without ``limit`` every node is placed. With ``limit`` the nodes are visited
@@ -90,7 +79,6 @@ class GroupResourceSearch:
         visited best bound first too, and a search its deadline stops answers the best
         found so far (``budget.cut`` then says how far it got).
         """
-        request = parse_request(resources, naming)
         return self._rank(
             conn, _ranking(request, scorer, options), limit, node_names, budget or SearchBudget()
         )
@@ -103,8 +91,7 @@ class GroupResourceSearch:
         node_names: list[str] | None,
         budget: SearchBudget,
     ) -> CandidateAnswer:
-        with collector_paused(), self._replica.current(conn) as world:
-            source = ReplicaNodes(world, node_names, self._kept)
+        with self._nodes(conn, node_names) as source:
             budget.start()
             if limit is None and not budget.timed:
                 ranking.consider_all(source)
@@ -117,24 +104,20 @@ class GroupResourceSearch:
     def explain(
         self,
         conn: Connection,
-        resources: dict,
-        naming: Naming,
+        request: GroupRequest,
         node_names: list[str] | None = None,
         options: GroupOptions = DEFAULT_OPTIONS,
     ) -> explain.Explanation:
-        """Why ``resources`` find the candidates they find, or none (``explain``): the
+        """Why ``request`` finds the candidates it finds, or none (``explain``): the
         candidates search's checks counted over every node, in its order."""
-        request = parse_request(resources, naming)
         ranking = _ranking(request, "pack", options)
-        with collector_paused(), self._replica.current(conn) as world:
-            source = ReplicaNodes(world, node_names, self._kept)
-            return explain.explain(source, ranking, list(resources))
+        with self._nodes(conn, node_names) as source:
+            return explain.explain(source, ranking, list(request.written))
 
     def claim(
         self,
         conn: Connection,
-        resources: object,
-        naming: Naming,
+        request: GroupRequest,
         consumer_uuid: str,
         project_id: str,
         user_id: str,
@@ -144,7 +127,7 @@ class GroupResourceSearch:
         options: GroupOptions = DEFAULT_OPTIONS,
         budget: SearchBudget | None = None,
     ) -> Placement:
-        """Place ``resources`` on the best node and allocate them to a new consumer.
+        """Place ``request`` on the best node and allocate it to a new consumer.
 
         Another claim committing first may take what was chosen: the write then
         fails its capacity check (PostgreSQL: after waiting for the other's
@@ -154,7 +137,6 @@ class GroupResourceSearch:
         choice is the best of the nodes looked at (``budget.cut`` says how many, of
         the last search).
         """
-        request = parse_request(resources, naming)
         budget = budget or SearchBudget()
 
         def choose(limit: int) -> list[Placement] | errors.PlacementError:
@@ -175,8 +157,49 @@ class GroupResourceSearch:
             self._recorder,
         )
 
+    def translate(
+        self,
+        conn: Connection,
+        request: GroupRequest,
+        node_names: list[str] | None = None,
+        options: GroupOptions = DEFAULT_OPTIONS,
+    ) -> list[Translation]:
+        """The candidate query per kind of node (nodes with the same levels ask the same),
+        as ``options`` read the request (the query is unscored: ``node_ranking`` changes
+        nothing)."""
+        with self._nodes(conn, node_names) as source:
+            nodes = source.nodes()
+        by_shape: dict[tuple, list[Node]] = {}
+        for node in nodes:
+            by_shape.setdefault(node.levels.shape(), []).append(node)
+        translations = []
+        for same_levels in by_shape.values():
+            fitted = fit_to_levels(request, same_levels[0].levels, not options.fills_flat_requests)
+            names = [node.name for node in same_levels]
+            if isinstance(fitted, Unplaced):
+                translations.append(Translation(nodes=names, query=None, unplaced=fitted))
+                continue
+            in_tree = same_levels[0].root.uuid if len(nodes) == 1 else None
+            translations.append(
+                Translation(
+                    nodes=names,
+                    query=candidate_query(fitted, in_tree, isolate=not options.shares_groups),
+                    unplaced=None,
+                )
+            )
+        return translations
 
-def _ranking(request, scorer: str, options: GroupOptions) -> Ranking:
+    def show(self, conn: Connection, node: str) -> dict:
+        """The node's groups as stored: key path, provider, inventories with usage (a node
+        of either kind: a device node's tree is shown as the translator wrote it)."""
+        with self._replica.current(conn) as world:
+            roots = node_roots(world, names=[node])
+            if not roots:
+                raise errors.NotFound(f"No group-resource node named {node}.")
+            return stored_view(world, roots[0])
+
+
+def _ranking(request: GroupRequest, scorer: str, options: GroupOptions) -> Ranking:
     return Ranking(request, scorer_for(scorer, options.node_ranking), options)
 
 
@@ -192,78 +215,3 @@ def unplaceable(answer: CandidateAnswer, cut: Cut | None = None) -> errors.Confl
         f"node(s) ({first.reason}).{Cut.sentence_of(cut)}",
         code=errors.GROUP_UNPLACEABLE,
     )
-
-
-@dataclass(frozen=True)
-class Translation:
-    nodes: list[str]  # the nodes with these levels
-    query: CandidateQuery | None
-    unplaced: Unplaced | None
-
-
-def translate(
-    conn: Connection,
-    resources: object,
-    naming: Naming,
-    node_names: list[str] | None = None,
-    options: GroupOptions = DEFAULT_OPTIONS,
-) -> list[Translation]:
-    """The candidate query per kind of node (nodes with the same levels ask the same), as
-    ``options`` read the request (the query is unscored: ``node_ranking`` changes
-    nothing)."""
-    request = parse_request(resources, naming)
-    providers, inventories = group_nodes.read_nodes(conn, node_names, without_device_nodes=True)
-    nodes = build_nodes(providers, rooms_of(inventories))
-    by_shape: dict[tuple, list[Node]] = {}
-    for node in nodes:
-        by_shape.setdefault(node.levels.shape(), []).append(node)
-    translations = []
-    for same_levels in by_shape.values():
-        fitted = fit_to_levels(request, same_levels[0].levels, not options.fills_flat_requests)
-        names = [node.name for node in same_levels]
-        if isinstance(fitted, Unplaced):
-            translations.append(Translation(nodes=names, query=None, unplaced=fitted))
-            continue
-        in_tree = same_levels[0].root.uuid if len(nodes) == 1 else None
-        translations.append(
-            Translation(
-                nodes=names,
-                query=candidate_query(fitted, in_tree, isolate=not options.shares_groups),
-                unplaced=None,
-            )
-        )
-    return translations
-
-
-def node_view(conn: Connection, node: str) -> dict:
-    """The node's groups as stored: key path, provider, inventories with usage."""
-    root = require_node(conn, node)
-    providers, inventories = group_nodes.read_nodes(conn, [node])
-    rooms: dict[int, dict] = {}
-    for inventory in inventories:
-        rooms.setdefault(inventory.provider_id, {})[inventory.resource_class] = {
-            "total": inventory.total,
-            "reserved": inventory.reserved,
-            "allocation_ratio": inventory.allocation_ratio,
-            "used": inventory.used,
-        }
-    groups = []
-    for provider in providers:
-        path = path_of(node, provider.name)
-        if not path:
-            continue  # the node itself, or a provider the translator does not own
-        groups.append(
-            {
-                "key": "/".join(path),
-                "uuid": provider.uuid,
-                "inventories": rooms.get(provider.id, {}),
-            }
-        )
-    groups.sort(key=lambda group: str(group["key"]))
-    return {
-        "name": node,
-        "uuid": root.uuid,
-        "generation": root.generation,
-        "inventories": rooms.get(root.id, {}),
-        "groups": groups,
-    }

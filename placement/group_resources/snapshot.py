@@ -1,7 +1,6 @@
 """What the allocator sees of the nodes: their groups, with room, read at one moment.
 
-Built from the rows ``placement.data.group_nodes.read_nodes`` returns, or from
-the searches' copy of the providers (``replica_nodes``). Every
+Built from the searches' copy of the providers (``replica_nodes``). Every
 group (a *location*) gets a signature: equal signatures mean equal groups
 (same level, same rooms, same subgroups, recursively), so the allocator can
 reuse what it found for one group on every other group like it: on a
@@ -13,9 +12,18 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from placement import capacity
-from placement.data.group_nodes import InventoryRow, ProviderRow
 from placement.group_resources.levels import LevelConflict, Levels
 from placement.nodes.naming import normalized, path_of
+
+
+class ProviderRow(NamedTuple):
+    """A provider of a node's tree: what building the node reads of it."""
+
+    id: int
+    uuid: str
+    name: str
+    parent_provider_id: int | None
+    root_provider_id: int
 
 
 class Room(NamedTuple):
@@ -99,29 +107,13 @@ class Node:
     rooms: tuple[Room, ...] = ()  # every inventory of the node's tree (its exact score)
 
 
-def rooms_of(inventories: Iterable[InventoryRow]) -> dict[int, dict[str, Room]]:
-    """Provider id -> class -> its room, from inventory rows with their usage."""
-    rooms: dict[int, dict[str, Room]] = {}
-    for row in inventories:
-        numbers = (row.total, row.reserved, row.allocation_ratio)
-        rooms.setdefault(row.provider_id, {})[row.resource_class] = Room(
-            unrounded_capacity=capacity.unrounded(*numbers),
-            used=row.used,
-            free=capacity.free(*numbers, row.used),
-            min_unit=row.min_unit,
-            max_unit=row.max_unit,
-            step_size=row.step_size,
-        )
-    return rooms
-
-
 def build_nodes(
     providers: Iterable[ProviderRow],
     rooms: dict[int, dict[str, Room]],
     signatures: Signatures | None = None,
 ) -> list[Node]:
-    """The nodes of ``providers`` (whole trees) with the rooms of each provider
-    (``rooms_of``, or the searches' copy: ``replica_nodes``), ordered by name.
+    """The nodes of ``providers`` (whole trees) with the rooms of each provider (as the
+    searches' copy holds them: ``replica_nodes``), ordered by name.
 
     ``signatures`` numbers the distinct groups; nodes built in several calls
     for one search must share it, so that equal numbers mean equal groups.

@@ -1,4 +1,10 @@
-"""Node sync: make a node's provider tree exactly what its key map says.
+"""Node sync and delete: make a node's provider tree exactly what its key map says, or
+delete it.
+
+``sync_node`` and ``delete_node`` are the translator's own, for its kind of node
+(``nodes.kinds``): a device node is the device feature's, so they refuse it (409);
+that feature writes and deletes its nodes' trees through ``write_tree`` and
+``delete_tree``, which take a node of either kind.
 
 Idempotent: a map equal to the last one changes no row and no generation.
 A changed map adds, updates and removes group providers and inventories in
@@ -27,6 +33,7 @@ from placement.data import inventories as inventory_data
 from placement.data import providers as provider_data
 from placement.data.inventories import Inventory
 from placement.group_resources.node_tree import DesiredProvider, desired_tree
+from placement.nodes.kinds import NodeKind, kind_of
 from placement.nodes.naming import (
     NODE_TRAIT,
     Naming,
@@ -47,6 +54,42 @@ class SyncResult:
 def sync_node(
     conn: Connection, node: str, resources: object, naming: Naming, node_uuid: str | None = None
 ) -> SyncResult:
+    """Make the translator node's tree match its key map; a device node is refused."""
+    group_nodes.lock_node(conn, node)  # before reading anything of the node
+    if node_kind(conn, node) is NodeKind.DEVICE:
+        raise errors.Conflict(
+            f"Node {node} is a device node: import its topology through "
+            f"/group_resources/device_nodes/{node}.",
+            code=errors.GROUP_DEVICE_NODE,
+        )
+    return write_tree(conn, node, resources, naming, node_uuid)
+
+
+def delete_node(conn: Connection, node: str) -> None:
+    """Delete a translator node without allocations; a device node is refused (the device
+    feature deletes it, with what it keeps beside the tree)."""
+    group_nodes.lock_node(conn, node)
+    if node_kind(conn, node) is NodeKind.DEVICE:
+        raise errors.Conflict(
+            f"Node {node} is a device node: delete it through "
+            f"/group_resources/device_nodes/{node}.",
+            code=errors.GROUP_DEVICE_NODE,
+        )
+    delete_tree(conn, node)
+
+
+def node_kind(conn: Connection, node: str) -> NodeKind | None:
+    """The kind of the node named ``node`` (None: no such node)."""
+    provider = provider_data.get_provider_by_name(conn, node)
+    if provider is None or provider.parent_provider_id is not None:
+        return None
+    return kind_of(provider_traits.get_provider_traits(conn, provider))
+
+
+def write_tree(
+    conn: Connection, node: str, resources: object, naming: Naming, node_uuid: str | None = None
+) -> SyncResult:
+    """Make the node's tree (of either kind) match ``resources``."""
     if not node or "/" in node or len(node) > MAX_NAME or not node.isprintable():
         raise errors.BadRequest(f"A node name is 1 to {MAX_NAME} printable characters without '/'.")
     desired = desired_tree(resources, naming)
@@ -101,7 +144,8 @@ def sync_node(
     return SyncResult(created=created, changed=changed)
 
 
-def delete_node(conn: Connection, node: str) -> None:
+def delete_tree(conn: Connection, node: str) -> None:
+    """Delete the node's tree (of either kind) when nothing is allocated on it."""
     group_nodes.lock_node(conn, node)
     root = require_node(conn, node)
     by_name = group_nodes.tree_provider_ids_by_name(conn, root.id)

@@ -1,7 +1,8 @@
 """/group_resources/device_*: device topologies, device candidates and claims over HTTP.
 
-Thin views over ``placement.devices.service``; requests are Kubernetes-style
-resources with Koordinator annotations (or a whole Pod), answers are per device.
+Thin views over ``placement.devices`` (topology import: ``importing``; the rest through
+its door, ``DeviceSearch``); requests are Kubernetes-style resources with Koordinator
+annotations (or a whole Pod), answers are per device.
 """
 
 import flask
@@ -10,7 +11,7 @@ from placement import errors
 from placement.context import RequestContext
 from placement.data import device_topologies
 from placement.data.consumers import INCOMPLETE_CONSUMER_ID
-from placement.devices import bodies, checkpoints, explain, service
+from placement.devices import bodies, checkpoints, explain, importing
 from placement.devices.request import DeviceRequest, parse_device_request, parse_pod
 from placement.handlers.util import answer_with_cut, claim_options, search_budget
 from placement.http import json_response, load_body, no_content
@@ -32,8 +33,8 @@ def show_node(ctx: RequestContext, name: str) -> flask.Response:
 
 def import_node(ctx: RequestContext, name: str) -> flask.Response:
     data = load_body(ctx, schemas.ImportNode())
-    topology = service.topology_from_body(data)
-    result = service.import_node(
+    topology = importing.topology_from_body(data)
+    result = importing.import_node(
         ctx.conn, name, topology, ctx.config.group_naming(), data.get("uuid")
     )
     body = _node_view(ctx, name)
@@ -42,7 +43,7 @@ def import_node(ctx: RequestContext, name: str) -> flask.Response:
 
 
 def delete_node(ctx: RequestContext, name: str) -> flask.Response:
-    service.delete_node(ctx.conn, name)
+    importing.delete_node(ctx.conn, name)
     return no_content()
 
 

@@ -66,18 +66,14 @@ def _answer(ctx: RequestContext, schema, answer) -> flask.Response:
     """The body validated by ``schema``, answered by ``answer`` within its budget."""
     data = load_body(ctx, schema)
     budget = search_budget(ctx, data)
-    body = answer(_search(ctx), ctx.conn, data, ctx.config.group_naming(), budget)
+    body = answer(ctx.services.gangs, ctx.conn, data, ctx.config.group_naming(), budget)
     return answer_with_cut(ctx, body, budget)
 
 
 def show_gang(ctx: RequestContext, gang_uuid: str) -> flask.Response:
-    return json_response(ctx, _search(ctx).show(ctx.conn, gang_uuid))
+    return json_response(ctx, ctx.services.gangs.show(ctx.conn, gang_uuid))
 
 
 def release_gang(ctx: RequestContext, gang_uuid: str) -> flask.Response:
-    _search(ctx).release(ctx.conn, gang_uuid)
+    ctx.services.gangs.release(ctx.conn, gang_uuid)
     return no_content()
-
-
-def _search(ctx: RequestContext) -> service.GangSearch:
-    return service.GangSearch(ctx.services.devices, ctx.services.metrics)

@@ -1,6 +1,6 @@
 """The Kubernetes API, as this service calls it, through the official client: read a
 pod, put an annotation on it, bind it to a node, list the pods and Koordinator's
-``Device`` objects.
+``Device`` objects, read a pod group's ``PodGroup``.
 
 The client is configured from a kubeconfig file (``[k8s] kubeconfig``) or, without
 one, from the pod's service account (in-cluster). A refusal of the API server, or a
@@ -79,6 +79,16 @@ class Cluster:
             self._core.create_namespaced_binding(
                 namespace, binding, _preload_content=False, _request_timeout=self._timeout
             )
+
+    def read_custom_object(
+        self, group: str, version: str, plural: str, namespace: str, name: str
+    ) -> dict:
+        """One namespaced custom object as JSON (a ``PodGroup``)."""
+        with _calling(f"reading {plural}.{group} {namespace}/{name}"):
+            answer = self._custom.get_namespaced_custom_object(
+                group, version, namespace, plural, name, _request_timeout=self._timeout
+            )
+        return answer if isinstance(answer, dict) else {}
 
     def pods(self) -> Iterator[V1Pod]:
         """Every pod of the cluster, a page at a time."""

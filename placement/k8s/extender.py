@@ -21,6 +21,12 @@ calls for every search and claim.
 In ``Nodes`` mode (a scheduler that is not node-cache capable) each node whose
 annotations carry a GPU topology (``node_topology``) is imported, or imported again
 when its annotations changed since this process last read them.
+
+A pod of a pod group (``pod_groups``) is limited by filter to its group's reserved
+nodes, or to its best gang's before the group has a reservation; prioritize scores
+those 10, the others 0; its bind takes a member of the group's gang, reserving the
+gang first at the group's first bind. Filter and bind first release the reservations
+past their time, whoever the pod.
 """
 
 import json
@@ -32,17 +38,20 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection
 
 from placement import errors
+from placement.claiming import NewConsumer
 from placement.config import Config
 from placement.data import allocations as allocation_data
 from placement.data import consumers as consumer_data
-from placement.devices import service as devices
+from placement.devices import importing as devices
 from placement.devices.bodies import device_allocations
 from placement.devices.chooser import Chooser, Unfit
 from placement.devices.request import DeviceRequest
 from placement.devices.search import kind_rank_key
 from placement.devices.service import DeviceSearch
 from placement.devices.snapshot import DeviceNode
+from placement.gangs.service import GangSearch
 from placement.k8s import node_topology, what_if
+from placement.k8s.pod_groups import PodGroups
 from placement.k8s.pod_requests import pod_device_request
 from placement.k8s.protocol import BindingArgs, ExtenderArgs, NodeObject, PreemptionArgs
 from placement.nodes.naming import Naming
@@ -63,9 +72,11 @@ class SchedulerExtender:
         self,
         config: Config,
         search: DeviceSearch,
+        gangs: GangSearch | None = None,
         cluster_factory: Callable[[], "Cluster"] | None = None,
     ) -> None:
         self._search = search
+        self.pod_groups = PodGroups(config, gangs or GangSearch(search))
         self._prefix = config.k8s_topology_annotation_prefix
         self._cluster_factory = cluster_factory or (lambda: _configured_cluster(config))
         self._cluster: Cluster | None = None  # built on first use: the client loads slowly
@@ -82,6 +93,7 @@ class SchedulerExtender:
         self, conn: Connection, args: ExtenderArgs, naming: Naming
     ) -> tuple[list[str], dict[str, str], dict[str, str]]:
         """(passing names, failed node -> reason, unresolvable node -> reason)."""
+        self.pod_groups.release_expired(conn)
         request = pod_device_request(args.pod, naming)
         names = args.names()
         unresolvable: dict[str, str] = {}
@@ -90,6 +102,11 @@ class SchedulerExtender:
         if request is None:
             return [n for n in names if n not in unresolvable], {}, unresolvable
         asked = [name for name in names if name not in unresolvable]
+        limit = self.pod_groups.limit(conn, self.cluster, args.pod, request, naming, tidy=True)
+        if limit is not None and limit.reserved:
+            # The group's devices are held for it already: its reserved nodes pass.
+            unresolvable.update({name: limit.reason for name in asked if name not in limit.nodes})
+            return [name for name in asked if name in limit.nodes], {}, unresolvable
         answer = self._search.find_candidates(conn, request, naming, node_names=asked)
         placed = {candidate.node.name for candidate in answer.candidates}
         failed: dict[str, str] = {}
@@ -106,6 +123,10 @@ class SchedulerExtender:
                 unresolvable[name] = UNKNOWN_NODE
                 # Imported by a transaction that did not commit, or deleted since.
                 self._imported.pop(name, None)
+        if limit is not None:
+            # Outside its best gang: no eviction there helps the group.
+            unresolvable.update({name: limit.reason for name in placed - limit.nodes})
+            placed &= limit.nodes
         return [name for name in asked if name in placed], failed, unresolvable
 
     def prioritize(self, conn: Connection, args: ExtenderArgs, naming: Naming) -> dict[str, int]:
@@ -115,6 +136,9 @@ class SchedulerExtender:
         scores = dict.fromkeys(names, 0)
         if request is None:
             return scores
+        limit = self.pod_groups.limit(conn, self.cluster, args.pod, request, naming, tidy=False)
+        if limit is not None:
+            return {name: BEST_SCORE if name in limit.nodes else 0 for name in names}
         answer = self._search.find_candidates(conn, request, naming, node_names=names)
         ranks = [kind_rank_key(c.pick, c.score) for c in answer.candidates]
         for candidate, score in zip(answer.candidates, rank_scores(ranks), strict=True):
@@ -144,6 +168,7 @@ class SchedulerExtender:
     def bind(self, conn: Connection, args: BindingArgs, naming: Naming) -> None:
         """Claim the pod's devices on its node, annotate the pod, bind it (see above)."""
         consumer_uuid = _pod_consumer(args.pod_uid)
+        self.pod_groups.release_expired(conn)
         if self._holds_devices_on(conn, naming, consumer_uuid, args.node):
             return
         cluster = self.cluster()
@@ -156,7 +181,14 @@ class SchedulerExtender:
             )
         request = pod_device_request(pod, naming)
         if request is not None:
-            annotation = self._claim(conn, request, naming, consumer_uuid, args)
+            holder = NewConsumer(
+                consumer_uuid, args.pod_namespace, SCHEDULER_USER, POD_CONSUMER_TYPE
+            )
+            annotation = self.pod_groups.take(
+                conn, cluster, pod, request, naming, holder, args.node
+            )
+            if annotation is None:
+                annotation = self._claim(conn, request, naming, consumer_uuid, args)
             cluster.annotate_pod(
                 args.pod_namespace, args.pod_name, {ALLOCATED_ANNOTATION: annotation}
             )

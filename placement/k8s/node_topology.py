@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from placement import errors
-from placement.devices import service as devices
+from placement.devices import importing as devices
 from placement.devices.topology import Topology
 from placement.k8s.pod_requests import WHOLE_GPU_NAMES
 from placement.nodes.quantities import parse_quantity

@@ -7,6 +7,9 @@
   bind, so a pod missing from a later list is gone, never not yet listed.
 - What the nodes are: each Koordinator ``Device`` object is imported as its node's
   device list, and its checkpoint annotation held (``koordinator_devices``).
+- Pod groups' reservations (``pod_groups.PodGroups.tidy``): the members no pod took
+  of those past their time are released, and those that hold nothing any more (their
+  pods released above) are forgotten.
 
 Each step is its own transaction; the Kubernetes API is called between them, never
 inside one.
@@ -23,7 +26,7 @@ from placement import errors
 from placement.data import allocations as allocation_data
 from placement.data import consumers as consumer_data
 from placement.devices import checkpoints
-from placement.devices import service as devices
+from placement.devices import importing as devices
 from placement.devices.service import DeviceSearch
 from placement.k8s.extender import POD_CONSUMER_TYPE
 from placement.k8s.koordinator_devices import DeviceObject, read_device_object
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
     from kubernetes.client import V1Pod
 
     from placement.k8s.cluster import Cluster
+    from placement.k8s.pod_groups import PodGroups
 
 FINISHED = frozenset({"Succeeded", "Failed"})
 
@@ -47,9 +51,14 @@ class Reconciled:
     released: list[str] = field(default_factory=list)  # pod uids whose devices were freed
     nodes: list[str] = field(default_factory=list)  # device nodes imported from Device objects
     refused: dict[str, str] = field(default_factory=dict)  # Device object -> why not imported
+    # Pod groups' members released and reservations ended (``PodGroups.tidy``)
+    pod_groups: dict = field(default_factory=dict)
 
     def body(self) -> dict:
-        return {"released": self.released, "nodes": self.nodes, "refused": self.refused}
+        body = {"released": self.released, "nodes": self.nodes, "refused": self.refused}
+        if any(self.pod_groups.values()):
+            body["pod_groups"] = self.pod_groups
+        return body
 
 
 def reconcile(
@@ -58,6 +67,7 @@ def reconcile(
     search: DeviceSearch,
     naming: Naming,
     devices_too: bool = True,
+    pod_groups: "PodGroups | None" = None,
 ) -> Reconciled:
     done = Reconciled()
     if devices_too:
@@ -74,6 +84,9 @@ def reconcile(
     live = live_pod_uids(cluster.pods())
     with transaction() as conn:
         done.released = release_pods(conn, [uid for uid in held if uid not in live])
+    if pod_groups is not None:
+        with transaction() as conn:
+            done.pod_groups = pod_groups.tidy(conn)
     return done
 
 

@@ -4,7 +4,7 @@ the worker's copy of the providers (``world.ProviderWorld``).
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from placement.interning import Interned
@@ -39,9 +39,6 @@ class TreeForm:
     shape: int
     least_free: dict[int, int]  # class id -> the least free of any provider of the tree
     frees: tuple[tuple[int, int], ...]  # (class id, free) of each inventory, in position order
-    # The search's keys for this form, by request demand (``search.tree_key``): a form
-    # never changes (a changed tree gets a new one), so neither do they.
-    keys: dict[tuple, object] = field(default_factory=dict)
 
 
 def tree_form(

@@ -17,6 +17,7 @@ from typing import Generic, Protocol, TypeVar
 
 from sqlalchemy import Connection
 
+from placement.db.engine import WRITE_TRANSACTION_OPTION
 from placement.replica.forms import TreeForm
 from placement.replica.world import ProviderWorld
 
@@ -42,8 +43,13 @@ class _NotRecorded:
 class Replica:
     """This process's one copy of the providers, shared by every search of its
     application (candidates, the translator's nodes): ``current`` holds the copy's
-    lock and brings it up to date for one search. Use it before the transaction
-    writes anything: the copy must never hold what may still roll back.
+    lock and brings it up to date for one search.
+
+    The copy must never keep what did not commit. A write transaction may read it after
+    its own writes (a node's view answered after its import): the copy then holds them
+    until the transaction ends, and ``write_ended`` drops the copy if the transaction
+    rolled back after the copy read something in it (the next search reads every
+    provider again; a write that fails after reading the copy is rare).
 
     A search that read ``freeze_after`` providers or more (a new worker's first, one
     after the log was lost) ends by moving every object of the process out of the
@@ -56,6 +62,8 @@ class Replica:
         self.world = ProviderWorld()
         self._freeze_after = freeze_after
         self._recorder = recorder or _NotRecorded()
+        # Whether a write transaction not ended yet brought the copy up to date.
+        self._read_in_a_write = False
 
     @contextmanager
     def current(self, conn: Connection) -> Iterator[ProviderWorld]:
@@ -63,12 +71,21 @@ class Replica:
         with world.lock:
             started = time.perf_counter()
             read = world.refresh(conn)
+            if read and conn.get_execution_options().get(WRITE_TRANSACTION_OPTION):
+                self._read_in_a_write = True
             self._recorder.replica_refreshed(
                 time.perf_counter() - started, read, len(world.providers), len(world.trees)
             )
             yield world
             if read >= self._freeze_after:
                 gc.freeze()
+
+    def write_ended(self, committed: bool) -> None:
+        """A write transaction of this process ended: if it rolled back after the copy read
+        something in it, drop the copy (it may hold what was never committed)."""
+        if self._read_in_a_write and not committed:
+            self.forget()
+        self._read_in_a_write = False
 
     def forget(self) -> None:
         """Drop the copy: the next search reads every provider, as a new worker's first

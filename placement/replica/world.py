@@ -81,6 +81,9 @@ class Inventory:
     max_unit: int
     step_size: int
     unrounded: float  # placement.capacity.unrounded: what the node features' scorers divide by
+    total: int  # as stored, with reserved and allocation_ratio (the node features' views)
+    reserved: int
+    allocation_ratio: float
 
     def takes(self, amount: int) -> bool:
         """``amount`` fits, leaving aside min_unit and step_size."""
@@ -109,6 +112,10 @@ class Provider:
 
     def trait_names(self) -> list[str]:
         return [name for name, _ in self.trait_ids_by_name]
+
+    @property
+    def generation(self) -> int:
+        return self.version[1]  # (id, generation, ...), as ``data.provider_versions`` reads it
 
 
 @dataclass
@@ -438,6 +445,9 @@ def _inventories(rows: tuple) -> dict[int, Inventory]:
             max_unit,
             step_size,
             capacity.unrounded(total, reserved, ratio),
+            total,
+            reserved,
+            float(ratio),
         )
     return inventories
 

@@ -330,6 +330,20 @@ def test_a_device_node_is_not_rewritten_by_the_translator_and_its_delete_takes_t
     assert api.get("/group_resources/device_nodes/dgx1").status_code == 404
 
 
+def test_the_translators_own_delete_refuses_a_device_node_and_leaves_it_whole(api, engine):
+    """The translator's delete (``group_resources.sync.delete_node``) knows a device node by
+    its kind and refuses it; the route above deletes it through the device feature."""
+    from placement import errors
+    from placement.group_resources import sync
+
+    import_node(api, "dgx1", matrix("dgx1_v100.txt"))
+    with engine.connect() as conn, conn.begin(), pytest.raises(errors.Conflict) as refused:
+        sync.delete_node(conn, "dgx1")
+    assert refused.value.code == "placement.group_resources.device_node"
+    assert api.get("/group_resources/device_nodes").json["nodes"][0]["name"] == "dgx1"
+    assert api.get("/group_resources/device_nodes/dgx1").json["in_sync"] is True
+
+
 def test_a_node_whose_tree_was_changed_is_left_out_and_named(api):
     body = import_node(api, "dgx1", matrix("dgx1_v100.txt")).json
     gpu0 = next(d for d in body["devices"] if d["type"] == "gpu" and d["minor"] == 0)

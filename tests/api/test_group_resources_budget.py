@@ -10,6 +10,7 @@ import pytest
 
 from placement import errors
 from placement.app import create_app
+from placement.group_resources.request_tree import parse_request
 from placement.nodes.search_budget import SearchBudget
 from tests.api.group_resource_helpers import candidates, claim, sync
 from tests.conftest import Api
@@ -152,8 +153,7 @@ def test_a_claim_that_finds_nothing_in_its_budget_is_refused_as_when_nothing_fit
     with engine.connect() as conn, conn.begin(), pytest.raises(errors.Conflict) as refused:
         api.services.group_resources.claim(
             conn,
-            WIDE_REQUEST,
-            api.services.config.group_naming(),
+            parse_request(WIDE_REQUEST, api.services.config.group_naming()),
             str(uuid.uuid4()),
             "p",
             "u",
@@ -213,8 +213,11 @@ def test_a_deadline_met_where_no_node_left_could_enter_cuts_nothing(api, engine)
     sync(api, "b", {"cpu": 8})
     budget = spent_budget()
     with engine.connect() as conn, conn.begin():
-        answer = api.services.group_resources.find_candidates(
-            conn, {"cpu": 2}, api.services.config.group_naming(), limit=1, budget=budget
+        answer = api.services.group_resources.find(
+            conn,
+            parse_request({"cpu": 2}, api.services.config.group_naming()),
+            limit=1,
+            budget=budget,
         )
     assert [placement.node.name for placement in answer.placements] == ["a"]
     assert budget.cut is None

@@ -16,7 +16,7 @@ import requests
 from placement import errors
 from placement.db import migrate
 from placement.db.engine import make_engine
-from placement.devices import checkpoints, service
+from placement.devices import checkpoints, importing, service
 from placement.devices.device_list import parse_device_list
 from placement.devices.request import parse_device_request
 from placement.nodes.naming import Naming
@@ -54,7 +54,9 @@ def test_a_checkpoint_between_a_claims_choice_and_its_write(target, empty_databa
     then refused (409) and writes nothing."""
     engine = make_engine(empty_database_url(target))
     migrate.upgrade(engine)
-    _write(engine, lambda conn: service.import_node(conn, "n", parse_device_list(TWO_GPUS), NAMING))
+    _write(
+        engine, lambda conn: importing.import_node(conn, "n", parse_device_list(TWO_GPUS), NAMING)
+    )
     search = service.DeviceSearch(Replica())
     request = parse_device_request(HALF, {}, NAMING)
 

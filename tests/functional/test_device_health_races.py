@@ -5,7 +5,7 @@ A claim chooses from what it read, then writes; an import committing in between
 must not let the write land on a device it made unhealthy. The claim's write locks
 its devices' rows, the import locks the rows of the devices whose health it
 changes, and the claim reads the health again under its locks
-(``placement.devices.service``): whichever commits first, the other sees it.
+(``placement.devices``): whichever commits first, the other sees it.
 """
 
 import threading
@@ -17,7 +17,7 @@ from sqlalchemy import text
 
 from placement.db import migrate
 from placement.db.engine import make_engine
-from placement.devices import service
+from placement.devices import importing, service
 from placement.devices.device_list import parse_device_list
 from placement.devices.request import parse_device_request
 from placement.nodes.naming import Naming
@@ -51,7 +51,7 @@ def test_an_import_between_a_claims_choice_and_its_write(target, empty_database_
     engine = make_engine(empty_database_url(target))
     migrate.upgrade(engine)
     healthy, sick = parse_device_list(_two_gpus()), parse_device_list(_two_gpus(True))
-    _write(engine, lambda conn: service.import_node(conn, "n", healthy, NAMING))
+    _write(engine, lambda conn: importing.import_node(conn, "n", healthy, NAMING))
     search = service.DeviceSearch(Replica())
     request = parse_device_request(SHARE, {}, NAMING)
 
@@ -60,7 +60,7 @@ def test_an_import_between_a_claims_choice_and_its_write(target, empty_database_
 
     assert _minors(_write(engine, claim)) == [0]
     importer = threading.Thread(
-        target=_write, args=(engine, lambda conn: service.import_node(conn, "n", sick, NAMING))
+        target=_write, args=(engine, lambda conn: importing.import_node(conn, "n", sick, NAMING))
     )
     chosen, claimed = claim_with_a_write_between(engine, search, claim, importer, target)
     assert chosen == [[0]]

@@ -9,7 +9,7 @@ import pytest
 
 from placement.db import migrate
 from placement.db.engine import make_engine
-from placement.devices import service
+from placement.devices import importing, service
 from placement.devices.device_list import parse_device_list
 from placement.devices.request import parse_device_request
 from placement.nodes.naming import Naming
@@ -59,7 +59,7 @@ def test_a_vf_claimed_between_a_claims_choice_and_its_write(target, empty_databa
     waits for the claim (VF0), is refused in turn and takes VF1."""
     engine = make_engine(empty_database_url(target))
     migrate.upgrade(engine)
-    write(engine, lambda conn: service.import_node(conn, "n", parse_device_list(NIC), NAMING))
+    write(engine, lambda conn: importing.import_node(conn, "n", parse_device_list(NIC), NAMING))
     request = parse_device_request(*ONE_VF, NAMING)
 
     def claim_with(search):

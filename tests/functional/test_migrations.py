@@ -161,7 +161,7 @@ def test_gpu_memory_imported_in_mib_before_0007_is_kept_in_kib(target, empty_dat
 
     from placement.data import allocations as allocation_data
     from placement.data import device_topologies
-    from placement.devices import service
+    from placement.devices import importing, service
     from placement.devices.device_list import parse_device_list
     from placement.devices.node_map import device_layout
     from placement.devices.request import parse_device_request
@@ -184,7 +184,7 @@ def test_gpu_memory_imported_in_mib_before_0007_is_kept_in_kib(target, empty_dat
     def import_before_0007(conn):
         layout = device_layout(topology)
         group_sync.sync_node(conn, "old", layout.resources, naming)
-        service._sync_traits(conn, "old", layout)
+        importing._sync_traits(conn, "old", layout)
         device_topologies.store_document(conn, "old", topology.to_document())
         group_sync.sync_node(conn, "plain", {"gpu/0/memory": "8Gi"}, naming)
         uuids = dict(conn.execute(text("SELECT name, uuid FROM resource_providers")).all())
@@ -278,7 +278,7 @@ def test_gpu_memory_imported_in_mib_before_0007_is_kept_in_kib(target, empty_dat
         assert view["devices"][0]["memory"] == "8192Mi"
         assert view["devices"][0]["inventories"]["memory"] == {"total": 8388608, "used": 4194304}
         # What the migration left is what an import writes now.
-        service.import_node(conn, "fresh", topology, naming)
+        importing.import_node(conn, "fresh", topology, naming)
         fresh = conn.execute(inventory_query).all()
         assert fresh[0][1:7] == after[0][1:7]  # fresh's GPU0 as old's
         # The old allocation is accounted in KiB: the other 4 GiB of GPU0 fit it, pack
@@ -307,7 +307,7 @@ def test_gpu_memory_imported_in_mib_before_0007_is_kept_in_kib(target, empty_dat
         )
         view = search.node_view(conn, naming, "old")
         assert view["devices"][0]["inventories"]["memory"] == {"total": 8388608, "used": 8388608}
-        service.delete_node(conn, "fresh")
+        importing.delete_node(conn, "fresh")
 
     _write(engine, read_after_0007)
     from alembic import command

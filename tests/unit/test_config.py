@@ -130,6 +130,10 @@ def test_every_option_has_an_environment_variable(tmp_path):
         "k8s_kubeconfig": "/etc/placement/kubeconfig",
         "k8s_api_timeout_seconds": "2.5",
         "k8s_topology_annotation_prefix": "example.com/gpu-",
+        "k8s_gang_required_level": "spine",
+        "k8s_gang_preferred_level": "leaf",
+        "k8s_gang_share_nodes": "true",
+        "k8s_gang_reservation_timeout": "90",
     }
     assert {option.field for option in OPTIONS} == set(values)
     environ = {option.env: values[option.field] for option in OPTIONS}
@@ -173,6 +177,10 @@ def test_every_option_has_an_environment_variable(tmp_path):
         k8s_kubeconfig="/etc/placement/kubeconfig",
         k8s_api_timeout_seconds=2.5,
         k8s_topology_annotation_prefix="example.com/gpu-",
+        k8s_gang_required_level="spine",
+        k8s_gang_preferred_level="leaf",
+        k8s_gang_share_nodes=True,
+        k8s_gang_reservation_timeout=90.0,
     )
 
 
@@ -461,3 +469,10 @@ def test_options_the_service_does_not_use_are_named(tmp_path):
 def test_the_k8s_options_are_checked(changes, words):
     with pytest.raises(ConfigError, match=words):
         Config(**changes)
+
+
+@pytest.mark.parametrize("timeout", ["0", "-5"])
+def test_a_pod_group_reservation_needs_some_time(tmp_path, timeout):
+    environ = {"PLACEMENT_K8S_GANG_RESERVATION_TIMEOUT": timeout}
+    with pytest.raises(ConfigError, match="gang_reservation_timeout must be more than 0"):
+        load_config(_write(tmp_path, ""), environ=environ)
