@@ -9,7 +9,7 @@ came).
 member's consumer is a placeholder).
 
 Revision ID: 0014
-Revises: 0012
+Revises: 0013
 Create Date: 2026-11-29
 """
 
@@ -19,7 +19,7 @@ from alembic import op
 from placement.db import ddl
 
 revision = "0014"
-down_revision = "0012"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 

@@ -18,10 +18,23 @@ Consumer generations (1.28+) are compared with the stored value and bumped
 with ``UPDATE ... WHERE generation = :seen``, so a concurrent change is a 409.
 """
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    String,
+    any_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from placement import capacity, errors
 from placement.clock import utcnow
@@ -213,11 +226,46 @@ def write_allocations(
     if touched_consumer_ids:
         conn.execute(delete(allocations).where(allocations.c.consumer_id.in_(touched_consumer_ids)))
     if new_rows:
-        conn.execute(insert(allocations), new_rows)
+        _insert_allocations(conn, new_rows)
     if check_capacity:
         check_allocations_fit(conn, new_rows)
     consumer_data.delete_if_empty(conn, touched_consumer_ids)
     return new_rows
+
+
+# The columns of a new allocation row, but its creation time (one for a whole write).
+_ROW_COLUMNS = ("consumer_id", "resource_provider_id", "resource_class_id", "used")
+# INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used,
+#                          created_at)
+#   SELECT consumer_id, resource_provider_id, resource_class_id, used, :created_at
+#     FROM unnest(:consumer_id, :resource_provider_id, :resource_class_id, :used)
+#       AS written(consumer_id, resource_provider_id, resource_class_id, used)
+_WRITTEN = (
+    func.unnest(*(bindparam(column, type_=ARRAY(BigInteger)) for column in _ROW_COLUMNS))
+    .table_valued(*_ROW_COLUMNS)
+    .render_derived(name="written")
+)
+_INSERT_AS_ARRAYS = insert(allocations).from_select(
+    [*_ROW_COLUMNS, "created_at"],
+    select(
+        *(_WRITTEN.c[column] for column in _ROW_COLUMNS),
+        bindparam("created_at", type_=allocations.c.created_at.type),
+    ),
+)
+
+
+def _insert_allocations(conn: Connection, rows: list[dict]) -> None:
+    """Insert ``rows`` (which share their ``created_at``) in one statement, however many,
+    so that its trigger moves each of their providers once (migration 0013). psycopg
+    would send a list of rows as one statement per row: on PostgreSQL the rows go as one
+    array per column instead, and the statement's text stays the same. PyMySQL sends a
+    list of rows as one multi-row INSERT already, and SQLite's triggers run row by row
+    anyway."""
+    if conn.dialect.name != "postgresql":
+        conn.execute(insert(allocations), rows)
+        return
+    arrays = {column: [row[column] for row in rows] for column in _ROW_COLUMNS}
+    conn.execute(_INSERT_AS_ARRAYS, {**arrays, "created_at": rows[0]["created_at"]})
 
 
 def delete_consumer_allocations(conn: Connection, consumer: consumer_data.Consumer) -> None:
@@ -248,17 +296,44 @@ def _delete_allocations_of(conn: Connection, consumer_id: int) -> set[int]:
     return held
 
 
+# The statements of a write are built once (the write path runs them on every request),
+# in two forms: "a column is one of a list's values" is an IN list, or on PostgreSQL
+# ``= ANY`` of one array (SQLAlchemy then renders no parameter per value, and the text
+# stays the same: a gang's claim names hundreds of providers).
+OneOf = Callable[[Any, str, Any], Any]
+
+
+def _in_list(column, name: str, _item_type):
+    return column.in_(bindparam(name, expanding=True))
+
+
+def _in_array(column, name: str, item_type):
+    return column == any_(bindparam(name, type_=ARRAY(item_type)))
+
+
+class _Statement:
+    """A statement ``build(one_of)`` makes, in both forms; ``of(conn)`` picks one."""
+
+    def __init__(self, build: Callable[[OneOf], Any]) -> None:
+        self.listed, self.arrayed = build(_in_list), build(_in_array)
+
+    def of(self, conn: Connection):
+        return self.arrayed if conn.dialect.name == "postgresql" else self.listed
+
+
+# SELECT uuid, id FROM resource_providers WHERE uuid IN (:uuids)
+_PROVIDER_IDS = _Statement(
+    lambda one_of: select(resource_providers.c.uuid, resource_providers.c.id).where(
+        one_of(resource_providers.c.uuid, "uuids", String)
+    )
+)
+
+
 def _provider_ids(conn: Connection, uuids) -> dict[str, int]:
     uuids = sorted(uuids)
     if not uuids:
         return {}
-    found = dict(
-        conn.execute(
-            select(resource_providers.c.uuid, resource_providers.c.id).where(
-                resource_providers.c.uuid.in_(uuids)
-            )
-        ).all()
-    )
+    found = dict(conn.execute(_PROVIDER_IDS.of(conn), {"uuids": uuids}).all())
     missing = [u for u in uuids if u not in found]
     if missing:
         raise ProviderNotFound(
@@ -272,21 +347,59 @@ class ProviderNotFound(errors.BadRequest):
     mistake, or for a claim that chose it, a provider deleted since."""
 
 
+# SELECT DISTINCT resource_provider_id FROM allocations WHERE consumer_id IN (:consumer_ids)
+_PROVIDERS_OF_CONSUMERS = _Statement(
+    lambda one_of: (
+        select(allocations.c.resource_provider_id)
+        .where(one_of(allocations.c.consumer_id, "consumer_ids", BigInteger))
+        .distinct()
+    )
+)
+
+
 def _providers_of_consumers(conn: Connection, consumer_ids) -> set[int]:
     if not consumer_ids:
         return set()
-    return set(
-        conn.scalars(
-            select(allocations.c.resource_provider_id)
-            .where(allocations.c.consumer_id.in_(list(consumer_ids)))
-            .distinct()
-        )
-    )
+    statement = _PROVIDERS_OF_CONSUMERS.of(conn)
+    return set(conn.scalars(statement, {"consumer_ids": list(consumer_ids)}))
 
 
 def providers_of_consumer_uuids(conn: Connection, consumer_uuids) -> set[int]:
     ids = conn.scalars(select(consumers.c.id).where(consumers.c.uuid.in_(list(consumer_uuids))))
     return _providers_of_consumers(conn, list(ids))
+
+
+# Said by the bump itself to the triggers of this transaction (PostgreSQL, migration
+# 0013): its writer moves the providers of its rows before writing them, so a statement
+# need not move a provider logged already in this transaction again. Transaction-local:
+# gone at commit, or with the savepoint it was said in.
+_MOVED_FIRST = func.set_config("placement.providers_moved_first", "on", True)
+
+
+# SELECT id FROM resource_providers WHERE id IN (:ids) ORDER BY id FOR UPDATE
+_LOCK_IN_ID_ORDER = (
+    select(resource_providers.c.id)
+    .where(_in_array(resource_providers.c.id, "ids", BigInteger))
+    .order_by(resource_providers.c.id)
+    .with_for_update()
+)
+
+
+# UPDATE resource_providers SET <column> = <column> + 1, updated_at = :now WHERE id IN (:ids)
+#   [PostgreSQL: RETURNING set_config('placement.providers_moved_first', 'on', true)]
+def _bumping(column: str) -> Callable[[OneOf], Any]:
+    def build(one_of: OneOf):
+        return (
+            update(resource_providers)
+            .where(one_of(resource_providers.c.id, "ids", BigInteger))
+            .values({column: resource_providers.c[column] + 1, "updated_at": bindparam("now")})
+        )
+
+    return build
+
+
+_BUMP = {column: _Statement(_bumping(column)) for column in ("generation", "revision")}
+_BUMP_SAYING_SO = {column: bump.arrayed.returning(_MOVED_FIRST) for column, bump in _BUMP.items()}
 
 
 def lock_providers(
@@ -299,37 +412,51 @@ def lock_providers(
     deadlock: on PostgreSQL by one SELECT ... ORDER BY id FOR UPDATE first (its rows are
     locked as the sort returns them); SQLite's and MySQL's write transactions are
     serialized already (``group_nodes.lock_node``). Then one UPDATE per column bumped,
-    whatever the number of providers (a gang's claim locks hundreds).
+    whatever the number of providers (a gang's claim locks hundreds). Each bump is
+    logged (migration 0003), so the rows written next need not move these providers
+    again (migration 0013: on MySQL every write transaction of this service says so).
     """
     ids = sorted(provider_ids)
     if not ids:
         return
-    if len(ids) > 1 and conn.dialect.name == "postgresql":
-        # SELECT id FROM resource_providers WHERE id IN (...) ORDER BY id FOR UPDATE
-        conn.execute(
-            select(resource_providers.c.id)
-            .where(resource_providers.c.id.in_(ids))
-            .order_by(resource_providers.c.id)
-            .with_for_update()
-        )
+    postgresql = conn.dialect.name == "postgresql"
+    if len(ids) > 1 and postgresql:
+        conn.execute(_LOCK_IN_ID_ORDER, {"ids": ids})
     now = utcnow()
     kept = [provider_id for provider_id in ids if provider_id in keep_generation_of]
     bumped = [provider_id for provider_id in ids if provider_id not in keep_generation_of]
     locked = 0
     for column, group in (("generation", bumped), ("revision", kept)):
         if group:
-            # UPDATE resource_providers SET <column> = <column> + 1, updated_at = :now
-            #   WHERE id IN (...)
-            locked += conn.execute(
-                update(resource_providers)
-                .where(resource_providers.c.id.in_(group))
-                .values({column: resource_providers.c[column] + 1, "updated_at": now})
-            ).rowcount
+            values = {"ids": group, "now": now}
+            if postgresql:
+                locked += len(conn.execute(_BUMP_SAYING_SO[column], values).all())
+            else:
+                locked += conn.execute(_BUMP[column].listed, values).rowcount
     if locked != len(ids):
         # Deleted by a transaction that committed while this one waited.
         raise errors.ConcurrentUpdate(
             "A resource provider of these allocations was deleted concurrently; retry."
         )
+
+
+# One round trip: each inventory of the providers with the usage of its class.
+# SELECT inventories.*, (SELECT COALESCE(SUM(a.used), 0) FROM allocations a
+#                         WHERE a.resource_provider_id = inventories.resource_provider_id
+#                           AND a.resource_class_id = inventories.resource_class_id) AS usage
+#   FROM inventories WHERE resource_provider_id IN (:provider_ids)
+_INVENTORIES_WITH_USAGE = _Statement(
+    lambda one_of: select(
+        inventories,
+        select(func.coalesce(func.sum(allocations.c.used), 0))
+        .where(
+            allocations.c.resource_provider_id == inventories.c.resource_provider_id,
+            allocations.c.resource_class_id == inventories.c.resource_class_id,
+        )
+        .scalar_subquery()
+        .label("usage"),
+    ).where(one_of(inventories.c.resource_provider_id, "provider_ids", BigInteger))
+)
 
 
 def check_allocations_fit(
@@ -350,20 +477,8 @@ def check_allocations_fit(
     if not pairs:
         return
     provider_ids = sorted({p for p, _ in pairs})
-    # One round trip: each inventory of the providers with the usage of its class.
-    used_of_inventory = (
-        select(func.coalesce(func.sum(allocations.c.used), 0))
-        .where(
-            allocations.c.resource_provider_id == inventories.c.resource_provider_id,
-            allocations.c.resource_class_id == inventories.c.resource_class_id,
-        )
-        .scalar_subquery()
-    )
-    rows = conn.execute(
-        select(inventories, used_of_inventory.label("usage")).where(
-            inventories.c.resource_provider_id.in_(provider_ids)
-        )
-    ).all()
+    statement = _INVENTORIES_WITH_USAGE.of(conn)
+    rows = conn.execute(statement, {"provider_ids": provider_ids}).all()
     inventory = {(row.resource_provider_id, row.resource_class_id): row for row in rows}
     usage = {key: int(row.usage) for key, row in inventory.items()}
     for key in sorted(pairs):

@@ -50,7 +50,16 @@ UNREACHABLE_ERRORS = frozenset({1047, 1053, 1927, 2002, 2003, 2006, 2013, 2055})
 
 
 # The change log's state row, taken first by every write transaction (migration 0008).
-QUEUE_WRITERS = "SELECT id FROM provider_changes_state WHERE id = 1 FOR UPDATE"
+# The triggers are told that this transaction is one of this service's (migration 0013):
+# 0 in the session variable, until its first entry in the log puts its position there.
+# While the transaction holds the row, every entry from that position on is its own, and
+# a provider logged there already is not bumped again for each row written.
+LOGGED_FROM = "@placement_logged_from"
+QUEUE_WRITERS = f"SELECT 0 INTO {LOGGED_FROM} FROM provider_changes_state WHERE id = 1 FOR UPDATE"
+# The check that a pooled connection is alive, as it is taken (``pool_pre_ping``): a
+# statement that also forgets what its last write transaction told the triggers, so
+# that no later transaction of another kind is taken for one of this service's.
+FORGET_LOGGED_FROM = f"SET {LOGGED_FROM} = NULL"
 
 
 def make_engine(
@@ -81,6 +90,16 @@ def make_engine(
                 )
         finally:
             cursor.close()
+
+    def ping_forgetting_the_position(dbapi_connection) -> bool:
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(FORGET_LOGGED_FROM)
+        finally:
+            cursor.close()
+        return True
+
+    engine.dialect.do_ping = ping_forgetting_the_position  # type: ignore[method-assign]
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection):

@@ -214,7 +214,8 @@ device_topologies = Table(
 # The providers whose row changed, appended by triggers in the writer's transaction
 # (migration 0003): what each worker's copy of the providers reads on a request
 # (placement.data.provider_world). ``transaction_id`` is the writing transaction's id
-# on PostgreSQL; SQLite needs none (its writers commit in id order).
+# on PostgreSQL; SQLite needs none (its writers commit in id order). The triggers ask
+# whether a provider is logged already by the writing transaction (migration 0013).
 provider_changes = Table(
     "provider_changes",
     metadata,
@@ -222,6 +223,7 @@ provider_changes = Table(
     Column("provider_id", IdType, nullable=False),
     Column("transaction_id", BigInteger, nullable=True),
     Index(None, "transaction_id"),
+    Index(None, "provider_id", "transaction_id"),
     sqlite_autoincrement=True,
 )
 
