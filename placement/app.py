@@ -86,6 +86,8 @@ def create_app(config: Config | None = None, engine: Engine | None = None) -> fl
     if engine is None:
         engine = make_engine(config.database_url, config.database())
         wait_until_reachable(engine, config.database())
+    # Once, at start, on the connection ``wait_until_reachable`` has just opened (nothing
+    # has had the time to close it): an error stops the process.
     migrate.require_current(engine)
     if engine.dialect.name == "mysql":
         with engine.connect() as conn:
@@ -372,7 +374,7 @@ def _as_placement_error(exc: Exception) -> errors.PlacementError:
         )
     if isinstance(exc, DBAPIError) and _is_unreachable(exc):
         # The database is down or restarting. The pool drops the broken connection
-        # and pre-pings the others, so a later request reconnects by itself.
+        # and those opened before it, so a later request reconnects by itself.
         LOG.error("Database unreachable in request %s: %s", flask.g.get("request_id"), exc)
         error = errors.PlacementError("The database cannot be reached; retry the request later.")
         error.status = 503

@@ -1,16 +1,21 @@
 """How a route of ``routes`` is run: each view wrapped in one database transaction (a
 write's committed when the view returns, rolled back when it raises; a read's rolled back,
 having nothing to commit), run in its process's turn (``services.Services.serving_lock``),
-but for the few that read nothing from the database (``Runs.WITHOUT_DATABASE``). A write that
-lost a race in MySQL is run again from its start."""
+but for the few that read nothing from the database (``Runs.WITHOUT_DATABASE``).
+
+A request is run again from its start, in the same turn, when what stopped it wrote nothing
+and may not stop it again (``_run``): its snapshot moved (PostgreSQL), its connection turned
+out to be lost before its COMMIT (once), or it lost a race in MySQL. Connections are not
+pinged as they leave the pool (``placement.db.engine``): a connection lost while pooled is
+found by the request's first statement, and the request then runs on a new one."""
 
 import logging
 import random
 import time
 
 import flask
-from sqlalchemy import Connection
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy import Connection, RootTransaction
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from placement.context import RequestContext
 from placement.db import mysql
@@ -78,43 +83,60 @@ def _transactional(view, write: bool, snapshot: bool = False):
         # ``Services.serving_lock``.
         flask.request.get_data(cache=True)
         with services.serving_lock:
-            deferred = True
-            for attempt in range(1, CONTENTION_ATTEMPTS + 1):
-                try:
-                    return _run_once(services, view, write, snapshot, deferred, kwargs)
-                except SnapshotMoved:
-                    # What the request read so far and what it reads next would not be of
-                    # one moment (``placement.db.snapshots``): once more, in one snapshot.
-                    deferred = False
-                    continue
-                except DBAPIError as exc:
-                    if not _retried_on_contention(exc, attempt):
-                        raise
-                    time.sleep(random.uniform(0, CONTENTION_BACKOFF_S * attempt))
-        raise AssertionError("unreachable")  # the last attempt returns or raises
+            return _run(services, view, write, snapshot, kwargs)
 
     endpoint.__name__ = view.__name__
     return endpoint
 
 
-# On MySQL a request whose transaction lost to another (a deadlock victim, or on Galera
-# a write set that failed certification at commit, error 1213, after a concurrent
-# commit through another node) is run again from its start, as upstream's oslo.db
-# retries deadlocks: nothing of the lost attempt was written. The last loss is a 409.
+# What stops a request, and whether it is run again from its start (an attempt that is run
+# again wrote nothing: it ended before its COMMIT, or its COMMIT was refused):
+#
+# * ``SnapshotMoved`` (PostgreSQL, a read whose snapshot was deferred): what it read so far
+#   and what it reads next would not be of one moment (``placement.db.snapshots``). Once
+#   more, its snapshot opened before its first read.
+# * Its connection lost before its COMMIT was sent (``DBAPIError.connection_invalidated``):
+#   the database rolled its transaction back. Most often the connection was lost while it
+#   waited in the pool (the database restarted, a Galera node failed over, a proxy or an
+#   idle timeout closed it); SQLAlchemy has dropped it and the pool's older ones. Once
+#   more, on a new connection; lost again, the database is unreachable: 503.
+# * Its connection lost once its COMMIT was sent (``CommitUnanswered``): the database may
+#   have applied it. Never run again: 503, as for an unreachable database.
+# * A lost race on MySQL (a deadlock victim, or on Galera a write set that failed
+#   certification, error 1213, after a concurrent commit through another node): nothing of
+#   it was written, as upstream's oslo.db retries deadlocks. Up to ``CONTENTION_ATTEMPTS``
+#   attempts in all, a short random wait before each; the last loss is a 409.
 CONTENTION_ATTEMPTS = 4
 CONTENTION_BACKOFF_S = 0.02
 
 
-def _retried_on_contention(exc: DBAPIError, attempt: int) -> bool:
-    if attempt >= CONTENTION_ATTEMPTS or not mysql.lost_a_race(exc):
-        return False
-    LOG.info(
-        "Request %s lost a race in the database (attempt %d), running it again: %s",
-        flask.g.get("request_id"),
-        attempt,
-        exc.orig,
-    )
-    return True
+class CommitUnanswered(OperationalError):
+    """The connection was lost once a write's COMMIT was sent: it may have been applied."""
+
+
+def _run(services, view, write: bool, snapshot: bool, kwargs):
+    deferred, reconnected, races_lost = True, False, 0
+    while True:
+        try:
+            return _run_once(services, view, write, snapshot, deferred, kwargs)
+        except SnapshotMoved:
+            deferred = False
+        except CommitUnanswered:
+            raise
+        except DBAPIError as exc:
+            if exc.connection_invalidated and not reconnected:
+                reconnected = True
+                _log_running_again("lost its connection to the database", exc)
+            elif mysql.lost_a_race(exc) and races_lost + 1 < CONTENTION_ATTEMPTS:
+                races_lost += 1
+                _log_running_again(f"lost a race in the database ({races_lost})", exc)
+                time.sleep(random.uniform(0, CONTENTION_BACKOFF_S * races_lost))
+            else:
+                raise
+
+
+def _log_running_again(why: str, exc: DBAPIError) -> None:
+    LOG.info("Request %s %s, running it again: %s", flask.g.get("request_id"), why, exc.orig)
 
 
 def _run_once(services, view, write: bool, snapshot: bool, deferred: bool, kwargs):
@@ -123,8 +145,9 @@ def _run_once(services, view, write: bool, snapshot: bool, deferred: bool, kwarg
             conn = conn.execution_options(**{WRITE_TRANSACTION_OPTION: True})
             committed = False
             try:
-                with conn.begin():
-                    answer = view(_context(conn, services), **kwargs)
+                transaction = conn.begin()  # (rolled back as the connection closes, if open)
+                answer = view(_context(conn, services), **kwargs)
+                _commit(transaction)
                 committed = True
                 return answer
             finally:
@@ -138,6 +161,18 @@ def _run_once(services, view, write: bool, snapshot: bool, deferred: bool, kwarg
         # pool's ROLLBACK, were two round trips on MySQL).
         conn.begin()
         return view(_context(conn, services), **kwargs)
+
+
+def _commit(transaction: RootTransaction) -> None:
+    try:
+        transaction.commit()
+    except DBAPIError as exc:
+        if not exc.connection_invalidated:
+            raise
+        assert exc.orig is not None  # (the driver's error: SQLAlchemy's always has one)
+        raise CommitUnanswered(
+            exc.statement, exc.params, exc.orig, connection_invalidated=True
+        ) from exc.orig
 
 
 def _context(conn: Connection | None, services) -> RequestContext:

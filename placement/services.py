@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
 
 from placement import auth
 from placement.candidates.service import CandidateSearch
@@ -54,8 +55,19 @@ class Services:
     def check_ready(self) -> dict:
         """Whether this process can serve now, for a readiness probe: in its turn, the
         database answers and the copy of the providers is brought up to date from it.
-        The database's error when it cannot (the API's 503)."""
-        with self.serving_lock, self.engine.connect() as conn:
+        The database's error when it cannot (the API's 503). It writes nothing: when its
+        pooled connection turns out to be lost, it runs once more on a new one, as a
+        request does (``placement.endpoints``)."""
+        with self.serving_lock:
+            try:
+                return self._bring_the_copy_up_to_date()
+            except DBAPIError as exc:
+                if not exc.connection_invalidated:
+                    raise
+            return self._bring_the_copy_up_to_date()
+
+    def _bring_the_copy_up_to_date(self) -> dict:
+        with self.engine.connect() as conn:
             conn = reading_one_snapshot(conn)
             with conn.begin(), self.replica.current(conn) as world:
                 return {"providers": len(world.providers)}

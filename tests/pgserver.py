@@ -38,6 +38,12 @@ class Server:
     bindir: str
     run_as: str | None
 
+    def restart(self) -> None:
+        """Stop the server (its connections dropped), then start it again as it was."""
+        log = os.path.join(os.path.dirname(self.datadir), "log")
+        pg_ctl = f"{self.bindir}/pg_ctl"
+        _run(self.run_as, [pg_ctl, "-D", self.datadir, "-m", "fast", "-w", "-l", log, "restart"])
+
     def stop(self) -> None:
         _run(self.run_as, [f"{self.bindir}/pg_ctl", "-D", self.datadir, "-m", "immediate", "stop"])
         shutil.rmtree(os.path.dirname(self.datadir), ignore_errors=True)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import yaml
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine
 
 from placement import errors
 from placement.config import Config
@@ -56,6 +56,14 @@ def add_budget_argument(command) -> None:
     )
 
 
+def command_engine(url: str, config: Config) -> Engine:
+    """A command's engine, which opens a new connection for each use and keeps none
+    (``placement.db.engine``): a command may wait between two (``k8s reconcile`` asks
+    the cluster, ``db copy`` reads a table while the other database waits), and a
+    connection kept meanwhile could be closed under it."""
+    return make_engine(url, config.database(), reuse_connections=False)
+
+
 def run_in_transaction(config: Config, work) -> int:
     """Run ``work(conn, naming)`` in one transaction; print its result as JSON."""
     return run_with_database(
@@ -71,7 +79,7 @@ def _in_one(transaction, work, naming):
 def run_with_database(config: Config, work) -> int:
     """Run ``work(transaction)``, where ``with transaction() as conn`` is one transaction
     on the configured database (migrated first on SQLite); print its result as JSON."""
-    engine = make_engine(config.database_url, config.database())
+    engine = command_engine(config.database_url, config)
 
     @contextlib.contextmanager
     def transaction() -> Iterator[Connection]:

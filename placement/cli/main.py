@@ -11,9 +11,10 @@ from placement.cli import devices as device_commands
 from placement.cli import gangs as gang_commands
 from placement.cli import group_resources as group_commands
 from placement.cli import k8s as k8s_commands
+from placement.cli.common import command_engine
 from placement.config import Config, ConfigError, load_config, render_sample
 from placement.db import adopt, copy, give_back, migrate
-from placement.db.engine import is_sqlite, make_engine, wait_until_reachable
+from placement.db.engine import is_sqlite, wait_until_reachable
 from placement.db.survey import survey
 from placement.observability.request_log import configure_logging
 from placement.openapi.document import render as render_openapi
@@ -132,7 +133,7 @@ def _openapi(config: Config, args) -> int:
 
 
 def _db_upgrade(config: Config, args) -> int:
-    engine = make_engine(config.database_url, config.database())
+    engine = command_engine(config.database_url, config)
     try:
         wait_until_reachable(engine, config.database())
         with engine.connect() as conn:
@@ -164,7 +165,7 @@ def _db_upgrade(config: Config, args) -> int:
 
 
 def _db_return_to_upstream(config: Config, args) -> int:
-    engine = make_engine(config.database_url, config.database())
+    engine = command_engine(config.database_url, config)
     try:
         wait_until_reachable(engine, config.database())
         give_back.give_back(engine, say=print, discard_extensions=args.discard_extensions)
@@ -177,8 +178,8 @@ def _db_return_to_upstream(config: Config, args) -> int:
 
 
 def _db_copy(config: Config, args) -> int:
-    source = make_engine(args.source, config.database())
-    target = make_engine(args.target, config.database())
+    source = command_engine(args.source, config)
+    target = command_engine(args.target, config)
     try:
         checks = copy.copy_database(source, target, say=print)
     except copy.CopyRefused as exc:
@@ -202,7 +203,7 @@ def _db_copy(config: Config, args) -> int:
 
 
 def _db_current(config: Config, args) -> int:
-    engine = make_engine(config.database_url, config.database())
+    engine = command_engine(config.database_url, config)
     try:
         print(migrate.current_revision(engine) or "none")
     finally:
@@ -228,7 +229,7 @@ def _serve(config: Config, args) -> int:
             file=sys.stderr,
         )
         return 2
-    engine = make_engine(config.database_url, config.database())
+    engine = command_engine(config.database_url, config)
     try:
         if is_sqlite(config.database_url):
             # The embedded default creates and upgrades its own schema on first run.

@@ -9,7 +9,9 @@ log, written by triggers in the writers' own transactions, migration 0003),
 or every version again when the log was pruned past where it stood. Both
 are read through the driver's own cursor (binary rows on PostgreSQL):
 building ORM rows would cost three times the query on tens of thousands of
-providers. ``changes_since`` also reads the names of the resource classes,
+providers; an error there is raised as SQLAlchemy raises its own (a lost
+connection invalidated with the pool's older ones: ``placement.db.driver_errors``).
+``changes_since`` also reads the names of the resource classes,
 which a rename (1.2 to 1.6) changes without touching a provider, and on
 PostgreSQL sends its two statements together. ``provider_details`` reads
 everything else of the providers whose version changed.
@@ -22,6 +24,7 @@ import psycopg
 from sqlalchemy import Connection
 
 from placement.data.sql import SQLITE_IN_CHUNK
+from placement.db.driver_errors import raise_as_sqlalchemy
 
 # id, generation, parent, root; and, on SQLite, the uuid and creation time: SQLite hands
 # the id of a deleted last row to the next provider (PostgreSQL's sequences never reuse
@@ -153,6 +156,8 @@ def _fetch_all(conn: Connection, statements: list[str]) -> list[list[tuple]]:
             for cursor, statement in zip(cursors, statements, strict=True):
                 cursor.execute(statement)
         return [list(cursor.fetchall()) for cursor in cursors]
+    except BaseException as error:  # (as SQLAlchemy's own: a lost connection, say)
+        raise_as_sqlalchemy(conn, error, "; ".join(statements))
     finally:
         for cursor in cursors:
             cursor.close()
@@ -168,6 +173,8 @@ def _fetch(conn: Connection, statement: str) -> list[tuple]:
     try:
         cursor.execute(statement)
         return list(cursor.fetchall())
+    except BaseException as error:  # (as SQLAlchemy's own: a lost connection, say)
+        raise_as_sqlalchemy(conn, error, statement, cursor)
     finally:
         cursor.close()
 

@@ -7,6 +7,18 @@ instead of failing when a read lock is upgraded.
 
 MySQL and MariaDB (``mysql+pymysql://``, as the deployment tools write it; a
 bare ``mysql://`` gets PyMySQL too) are set up in ``placement.db.mysql``.
+
+A connection leaving the pool is not pinged first: that was a round trip on every
+request. A connection lost while it sat in the pool (the database restarted, a Galera
+node failed over to another, a proxy or an idle timeout closed it) is found by the
+first statement sent on it, and SQLAlchemy reports it so
+(``DBAPIError.connection_invalidated``), dropping that connection and the pool's older
+ones with it (the copy's reads through the driver's cursor too:
+``placement.db.driver_errors``). Whoever takes a pooled connection therefore either
+runs its work again once, on a new connection, when the connection turns out to be
+lost (the requests, ``placement.endpoints``; the readiness probe,
+``Services.check_ready``), or takes a new connection for each use
+(``make_engine(..., reuse_connections=False)``: the commands).
 """
 
 import logging
@@ -16,6 +28,7 @@ import time
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.pool import NullPool
 
 from placement.db import mysql
 from placement.db.options import DatabaseOptions
@@ -42,17 +55,24 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
-def make_engine(url: str, options: DatabaseOptions | None = None) -> Engine:
-    """Create the engine for ``url``; the SQLite file's folder is created."""
+def make_engine(
+    url: str, options: DatabaseOptions | None = None, reuse_connections: bool = True
+) -> Engine:
+    """Create the engine for ``url``; the SQLite file's folder is created. Without
+    ``reuse_connections``, each ``connect()`` opens a new connection to the server (and
+    closing it closes that one): no connection waits in a pool to be lost (a SQLite
+    file cannot be, and keeps its pool)."""
     options = options or DatabaseOptions()
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         return _make_sqlite_engine(url)
-    pool = {
-        "pool_size": options.max_pool_size,
-        "max_overflow": options.max_overflow,
-        "pool_recycle": options.connection_recycle_time,
-    }
+    pool: dict = {"poolclass": NullPool}
+    if reuse_connections:
+        pool = {
+            "pool_size": options.max_pool_size,
+            "max_overflow": options.max_overflow,
+            "pool_recycle": options.connection_recycle_time,
+        }
     if parsed.get_backend_name() == "mysql":
         return mysql.make_engine(
             parsed,
@@ -65,7 +85,7 @@ def make_engine(url: str, options: DatabaseOptions | None = None) -> Engine:
         # Upstream's configuration files name psycopg2 (or no driver, which is psycopg2
         # too): the same database, through the driver this service ships.
         parsed = parsed.set(drivername="postgresql+psycopg")
-    engine = create_engine(parsed, pool_pre_ping=True, future=True, **pool)
+    engine = create_engine(parsed, future=True, **pool)
     open_before_other_reads(engine)
     return engine
 

@@ -76,9 +76,7 @@ def make_engine(
     one that holds it and wants them. One begun with ``snapshot_option`` runs at
     REPEATABLE READ (that transaction only)."""
     url = url.set(drivername="mysql+pymysql").update_query_dict({"charset": CHARSET})
-    engine = create_engine(
-        url, pool_pre_ping=True, isolation_level="READ COMMITTED", future=True, **pool_options
-    )
+    engine = create_engine(url, isolation_level="READ COMMITTED", future=True, **pool_options)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record):

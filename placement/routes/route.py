@@ -21,8 +21,8 @@ class Runs(enum.Flag):
     # A GET answered 406 for an ``Accept`` without JSON, before policy, as upstream's
     # (its root, GET /traits/{name} and every write ignore ``Accept``).
     CHECKS_ACCEPT = enum.auto()
-    # Reads nothing from the database (the version document): runs without a connection,
-    # whose checkout alone would ping the database, and without a transaction.
+    # Reads nothing from the database (the version document): runs without a connection
+    # and without a transaction.
     WITHOUT_DATABASE = enum.auto()
 
 

@@ -1,8 +1,10 @@
 """Hostile input and a hostile network: each answered in the API's error format, never 500.
 
 Deeply nested JSON and lone surrogates (400), noauth2 from a remote client (403,
-on every entry point), bodies over ``max_request_body_mib`` (413) and a database
-that cannot be reached (503 with Retry-After, then recovery without a restart).
+on every entry point), bodies over ``max_request_body_mib`` (413), a database
+that cannot be reached (503 with Retry-After, then recovery without a restart),
+connections the server dropped (replaced, unseen by the client) and a COMMIT whose
+answer was lost (503, never run again).
 """
 
 import contextlib
@@ -13,12 +15,15 @@ import io
 import sys
 import uuid
 
+import psycopg
+import pymysql
 import pytest
 import sqlalchemy as sa
 
 from placement.app import create_app
 from placement.db.engine import make_engine
 from tests.conftest import Api
+from tests.lost_connections import kill_connections, pool_several_connections
 
 PROVIDER = "7c6a1e5e-1b8d-4a49-9d2c-0d8c2b1b6a11"
 CONSUMER = "3f0c9a4e-5d2b-4c1e-8a7f-6b9e2d1c0a55"
@@ -285,19 +290,83 @@ def test_an_unreachable_database_is_503_then_recovers(api, app, url):
     assert api.post("/resource_providers", json={"name": "up"}).status_code == 200
 
 
-# PostgreSQL only: SQLite has no server to drop connections.
-@pytest.mark.parametrize("backend", ["postgresql"])
+# PostgreSQL and MariaDB: SQLite has no server to drop connections. No connection is
+# pinged as it leaves the pool: the first statement on one the server dropped finds it
+# lost, SQLAlchemy drops it with the pool's older ones, and the request runs again on a
+# new connection (``placement.endpoints``). The pool holds several dropped connections
+# each time, so a request that met one, then another, would fail.
+LOST_CONNECTION_BACKENDS = ["postgresql", "mysql"]
+
+
+@pytest.mark.parametrize("backend", LOST_CONNECTION_BACKENDS)
 def test_connections_killed_by_the_server_are_replaced(api, engine, backend):
-    assert api.get("/resource_providers").status_code == 200
-    killer = make_engine(engine.url.render_as_string(hide_password=False))
-    with killer.connect() as conn:
-        conn.exec_driver_sql(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
-    killer.dispose()
-    assert api.get("/resource_providers").status_code == 200
-    assert api.post("/resource_providers", json={"name": "after"}).status_code == 200
+    provider = api.create_provider("cn1")["uuid"]
+    api.set_inventory(provider, VCPU=8)
+    candidates = "/allocation_candidates?resources=VCPU:1&limit=10"
+    first = api.get(candidates)
+    assert first.status_code == 200
+    requests = {
+        # the copy's check (through the driver's cursor), then its kept answer
+        "a cached read of the copy": lambda: api.get(candidates),
+        # a provider written meanwhile: the copy reads what changed, then answers
+        "a read of the copy after a write": lambda: api.get(candidates),
+        "a plain read": lambda: api.get("/resource_providers"),
+        "a write": lambda: api.post("/resource_providers", json={"name": "after"}),
+        "the readiness probe": lambda: api.get("/healthcheck/ready"),
+    }
+    for name, request in requests.items():
+        if name == "a read of the copy after a write":
+            api.set_inventory(provider, VCPU=16)
+        pool_several_connections(api.services.engine)
+        kill_connections(engine)
+        response = request()
+        assert response.status_code == 200, (name, response.json)
+        if "copy" in name:
+            assert response.json["allocation_requests"], name
+    names = sorted(p["name"] for p in api.get("/resource_providers").json["resource_providers"])
+    assert names == ["after", "cn1"]
+
+
+@pytest.fixture
+def commit_answer_lost(monkeypatch, engine):
+    """Once armed, the driver's next COMMIT is applied by the server, whose answer is then
+    lost: the connection is killed and the error it gives is the COMMIT's."""
+    state = {"armed": False, "commits": 0}
+    if engine.dialect.name == "postgresql":
+        driver, backend_id = psycopg.Connection, (lambda conn: conn.info.backend_pid)
+    else:
+        driver, backend_id = pymysql.connections.Connection, (lambda conn: conn.thread_id())
+    commit = driver.commit
+
+    def commit_and_lose_the_answer(conn):
+        commit(conn)
+        if not state["armed"]:
+            return
+        state["armed"] = False
+        state["commits"] += 1
+        kill_connections(engine, only=backend_id(conn))
+        cursor = conn.cursor()
+        cursor.execute("SELECT 1")  # raises the error of the lost connection
+        raise AssertionError("the killed connection answered")
+
+    monkeypatch.setattr(driver, "commit", commit_and_lose_the_answer)
+    return state
+
+
+@pytest.mark.parametrize("backend", LOST_CONNECTION_BACKENDS)
+def test_a_commit_whose_answer_was_lost_is_503_and_not_run_again(api, backend, commit_answer_lost):
+    """The write may have been applied (here it was): running it again could apply it
+    twice. It is answered as an unreachable database is, and applied once (run again,
+    it would have found its own provider and answered 409)."""
+    commit_answer_lost["armed"] = True
+    response = api.post("/resource_providers", json={"name": "once"})
+    error = assert_error(response, 503)
+    assert response.headers["Retry-After"] == "5"
+    assert "database" in error["detail"]
+    assert commit_answer_lost["commits"] == 1
+    listed = api.get("/resource_providers?name=once")
+    assert listed.status_code == 200
+    assert [p["name"] for p in listed.json["resource_providers"]] == ["once"]
 
 
 def test_a_deeply_nested_device_annotation_is_400(api):
