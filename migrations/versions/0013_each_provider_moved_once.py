@@ -21,10 +21,10 @@ each of them already. The guarantee stays; the work is done once per provider:
   (``placement.db.mysql``) and setting the session variable ``LOGGED_FROM`` to 0;
   the log's triggers (0008's, which this revision extends) then put there the
   position of the transaction's first entry. While it holds the state row, every
-  entry from that position on is its own. The variable is set to NULL when the
-  connection is next taken from the pool (its liveness check does it), so any
-  other transaction (an operator's, upstream's, a migration's) finds it NULL, and
-  its rows bump their providers one by one, as before. A savepoint rolled back
+  entry from that position on is its own. The variable is set to NULL as the
+  transaction ends, so any other transaction (an operator's, upstream's, a
+  migration's) finds it NULL, and its rows bump their providers one by one, as
+  before. A savepoint rolled back
   takes its entries with it, and the next row bumps its provider again. (A change
   to a device node's document, a trait or an aggregate, rare and never many rows
   at once, is left as 0009 made it.)

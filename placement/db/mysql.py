@@ -56,9 +56,9 @@ UNREACHABLE_ERRORS = frozenset({1047, 1053, 1927, 2002, 2003, 2006, 2013, 2055})
 # a provider logged there already is not bumped again for each row written.
 LOGGED_FROM = "@placement_logged_from"
 QUEUE_WRITERS = f"SELECT 0 INTO {LOGGED_FROM} FROM provider_changes_state WHERE id = 1 FOR UPDATE"
-# The check that a pooled connection is alive, as it is taken (``pool_pre_ping``): a
-# statement that also forgets what its last write transaction told the triggers, so
-# that no later transaction of another kind is taken for one of this service's.
+# Sent as each write transaction ends (before its COMMIT or ROLLBACK): the session forgets
+# what the transaction told the triggers, so that no later transaction on the connection
+# (a read, an operator's, a test's) is taken for one of this service's writes.
 FORGET_LOGGED_FROM = f"SET {LOGGED_FROM} = NULL"
 
 
@@ -91,15 +91,21 @@ def make_engine(
         finally:
             cursor.close()
 
-    def ping_forgetting_the_position(dbapi_connection) -> bool:
-        cursor = dbapi_connection.cursor()
+    @event.listens_for(engine, "commit")
+    @event.listens_for(engine, "rollback")
+    def _on_end(connection):
+        if not connection.get_execution_options().get(write_option):
+            return
+        dbapi_connection = connection.connection.dbapi_connection
         try:
-            cursor.execute(FORGET_LOGGED_FROM)
-        finally:
-            cursor.close()
-        return True
-
-    engine.dialect.do_ping = ping_forgetting_the_position  # type: ignore[method-assign]
+            cursor = dbapi_connection.cursor()
+            try:
+                cursor.execute(FORGET_LOGGED_FROM)
+            finally:
+                cursor.close()
+        except Exception:
+            if dbapi_connection.open:  # (a lost connection is not used again)
+                raise
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection):
