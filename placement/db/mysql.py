@@ -96,6 +96,8 @@ def make_engine(
     def _on_end(connection):
         if not connection.get_execution_options().get(write_option):
             return
+        if connection.invalidated:  # lost mid-transaction: the session, marker too, is gone
+            return
         dbapi_connection = connection.connection.dbapi_connection
         try:
             cursor = dbapi_connection.cursor()

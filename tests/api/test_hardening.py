@@ -21,6 +21,7 @@ import pytest
 import sqlalchemy as sa
 
 from placement.app import create_app
+from placement.data import consumers as consumer_data
 from placement.db.engine import make_engine
 from tests.conftest import Api
 from tests.lost_connections import kill_connections, pool_several_connections
@@ -325,6 +326,44 @@ def test_connections_killed_by_the_server_are_replaced(api, engine, backend):
             assert response.json["allocation_requests"], name
     names = sorted(p["name"] for p in api.get("/resource_providers").json["resource_providers"])
     assert names == ["after", "cn1"]
+
+
+@pytest.mark.parametrize("backend", LOST_CONNECTION_BACKENDS)
+def test_a_connection_lost_in_the_middle_of_a_write_runs_it_again(
+    api, engine, backend, monkeypatch
+):
+    """The server drops the connection after the write's first statements (as a Galera node
+    that dies under it): nothing was committed, so the write runs again on a new
+    connection, and what runs as its transaction ends (MySQL's marker) does not trip on the
+    lost one."""
+    provider = api.create_provider("cn1")["uuid"]
+    api.set_inventory(provider, VCPU=8)
+    create_consumers = consumer_data.create_consumers
+    killed: list[int] = []
+
+    def killing_first(conn, *args, **kwargs):
+        if not killed:
+            if conn.dialect.name == "postgresql":
+                (server_id,) = conn.exec_driver_sql("SELECT pg_backend_pid()").one()
+            else:
+                (server_id,) = conn.exec_driver_sql("SELECT CONNECTION_ID()").one()
+            killed.append(server_id)
+            kill_connections(engine, only=server_id)
+        return create_consumers(conn, *args, **kwargs)
+
+    monkeypatch.setattr(consumer_data, "create_consumers", killing_first)
+    consumer = "3b8f6a9e-6b51-4d5e-9a31-4f8e2f7c1d20"
+    body = {
+        "allocations": {provider: {"resources": {"VCPU": 2}}},
+        "project_id": "7e67cbf7-7c38-4a32-b85b-0739c690991a",
+        "user_id": "067f691e-725a-451a-83e2-5c3d13e1dffc",
+        "consumer_generation": None,
+    }
+    written = api.put(f"/allocations/{consumer}", json=body, version="1.28")
+    assert written.status_code == 204, written.json
+    assert len(killed) == 1
+    usages = api.get(f"/resource_providers/{provider}/usages").json["usages"]
+    assert usages["VCPU"] == 2
 
 
 @pytest.fixture
