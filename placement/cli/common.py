@@ -145,6 +145,19 @@ def with_cut(answer: dict, budget: SearchBudget) -> dict:
     return answer if budget.cut is None else {**answer, "cut": budget.cut.body()}
 
 
+def claim_fields(args) -> dict:
+    """What every claim command takes besides its request: who claims, how it is scored,
+    on which nodes (as the claim routes' bodies name them)."""
+    return {
+        "consumer_uuid": args.consumer,
+        "project_id": args.project,
+        "user_id": args.user,
+        "consumer_type": args.consumer_type,
+        "scorer": args.scorer,
+        "nodes": args.nodes,
+    }
+
+
 def checked_arguments(schema, **fields) -> dict:
     """The command's arguments checked by the HTTP body's schema: one set of rules."""
     return validate(schema, {name: value for name, value in fields.items() if value is not None})

@@ -19,6 +19,7 @@ from placement import errors
 from placement.cli.common import (
     add_request_command,
     checked_arguments,
+    claim_fields,
     read_document,
     read_text,
     run_in_transaction,
@@ -214,12 +215,7 @@ def _claim(config: Config, args: argparse.Namespace) -> int:
         body = checked_arguments(
             schemas.DeviceClaim(),
             **_request_fields(args.file),
-            consumer_uuid=args.consumer,
-            project_id=args.project,
-            user_id=args.user,
-            consumer_type=args.consumer_type,
-            scorer=args.scorer,
-            nodes=args.nodes,
+            **claim_fields(args),
             budget_ms=args.budget_ms,
         )
         request = _request(body, naming)

@@ -12,6 +12,7 @@ from typing import Any
 from placement.cli.common import (
     add_request_command,
     checked_arguments,
+    claim_fields,
     read_document,
     run_in_transaction,
     search_budget,
@@ -142,12 +143,7 @@ def _claim(config: Config, args: argparse.Namespace) -> int:
         body = checked_arguments(
             schemas.Claim(),
             resources=read_key_map(args.file),
-            consumer_uuid=args.consumer,
-            project_id=args.project,
-            user_id=args.user,
-            consumer_type=args.consumer_type,
-            scorer=args.scorer,
-            nodes=args.nodes,
+            **claim_fields(args),
             options=_options(args),
             budget_ms=args.budget_ms,
         )
