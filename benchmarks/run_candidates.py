@@ -15,7 +15,8 @@ each query, with and without ``&limit=10``:
   the last size was asked, every tree gets its own usage and the queries are
   asked again (below);
 * ``gpu`` (``--hosts`` hosts of 2 NUMA nodes x 2 PCIe switches x (2 GPUs + 1 NIC)):
-  two GPUs and a NIC under one switch (2 candidates per switch, 8 per host),
+  one GPU (8 candidates per host: the big answer), two GPUs and a NIC under one
+  switch (2 candidates per switch, 8 per host),
   four GPUs on one NUMA node (4! per NUMA node, 48 per host) and eight GPUs on
   the host (8! per host), all with group_policy=isolate.
 
@@ -205,6 +206,13 @@ def gpu_preference_query(loaded: LoadedTrees) -> Query:
 def gpu_queries(loaded: LoadedTrees) -> list[Query]:
     return [
         Query(
+            # The big answer of issue 31: every GPU a candidate, with the summaries of
+            # every provider of every host (800 candidates on 100 hosts).
+            "gpu: 1 GPU",
+            "resources=PGPU:1",
+            per_tree=8,
+        ),
+        Query(
             "gpu: 2 GPUs + NIC under one switch",
             "required_SW=CUSTOM_PCIE_SWITCH&resources_G1=PGPU:1&resources_G2=PGPU:1"
             "&resources_NIC=SRIOV_NET_VF:1&same_subtree=_SW,_G1,_G2,_NIC&group_policy=isolate",
@@ -320,6 +328,33 @@ def query_row(
     if seq.errors or conc.errors:
         settle(ctx.base_url, max(seq.latencies + conc.latencies))
     return report.Row(name, seq, conc, note)
+
+
+def after_write_row(ctx: Context, loaded: LoadedTrees, query: Query) -> report.Row:
+    """``query`` without ``limit``, each request right after a write elsewhere: before each
+    (untimed, on its own session, so any worker may take it) the root of the next tree
+    has its VCPU inventory's ``reserved`` changed, so that tree's part of the answer is
+    made again and every other tree's is reused."""
+    url = f"{ctx.base_url}/allocation_candidates?{query.params}"
+    name = f"{query.label}, {len(loaded.roots)} {loaded.shape.unit}, after a write elsewhere"
+    print(f"running {name}...", file=sys.stderr, flush=True)
+    timing = client.Timing(requested=ctx.args.requests, concurrency=1)
+    started = time.perf_counter()
+    with client.new_session() as reader, client.new_session() as writer:
+        for index in range(ctx.args.requests):
+            root = loaded.roots[index % len(loaded.roots)]
+            inventory_url = f"{ctx.base_url}/resource_providers/{root}/inventories/VCPU"
+            inventory = writer.get(inventory_url, timeout=client.REQUEST_TIMEOUT_S).json()
+            inventory["reserved"] = 1 - inventory["reserved"]
+            written = writer.put(inventory_url, json=inventory, timeout=client.REQUEST_TIMEOUT_S)
+            if written.status_code != 200:
+                return report.Row(name, None, None, f"write: {written.status_code}")
+            start = time.perf_counter()
+            answer = reader.get(url, timeout=client.REQUEST_TIMEOUT_S)
+            timing.latencies.append(time.perf_counter() - start)
+            timing.statuses[answer.status_code] += 1
+    timing.elapsed = time.perf_counter() - started
+    return report.Row(name, timing, None, "the write before each request is not timed")
 
 
 def scores_note(found: Probe, query: Query, loaded: LoadedTrees) -> str:
@@ -651,6 +686,7 @@ def scenario_gpu(ctx: Context, loads: list[str]) -> list[report.Row]:
     loaded = load(ctx, load_trees.GPU_HOST, ctx.args.hosts)
     loads.append(describe_load(loaded))
     rows = query_rows(ctx, loaded, gpu_queries)
+    rows.append(after_write_row(ctx, loaded, gpu_queries(loaded)[0]))
     if ctx.args.preferences:
         loads.append(
             mark_trees(
