@@ -9,10 +9,17 @@ by the service): the brute-force oracle over random worlds is
 import json
 
 from placement.app import create_app
+from placement.candidates import search as candidate_search
+from placement.candidates import service as candidate_service
 from tests.api.candidate_helpers import Providers
 from tests.conftest import Api
 
 GPUS = 8
+
+
+# The search's looks at the clock before its budget of 1 ms is spent (the first is
+# the one that sets the deadline).
+LOOKS_BEFORE_THE_BUDGET_ENDS = 6
 
 
 def gpu_groups(count: int, prefer: str = "") -> str:
@@ -96,8 +103,24 @@ def test_utilization_ranks_hosts_and_the_bound_stops_at_the_best(config, engine)
     assert len(every["scores"]) == 4 * 8 * 7
 
 
-def test_a_budget_cuts_a_ranked_search_and_says_so(config, engine):
+class LookCountingClock:
+    """``time.monotonic`` for the search: still at the start for its first ``looks``
+    looks, then a second later. A budget then cuts the search at the same place
+    whatever the machine's load."""
+
+    def __init__(self, looks: int) -> None:
+        self.looks_left = looks
+
+    def monotonic(self) -> float:
+        self.looks_left -= 1
+        return 0.0 if self.looks_left >= 0 else 1.0
+
+
+def test_a_budget_cuts_a_ranked_search_and_says_so(config, engine, monkeypatch):
     tree = gpu_hosts(unbounded(config, engine), 3, fast_gpus=lambda h: 4)
+    clock = LookCountingClock(looks=LOOKS_BEFORE_THE_BUDGET_ENDS)
+    monkeypatch.setattr(candidate_service, "time", clock)
+    monkeypatch.setattr(candidate_search, "time", clock)
     answer = tree.api.get(
         f"/allocation_candidates?{gpu_groups(GPUS, prefer='!CUSTOM_FAST')}&budget_ms=1",
         version="1.39",
