@@ -59,17 +59,40 @@ class Services:
         pooled connection turns out to be lost, it runs once more on a new one, as a
         request does (``placement.endpoints``)."""
         with self.serving_lock:
-            try:
-                return self._bring_the_copy_up_to_date()
-            except DBAPIError as exc:
-                if not exc.connection_invalidated:
-                    raise
-            return self._bring_the_copy_up_to_date()
+            return self._bring_the_copy_up_to_date(recorded=True)
 
-    def _bring_the_copy_up_to_date(self) -> dict:
+    def prepare_to_fork(self) -> dict:
+        """In the process that forks the workers with this application loaded in it
+        (gunicorn's arbiter with ``preload_app``), before each fork: the copy brought up
+        to date (read whole the first time, again whole when the change log was pruned
+        past it), so that the new worker starts from it nearly current and shares its
+        memory; then this process's connections closed, whatever happened, so that no
+        worker inherits one (two processes on one connection mix their conversations; an
+        open SQLite file must not cross a fork). What the copy holds, as ``check_ready``;
+        the refresh is not counted in the metrics (this process serves nothing)."""
+        try:
+            return self._bring_the_copy_up_to_date(recorded=False)
+        finally:
+            self.engine.dispose()
+
+    def forget_inherited_connections(self) -> None:
+        """In a process forked from the one that built this application: drop the pool it
+        inherited without closing its connections (they are the parent's: closing them
+        here would end its sessions); this process opens its own."""
+        self.engine.dispose(close=False)
+
+    def _bring_the_copy_up_to_date(self, recorded: bool) -> dict:
+        try:
+            return self._refresh_once(recorded)
+        except DBAPIError as exc:
+            if not exc.connection_invalidated:
+                raise
+        return self._refresh_once(recorded)
+
+    def _refresh_once(self, recorded: bool) -> dict:
         with self.engine.connect() as conn:
             conn = reading_one_snapshot(conn)
-            with conn.begin(), self.replica.current(conn) as world:
+            with conn.begin(), self.replica.current(conn, recorded) as world:
                 return {"providers": len(world.providers)}
 
     @classmethod
