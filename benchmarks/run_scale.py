@@ -30,7 +30,7 @@ import uuid
 
 from benchmarks import client, load_device_nodes, load_trees, report
 from benchmarks.run_devices import JOINT_4
-from benchmarks.service import add_service_options, gunicorn, running_service
+from benchmarks.service import PRELOAD_HELP, add_service_options, gunicorn, running_service
 
 NESTED_QUERY = (
     "resources=DISK_GB:10&required=COMPUTE_VOLUME_MULTI_ATTACH"
@@ -153,6 +153,7 @@ def parse_args(argv):
     parser.add_argument("--trees", type=int, default=1000)
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--max-seconds", type=float, default=120.0)
+    parser.add_argument("--preload", action="store_true", help=PRELOAD_HELP)
     add_service_options(parser)
     return parser.parse_args(argv)
 
@@ -168,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     command = report.command_line("benchmarks.run_scale", argv)
     machine = report.environment()
     with running_service(
-        args.workers, args.database_url, None, args.log_dir, args.backend
+        args.workers, args.database_url, None, args.log_dir, args.backend, preload=args.preload
     ) as service:
         base = service.base_url
         print(f"loading {args.device_nodes} device nodes...", file=sys.stderr, flush=True)
