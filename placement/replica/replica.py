@@ -66,23 +66,29 @@ class Replica:
         self._read_in_a_write = False
 
     @contextmanager
-    def current(self, conn: Connection, recorded: bool = True) -> Iterator[ProviderWorld]:
-        """The copy, up to date with what ``conn`` sees, held for the caller. Not
-        ``recorded``: the refresh is not told to the recorder (a process that serves no
-        request: gunicorn's arbiter, ``worker_hooks``)."""
+    def current(self, conn: Connection) -> Iterator[ProviderWorld]:
         world = self.world
         with world.lock:
             started = time.perf_counter()
             read = world.refresh(conn)
             if read and conn.get_execution_options().get(WRITE_TRANSACTION_OPTION):
                 self._read_in_a_write = True
-            if recorded:
-                self._recorder.replica_refreshed(
-                    time.perf_counter() - started, read, len(world.providers), len(world.trees)
-                )
+            self._recorder.replica_refreshed(
+                time.perf_counter() - started, read, len(world.providers), len(world.trees)
+            )
             yield world
             if read >= self._freeze_after:
                 gc.freeze()
+
+    @contextmanager
+    def unrecorded(self) -> Iterator[None]:
+        """Refreshes not told to the recorder meanwhile: those of a process that serves
+        no request (gunicorn's arbiter, ``Services.prepare_to_fork``)."""
+        recorder, self._recorder = self._recorder, _NotRecorded()
+        try:
+            yield
+        finally:
+            self._recorder = recorder
 
     def write_ended(self, committed: bool) -> None:
         """A write transaction of this process ended: if it rolled back after the copy read

@@ -100,7 +100,9 @@ class Host(Client):
 
     def copies_made_for_workers(self) -> list[int]:
         """The providers the arbiter's copy held before each fork, in order."""
-        made = re.findall(r"Copy of (\d+) providers up to date", self.log.read_text())
+        made = re.findall(
+            r"Copy of (\d+) providers \(\d+ device nodes\) up to date", self.log.read_text()
+        )
         return [int(count) for count in made]
 
     def check_every_worker(self) -> None:

@@ -1,9 +1,10 @@
 """gunicorn's arbiter hooks (``placement.worker_hooks``) on an application built here, as
 the arbiter holds it with ``preload_app``: before a fork the copy is brought up to date
-(whole the first time, then from the change log), frozen and left with no connection
-open; after it the child drops the inherited pool; nothing happens without a preloaded
-application; a database that fails is logged, never raised into the arbiter. Every
-backend. (The real arbiter and its workers: ``test_one_copy_per_host``.)"""
+(whole the first time, then from the change log) and the device nodes built from it,
+both frozen, no connection left open and nothing counted in the metrics; after it the
+child drops the inherited pool; nothing happens without a preloaded application; a
+database that fails is logged, never raised into the arbiter. Every backend. (The real
+arbiter and its workers: ``test_one_copy_per_host``.)"""
 
 import gc
 import logging
@@ -15,6 +16,7 @@ from sqlalchemy.exc import OperationalError
 
 from placement import worker_hooks
 from placement.services import Services
+from tests.api.device_helpers import EIGHT_SWITCHES, import_node
 
 
 @pytest.fixture
@@ -53,6 +55,21 @@ def test_before_a_fork_the_copy_is_read_then_followed_and_no_connection_is_left(
     assert _no_connection_open(services)
 
 
+def test_before_a_fork_the_device_nodes_are_built_and_nothing_is_counted(api, arbiter, caplog):
+    import_node(api, "gpu-node", EIGHT_SWITCHES)
+    counted = api.get("/metrics").text
+    with caplog.at_level(logging.INFO, logger="gunicorn.error"):
+        worker_hooks.pre_fork(arbiter, None)
+    assert "(1 device nodes)" in caplog.text
+    refreshes = "placement_replica_refresh_duration_seconds_count"
+    assert _sample(api.get("/metrics").text, refreshes) == _sample(counted, refreshes)
+
+
+def _sample(exposition: str, name: str) -> float:
+    (line,) = [line for line in exposition.splitlines() if line.startswith(name + " ")]
+    return float(line.split()[1])
+
+
 def test_a_log_pruned_past_the_copy_reads_every_version_again_before_a_fork(api, arbiter):
     services = api.services
     kept = api.create_provider("kept")["uuid"]
@@ -82,11 +99,11 @@ def test_a_database_error_before_a_fork_is_logged_and_the_worker_started(
 ):
     services = api.services
 
-    def unreachable(self, recorded):
+    def unreachable(self):
         with self.engine.connect():  # (a connection checked out, as a real read would)
             raise OperationalError("SELECT 1", {}, Exception("the server is gone"))
 
-    monkeypatch.setattr(Services, "_refresh_once", unreachable)
+    monkeypatch.setattr(Services, "_build_for_the_workers", unreachable)
     with caplog.at_level(logging.ERROR, logger="gunicorn.error"):
         worker_hooks.pre_fork(arbiter, None)
     assert "could not be brought up to date" in caplog.text
