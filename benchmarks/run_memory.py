@@ -36,13 +36,18 @@ import signal
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from benchmarks import client, load_device_nodes, load_trees, report
-from benchmarks.run_scale import loaded_nested_roots, queries
-from benchmarks.service import PRELOAD_HELP, add_service_options, gunicorn, running_service
+from benchmarks import client, report
+from benchmarks.run_scale import (
+    add_scale_options,
+    claim_a_disk_gb,
+    first_and_second_answers,
+    load,
+    queries,
+)
+from benchmarks.service import gunicorn, gunicorn_processes, running_service
 
 MIB = 1024 * 1024
 # Long enough for a first answer without the preload at 350,000 providers, and for the
@@ -72,24 +77,6 @@ class Memory:
         return cls(pid, fields["Rss"], fields["Pss"], uss)
 
 
-def gunicorn_processes(base_url: str) -> tuple[int, list[int]]:
-    """The arbiter serving ``base_url`` and its workers, from /proc."""
-    bind = base_url.removeprefix("http://")
-    parents = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as stream:
-                command = stream.read().replace(b"\0", b" ").decode()
-            with open(f"/proc/{pid}/stat") as stream:
-                parent = int(stream.read().rsplit(")", 1)[1].split()[1])
-        except OSError:
-            continue
-        if "gunicorn" in command and bind in command:
-            parents[int(pid)] = parent
-    (arbiter,) = [pid for pid, parent in parents.items() if parent not in parents]
-    return arbiter, sorted(pid for pid, parent in parents.items() if parent == arbiter)
-
-
 def run_mix(base_url: str, roots: list[str], workers: int, rounds: int) -> dict[str, str]:
     """The mix of queries, each ``rounds`` times per worker at a concurrency of twice the
     workers; the writes between them. What was answered, by query."""
@@ -109,18 +96,7 @@ def run_mix(base_url: str, roots: list[str], workers: int, rounds: int) -> dict[
         )
     with client.new_session() as session:
         for index in range(WRITES_PER_ROUND * rounds):
-            root = roots[index % len(roots)]
-            session.put(
-                f"{base_url}/allocations/{uuid.uuid4()}",
-                json={
-                    "allocations": {root: {"resources": {"DISK_GB": 1}}},
-                    "project_id": "memory",
-                    "user_id": "memory",
-                    "consumer_generation": None,
-                    "consumer_type": "INSTANCE",
-                },
-                timeout=client.REQUEST_TIMEOUT_S,
-            )
+            claim_a_disk_gb(session, base_url, roots[index % len(roots)])
             client.concurrent(mix["nested candidates, limit=10"], workers, workers)
     return answered
 
@@ -157,17 +133,8 @@ def replacement_answers(base_url: str) -> list[str]:
     replacement = wait_for_replacement(base_url, workers)
     forked = time.perf_counter() - killed
     lines = [f"forked {forked:.2f} s after the SIGKILL"]
-    with stopped(survivors), client.new_session() as session:
-        for name, request in queries(base_url).items():
-            before = time.perf_counter()
-            status = request(session, 0).status_code
-            first = time.perf_counter() - before
-            before = time.perf_counter()
-            request(session, 1)
-            second = time.perf_counter() - before
-            lines.append(
-                f"{name}: first {first * 1000:.0f} ms ({status}), second {second * 1000:.1f} ms"
-            )
+    with stopped(survivors):
+        lines += first_and_second_answers(queries(base_url))
     lines.append(f"(pid {replacement})")
     return lines
 
@@ -209,14 +176,11 @@ def _figures(memory: Memory) -> str:
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description="Memory per host (see the module docstring).")
-    parser.add_argument("--device-nodes", type=int, default=1000)
-    parser.add_argument("--trees", type=int, default=1000)
+    add_scale_options(parser)
     parser.add_argument(
         "--workers-counts", default="2,4,8", help="the services to measure, by their workers"
     )
     parser.add_argument("--rounds", type=int, default=4, help="requests of each query per worker")
-    parser.add_argument("--preload", action="store_true", help=PRELOAD_HELP)
-    add_service_options(parser)
     return parser.parse_args(argv)
 
 
@@ -234,21 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         loader = stack.enter_context(
             running_service(args.workers, args.database_url, None, log_dir, args.backend)
         )
-        base = loader.base_url
-        print(f"loading {args.device_nodes} device nodes...", file=sys.stderr, flush=True)
-        devices = load_device_nodes.load_device_nodes(
-            base, args.device_nodes, args.load_threads, progress=True
-        )
-        print(f"loading {args.trees} nested trees...", file=sys.stderr, flush=True)
-        trees = load_trees.load_trees(
-            base,
-            load_trees.NESTED,
-            args.trees,
-            args.load_threads,
-            prefix=f"memory-{uuid.uuid4().hex[:6]}",
-            progress=True,
-        )
-        roots = list(trees.roots) or loaded_nested_roots(base)
+        devices, trees, roots = load(loader.base_url, args, "memory")
         database_url = loader.database_url
         assert database_url is not None
         results = []

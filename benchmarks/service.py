@@ -230,6 +230,24 @@ def gunicorn(
             _stop(process)
 
 
+def gunicorn_processes(base_url: str) -> tuple[int, list[int]]:
+    """The arbiter serving ``base_url`` and its workers, from /proc."""
+    bind = base_url.removeprefix("http://")
+    parents = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as stream:
+                command = stream.read().replace(b"\0", b" ").decode()
+            with open(f"/proc/{pid}/stat") as stream:
+                parent = int(stream.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            continue
+        if "gunicorn" in command and bind in command:
+            parents[int(pid)] = parent
+    (arbiter,) = [pid for pid, parent in parents.items() if parent not in parents]
+    return arbiter, sorted(pid for pid, parent in parents.items() if parent == arbiter)
+
+
 def _stop(process: subprocess.Popen) -> None:
     if process.poll() is not None:
         return
