@@ -30,7 +30,13 @@ import uuid
 
 from benchmarks import client, load_device_nodes, load_trees, report
 from benchmarks.run_devices import JOINT_4
-from benchmarks.service import add_service_options, gunicorn, running_service
+from benchmarks.service import (
+    PRELOAD_HELP,
+    add_service_options,
+    gunicorn,
+    gunicorn_processes,
+    running_service,
+)
 
 NESTED_QUERY = (
     "resources=DISK_GB:10&required=COMPUTE_VOLUME_MULTI_ATTACH"
@@ -65,23 +71,46 @@ def queries(base_url: str) -> dict[str, client.Request]:
     }
 
 
+def claim_a_disk_gb(session, base_url: str, root: str) -> None:
+    """A new consumer's claim of one DISK_GB on the root of a nested tree (untimed)."""
+    session.put(
+        f"{base_url}/allocations/{uuid.uuid4()}",
+        json={
+            "allocations": {root: {"resources": {"DISK_GB": 1}}},
+            "project_id": "scale",
+            "user_id": "scale",
+            "consumer_generation": None,
+            "consumer_type": "INSTANCE",
+        },
+        timeout=client.REQUEST_TIMEOUT_S,
+    )
+
+
+def load(base_url: str, args, prefix: str):
+    """Load ``args.device_nodes`` device nodes and ``args.trees`` nested trees; what was
+    loaded, and the roots of every nested tree the database holds."""
+    print(f"loading {args.device_nodes} device nodes...", file=sys.stderr, flush=True)
+    devices = load_device_nodes.load_device_nodes(
+        base_url, args.device_nodes, args.load_threads, progress=True
+    )
+    print(f"loading {args.trees} nested trees...", file=sys.stderr, flush=True)
+    trees = load_trees.load_trees(
+        base_url,
+        load_trees.NESTED,
+        args.trees,
+        args.load_threads,
+        prefix=f"{prefix}-{uuid.uuid4().hex[:6]}",
+        progress=True,
+    )
+    return devices, trees, list(trees.roots) or loaded_nested_roots(base_url)
+
+
 def refresh_after_a_write(base_url: str, trees: list[str], count: int) -> client.Timing:
     """The nested query right after each untimed one-VCPU claim on a nested tree."""
     timing = client.Timing(requested=count, concurrency=1)
     with client.new_session() as session:
         for index in range(count):
-            root = trees[index % len(trees)]
-            session.put(
-                f"{base_url}/allocations/{uuid.uuid4()}",
-                json={
-                    "allocations": {root: {"resources": {"DISK_GB": 1}}},
-                    "project_id": "scale",
-                    "user_id": "scale",
-                    "consumer_generation": None,
-                    "consumer_type": "INSTANCE",
-                },
-                timeout=client.REQUEST_TIMEOUT_S,
-            )
+            claim_a_disk_gb(session, base_url, trees[index % len(trees)])
             started = time.perf_counter()
             response = session.get(
                 f"{base_url}/allocation_candidates?{NESTED_QUERY}", timeout=client.REQUEST_TIMEOUT_S
@@ -108,20 +137,12 @@ def loaded_nested_roots(base_url: str) -> list[str]:
 
 def worker_memory(base_url: str) -> list[str]:
     """VmRSS and RssAnon of each gunicorn worker serving ``base_url`` (from /proc)."""
-    bind = base_url.removeprefix("http://")
-    serving = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as stream:
-                command = stream.read().replace(b"\0", b" ").decode()
-            with open(f"/proc/{pid}/status") as stream:
-                status = dict(line.split(":", 1) for line in stream if ":" in line)
-        except OSError:
-            continue
-        if "gunicorn" in command and bind in command:
-            serving[int(pid)] = status
-    workers = [s for s in serving.values() if int(s["PPid"]) in serving]
-    return [f"{s['VmRSS'].strip()} (anonymous {s['RssAnon'].strip()})" for s in workers]
+    lines = []
+    for pid in gunicorn_processes(base_url)[1]:
+        with open(f"/proc/{pid}/status") as stream:
+            status = dict(line.split(":", 1) for line in stream if ":" in line)
+        lines.append(f"{status['VmRSS'].strip()} (anonymous {status['RssAnon'].strip()})")
+    return lines
 
 
 def first_answers(database_url: str, log_dir: str, requests_of) -> list[str]:
@@ -132,29 +153,43 @@ def first_answers(database_url: str, log_dir: str, requests_of) -> list[str]:
     with gunicorn(database_url, 1, os.path.join(log_dir, "new-worker.log")) as base_url:
         up = time.perf_counter() - started
         lines.append(f"started in {up:.2f} s")
-        with client.new_session() as session:
-            for name, request in requests_of(base_url).items():
-                before = time.perf_counter()
-                status = request(session, 0).status_code
-                first = time.perf_counter() - before
-                before = time.perf_counter()
-                request(session, 1)
-                second = time.perf_counter() - before
-                lines.append(
-                    f"{name}: first answer {first * 1000:.0f} ms ({status}), "
-                    f"second {second * 1000:.1f} ms"
-                )
+        lines += first_and_second_answers(requests_of(base_url))
+    return lines
+
+
+def first_and_second_answers(requests: dict[str, client.Request]) -> list[str]:
+    """Each query twice in a row, on one session: the time of its first answer and of
+    its second, a line each."""
+    lines = []
+    with client.new_session() as session:
+        for name, request in requests.items():
+            before = time.perf_counter()
+            status = request(session, 0).status_code
+            first = time.perf_counter() - before
+            before = time.perf_counter()
+            request(session, 1)
+            second = time.perf_counter() - before
+            lines.append(
+                f"{name}: first answer {first * 1000:.0f} ms ({status}), "
+                f"second {second * 1000:.1f} ms"
+            )
     return lines
 
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description="Scale benchmark (see the module docstring).")
-    parser.add_argument("--device-nodes", type=int, default=1000)
-    parser.add_argument("--trees", type=int, default=1000)
+    add_scale_options(parser)
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--max-seconds", type=float, default=120.0)
-    add_service_options(parser)
     return parser.parse_args(argv)
+
+
+def add_scale_options(parser: argparse.ArgumentParser) -> None:
+    """What to load (``load``), the service's options, and whether it is preloaded."""
+    parser.add_argument("--device-nodes", type=int, default=1000)
+    parser.add_argument("--trees", type=int, default=1000)
+    parser.add_argument("--preload", action="store_true", help=PRELOAD_HELP)
+    add_service_options(parser)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,23 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     command = report.command_line("benchmarks.run_scale", argv)
     machine = report.environment()
     with running_service(
-        args.workers, args.database_url, None, args.log_dir, args.backend
+        args.workers, args.database_url, None, args.log_dir, args.backend, preload=args.preload
     ) as service:
         base = service.base_url
-        print(f"loading {args.device_nodes} device nodes...", file=sys.stderr, flush=True)
-        devices = load_device_nodes.load_device_nodes(
-            base, args.device_nodes, args.load_threads, progress=True
-        )
-        print(f"loading {args.trees} nested trees...", file=sys.stderr, flush=True)
-        trees = load_trees.load_trees(
-            base,
-            load_trees.NESTED,
-            args.trees,
-            args.load_threads,
-            prefix=f"scale-{uuid.uuid4().hex[:6]}",
-            progress=True,
-        )
-        roots = list(trees.roots) or loaded_nested_roots(base)
+        devices, trees, roots = load(base, args, "scale")
         rows = []
         for name, request in queries(base).items():
             client.warm_up(request, 3)  # every worker's copy holds everything

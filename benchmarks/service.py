@@ -15,7 +15,11 @@ and what it runs on). Three ways, in order of preference of the options:
 gunicorn runs as ``python -m gunicorn --workers N ... placement.wsgi:application``,
 with the worker settings of ``placement serve`` (``placement.server``), on a free
 loopback port, with ``PLACEMENT_DATABASE_URL`` in its environment and
-its output in a log file (kept when the start fails, and printed).
+its output in a log file (kept when the start fails, and printed). With ``preload``
+it also gets ``-c python:placement.observability.gunicorn_hooks`` and
+``PLACEMENT_PRELOAD_PROVIDERS=true``: one copy of the providers per host, read in
+gunicorn's arbiter before it forks the workers; without, each worker reads its own
+(no hooks: the service as before issue 31).
 
 ``python -m benchmarks.service`` starts one and waits for Ctrl-C or SIGTERM, which is
 handy for poking at a loaded service by hand.
@@ -57,6 +61,7 @@ class Service:
     database: str  # a description, never a password
     log_path: str | None
     database_url: str | None = field(default=None, repr=False)  # None for a given service
+    preload: bool = False  # one copy of the providers per host
 
     def configuration(self) -> dict:
         """The service's lines of a runner's configuration block."""
@@ -64,6 +69,7 @@ class Service:
             "service": self.base_url,
             "database": " ".join(filter(None, [self.database, self.server_version()])),
             "gunicorn workers": self.workers if self.workers else "(given service)",
+            "copy of the providers": "one per host (preloaded)" if self.preload else "per worker",
         }
 
     def server_version(self) -> str:
@@ -78,6 +84,9 @@ class Service:
                 return "PostgreSQL " + str(conn.exec_driver_sql("SHOW server_version").scalar())
         finally:
             engine.dispose()
+
+
+PRELOAD_HELP = "one copy of the providers per host, read before gunicorn forks the workers"
 
 
 def add_service_options(parser: argparse.ArgumentParser) -> None:
@@ -176,11 +185,16 @@ def gunicorn(
     log_path: str,
     extra_env: dict | None = None,
     extra_args: tuple[str, ...] = (),
+    preload: bool = False,
 ):
-    """Run gunicorn on a free loopback port (with ``extra_args`` among its options);
-    yield its base URL; stop it on exit."""
+    """Run gunicorn on a free loopback port (with ``extra_args`` among its options, the
+    application ``preload``-ed: see the module docstring); yield its base URL; stop it
+    on exit."""
     port = free_port()
     env = dict(os.environ, PLACEMENT_DATABASE_URL=database_url, **(extra_env or {}))
+    if preload:
+        env.setdefault("PLACEMENT_PRELOAD_PROVIDERS", "true")
+        extra_args = ("-c", "python:placement.observability.gunicorn_hooks", *extra_args)
     # The access log would cost the workers time; errors still go to the log file.
     env.setdefault("PLACEMENT_LOG_LEVEL", "WARNING")
     command = [
@@ -216,6 +230,24 @@ def gunicorn(
             _stop(process)
 
 
+def gunicorn_processes(base_url: str) -> tuple[int, list[int]]:
+    """The arbiter serving ``base_url`` and its workers, from /proc."""
+    bind = base_url.removeprefix("http://")
+    parents = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as stream:
+                command = stream.read().replace(b"\0", b" ").decode()
+            with open(f"/proc/{pid}/stat") as stream:
+                parent = int(stream.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            continue
+        if "gunicorn" in command and bind in command:
+            parents[int(pid)] = parent
+    (arbiter,) = [pid for pid, parent in parents.items() if parent not in parents]
+    return arbiter, sorted(pid for pid, parent in parents.items() if parent == arbiter)
+
+
 def _stop(process: subprocess.Popen) -> None:
     if process.poll() is not None:
         return
@@ -235,9 +267,11 @@ def running_service(
     log_dir: str | None = None,
     backend: str = "postgresql",
     extra_env: dict[str, str] | None = None,
+    preload: bool = False,
 ):
     """Yield a ``Service``; see the module docstring for the three ways. ``extra_env``:
-    more environment for the service started (its configuration, ``PLACEMENT_...``)."""
+    more environment for the service started (its configuration, ``PLACEMENT_...``);
+    ``preload``: one copy of the providers per host (the module docstring)."""
     if url is not None:
         base_url = require_loopback(url.rstrip("/"))
         wait_until_up(base_url, None, 10)
@@ -257,9 +291,9 @@ def running_service(
             log_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="placement-bench-"))
         log_path = os.path.join(log_dir, "gunicorn.log")
         base_url = stack.enter_context(
-            gunicorn(database_url, workers, log_path, extra_env=extra_env)
+            gunicorn(database_url, workers, log_path, extra_env=extra_env, preload=preload)
         )
-        yield Service(base_url, workers, description, log_path, database_url)
+        yield Service(base_url, workers, description, log_path, database_url, preload)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,6 +58,7 @@ class Config:
     bind_port: int = 8780
     workers: int = 2
     threads: int = 8
+    preload_providers: bool = True
     client_timeout_seconds: float = 10.0
     allow_noauth_on_public_address: bool = False
     max_request_body_mib: int = 10

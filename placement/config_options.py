@@ -219,6 +219,21 @@ OPTIONS: tuple[Option, ...] = (
         "consumers, reshapes of big trees) stay well below the default.",
     ),
     Option(
+        "preload_providers",
+        "placement",
+        "preload_providers",
+        "PLACEMENT_PRELOAD_PROVIDERS",
+        _parse_bool,
+        "Read the copy of the providers that the searches use once per host, in gunicorn's "
+        "master process before it starts the workers (gunicorn's preload_app, for "
+        "'placement serve' and for gunicorn given -c "
+        "python:placement.observability.gunicorn_hooks): the workers share its memory "
+        "instead of each reading a copy of its own, and a worker started later (one that "
+        "died, max_requests) begins from a copy brought up to date just before. The port "
+        "opens at once; the first answers wait until the copy is read. false: each worker "
+        "reads its own copy on its first request.",
+    ),
+    Option(
         "randomize_allocation_candidates",
         "placement",
         "randomize_allocation_candidates",

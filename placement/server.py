@@ -10,6 +10,10 @@ worker. The application still runs one request at a time per process (its
 ``serving_lock``, taken once the body is read: see ``placement.app``), as under sync
 workers, so its per-worker copies and caches see requests in order.
 
+With ``[placement] preload_providers`` (the default) the application is built in
+gunicorn's arbiter, which reads the copy of the providers before it forks each worker:
+one copy per host, shared by the workers (``placement.worker_hooks``).
+
 ``ThreadWorker`` adds the timeout gunicorn's threaded worker lacks: a client
 silent for ``client_timeout_seconds`` while it sends its request or reads the
 answer is treated as gone and its connection closed, so that a trickle of bytes
@@ -32,8 +36,9 @@ from typing import Any
 from gunicorn.workers.gthread import TConn
 from gunicorn.workers.gthread import ThreadWorker as GunicornThreadWorker
 
+from placement import worker_hooks
 from placement.config import Config
-from placement.observability import MULTIPROCESS_DIRECTORY, gunicorn_hooks
+from placement.observability import MULTIPROCESS_DIRECTORY
 
 WORKER_CLASS = "placement.server.ThreadWorker"
 
@@ -69,7 +74,9 @@ def serve(config: Config) -> None:
             # application (a malformed request, a client timed out) is in the error log.
             self.cfg.set("accesslog", None)
             self.cfg.set("loglevel", config.log_level.lower())
-            self.cfg.set("child_exit", gunicorn_hooks.child_exit)
+            self.cfg.set("preload_app", config.preload_providers)
+            for hook in ("pre_fork", "post_fork", "child_exit"):
+                self.cfg.set(hook, getattr(worker_hooks, hook))
 
         def load(self):
             application = create_app(config)

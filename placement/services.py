@@ -9,6 +9,7 @@ process's behaviour builds a new application or asks the copy to forget
 """
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -59,18 +60,52 @@ class Services:
         pooled connection turns out to be lost, it runs once more on a new one, as a
         request does (``placement.endpoints``)."""
         with self.serving_lock:
-            try:
-                return self._bring_the_copy_up_to_date()
-            except DBAPIError as exc:
-                if not exc.connection_invalidated:
-                    raise
-            return self._bring_the_copy_up_to_date()
+            return self._once_more_on_a_lost_connection(self._bring_the_copy_up_to_date)
+
+    def prepare_to_fork(self) -> dict:
+        """In the process that forks the workers with this application loaded in it
+        (gunicorn's arbiter with ``preload_app``), before each fork: the copy brought up
+        to date (read whole the first time, again whole when the change log was pruned
+        past it) and every device node built from it (``DeviceSearch``, which keeps
+        them), so that the new worker starts from both, nearly current, and shares their
+        memory; then this process's connections closed, whatever happened, so that no
+        worker inherits one (two processes on one connection mix their conversations; an
+        open SQLite file must not cross a fork). What the copy holds, as ``check_ready``,
+        and how many device nodes; nothing is counted in the metrics (this process
+        serves no request)."""
+        try:
+            with self.replica.unrecorded():
+                return self._once_more_on_a_lost_connection(self._build_for_the_workers)
+        finally:
+            self.engine.dispose()
+
+    def forget_inherited_connections(self) -> None:
+        """In a process forked from the one that built this application: drop the pool it
+        inherited without closing its connections (they are the parent's: closing them
+        here would end its sessions); this process opens its own."""
+        self.engine.dispose(close=False)
+
+    @staticmethod
+    def _once_more_on_a_lost_connection(read: Callable[[], dict]) -> dict:
+        try:
+            return read()
+        except DBAPIError as exc:
+            if not exc.connection_invalidated:
+                raise
+        return read()
 
     def _bring_the_copy_up_to_date(self) -> dict:
         with self.engine.connect() as conn:
             conn = reading_one_snapshot(conn)
             with conn.begin(), self.replica.current(conn) as world:
                 return {"providers": len(world.providers)}
+
+    def _build_for_the_workers(self) -> dict:
+        with self.engine.connect() as conn:
+            conn = reading_one_snapshot(conn)
+            with conn.begin():
+                nodes = self.devices.read_device_nodes(conn, self.config.group_naming())
+                return {"providers": len(self.replica.world.providers), "device nodes": nodes.count}
 
     @classmethod
     def build(cls, config: Config, engine: Engine) -> "Services":

@@ -5,7 +5,8 @@
   values when ``PROMETHEUS_MULTIPROC_DIR`` is set.
 * ``request_log``: each request's ids and one structured line per request (text or
   JSON), and ``configure_logging`` for the process entry points.
-* ``gunicorn_hooks``: the gunicorn hook that drops a dead worker's live gauges.
+* ``gunicorn_hooks``: gunicorn's configuration for ``placement.wsgi`` (``-c``): the
+  server hooks of ``placement.worker_hooks`` and ``preload_app``.
 
 It sits beside ``services``: it may import the features (their report types), and
 only ``app``, ``services`` and the entry points import it.

@@ -1,19 +1,17 @@
-"""gunicorn server hooks for the metrics of several workers.
-
-``placement serve`` installs them; under your own gunicorn (with
-``PROMETHEUS_MULTIPROC_DIR`` set to an empty folder), pass
+"""gunicorn's configuration for ``gunicorn placement.wsgi:application``: pass
 ``-c python:placement.observability.gunicorn_hooks``.
+
+It installs the server hooks ``placement serve`` installs (``placement.worker_hooks``:
+the copy of the providers loaded once per host, a dead worker's gauges dropped from
+the metrics of several workers, with ``PROMETHEUS_MULTIPROC_DIR`` set to an empty
+folder) and sets ``preload_app`` from ``[placement] preload_providers``: gunicorn reads
+it before it loads the application, so the configuration is read here too, as
+``placement.wsgi`` reads it.
 """
 
-import os
+from placement.config import load_config
+from placement.worker_hooks import child_exit, post_fork, pre_fork
 
-from placement.observability import MULTIPROCESS_DIRECTORY
+__all__ = ["child_exit", "post_fork", "pre_fork", "preload_app"]
 
-
-def child_exit(server, worker) -> None:
-    """A worker exited: its gauges of live workers (copy size, pool connections) go; its
-    counts stay in the totals."""
-    if os.environ.get(MULTIPROCESS_DIRECTORY):
-        from prometheus_client import multiprocess
-
-        multiprocess.mark_process_dead(worker.pid)
+preload_app = load_config().preload_providers

@@ -46,7 +46,7 @@ class Metrics:
         self._directory = environ.get(MULTIPROCESS_DIRECTORY) or None
         _require_value_files_if(self._directory is not None)
         self._registry = CollectorRegistry()
-        self._pool = engine.pool
+        self._engine = engine  # its pool read when sampled: a fork gives it a new one
         registry = self._registry
         self.requests = Counter(
             "placement_http_requests",
@@ -215,7 +215,7 @@ class Metrics:
     def _sample_pool(self) -> None:
         """The pool's state now. Sampled rather than followed through the pool's events:
         a test's engine serves many applications, whose listeners would pile up on it."""
-        pool = self._pool
+        pool = self._engine.pool
         for state, read in (("in_use", "checkedout"), ("idle", "checkedin")):
             count = getattr(pool, read, None)
             if count is not None:

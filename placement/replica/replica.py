@@ -80,6 +80,16 @@ class Replica:
             if read >= self._freeze_after:
                 gc.freeze()
 
+    @contextmanager
+    def unrecorded(self) -> Iterator[None]:
+        """Refreshes not told to the recorder meanwhile: those of a process that serves
+        no request (gunicorn's arbiter, ``Services.prepare_to_fork``)."""
+        recorder, self._recorder = self._recorder, _NotRecorded()
+        try:
+            yield
+        finally:
+            self._recorder = recorder
+
     def write_ended(self, committed: bool) -> None:
         """A write transaction of this process ended: if it rolled back after the copy read
         something in it, drop the copy (it may hold what was never committed)."""

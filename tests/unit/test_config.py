@@ -107,6 +107,7 @@ def test_every_option_has_an_environment_variable(tmp_path):
         "bind_port": "1234",
         "workers": "5",
         "threads": "3",
+        "preload_providers": "off",
         "client_timeout_seconds": "1.5",
         "allow_noauth_on_public_address": "on",
         "max_request_body_mib": "2",
@@ -153,6 +154,7 @@ def test_every_option_has_an_environment_variable(tmp_path):
         bind_port=1234,
         workers=5,
         threads=3,
+        preload_providers=False,
         client_timeout_seconds=1.5,
         allow_noauth_on_public_address=True,
         max_request_body_mib=2,
@@ -476,3 +478,16 @@ def test_a_pod_group_reservation_needs_some_time(tmp_path, timeout):
     environ = {"PLACEMENT_K8S_GANG_RESERVATION_TIMEOUT": timeout}
     with pytest.raises(ConfigError, match="gang_reservation_timeout must be more than 0"):
         load_config(_write(tmp_path, ""), environ=environ)
+
+
+def test_gunicorns_hooks_module_preloads_as_the_configuration_says(monkeypatch):
+    # gunicorn reads ``preload_app`` from the module given with -c, before it loads the app.
+    import importlib
+
+    from placement.observability import gunicorn_hooks
+
+    monkeypatch.delenv("PLACEMENT_CONFIG_FILE", raising=False)
+    monkeypatch.setenv("PLACEMENT_PRELOAD_PROVIDERS", "false")
+    assert importlib.reload(gunicorn_hooks).preload_app is False
+    monkeypatch.delenv("PLACEMENT_PRELOAD_PROVIDERS")
+    assert importlib.reload(gunicorn_hooks).preload_app is True

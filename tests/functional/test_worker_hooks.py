@@ -1,0 +1,119 @@
+"""gunicorn's arbiter hooks (``placement.worker_hooks``) on an application built here, as
+the arbiter holds it with ``preload_app``: before a fork the copy is brought up to date
+(whole the first time, then from the change log) and the device nodes built from it,
+both frozen, no connection left open and nothing counted in the metrics; after it the
+child drops the inherited pool; nothing happens without a preloaded application; a
+database that fails is logged, never raised into the arbiter. Every backend. (The real
+arbiter and its workers: ``test_one_copy_per_host``.)"""
+
+import gc
+import logging
+from types import SimpleNamespace
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
+
+from placement import worker_hooks
+from placement.services import Services
+from tests.api.device_helpers import EIGHT_SWITCHES, import_node
+
+
+@pytest.fixture
+def arbiter(api):
+    """A stand-in for gunicorn's arbiter holding the test's application as preloaded."""
+    yield SimpleNamespace(
+        app=SimpleNamespace(callable=api.client.application),
+        log=logging.getLogger("gunicorn.error"),
+    )
+    gc.unfreeze()  # (the hook froze the test process's objects)
+
+
+def _no_connection_open(services: Services) -> bool:
+    pool = services.engine.pool
+    return pool.checkedin() == 0 and pool.checkedout() == 0
+
+
+def test_before_a_fork_the_copy_is_read_then_followed_and_no_connection_is_left(api, arbiter):
+    services = api.services
+    first = api.create_provider("first")["uuid"]
+    api.set_inventory(first, VCPU=4)
+
+    worker_hooks.pre_fork(arbiter, None)
+    world = services.replica.world
+    assert set(world.id_of_uuid) == {first}
+    assert _no_connection_open(services)
+    assert gc.get_freeze_count() > 0
+    kept = world.providers[world.id_of_uuid[first]]
+
+    second = api.create_provider("second")["uuid"]  # written after the arbiter loaded
+    api.set_inventory(second, VCPU=2)
+    worker_hooks.pre_fork(arbiter, None)
+    world = services.replica.world
+    assert set(world.id_of_uuid) == {first, second}
+    assert world.providers[world.id_of_uuid[first]] is kept  # read from the log, not again
+    assert _no_connection_open(services)
+
+
+def test_before_a_fork_the_device_nodes_are_built_and_nothing_is_counted(api, arbiter, caplog):
+    import_node(api, "gpu-node", EIGHT_SWITCHES)
+    counted = api.get("/metrics").text
+    with caplog.at_level(logging.INFO, logger="gunicorn.error"):
+        worker_hooks.pre_fork(arbiter, None)
+    assert "(1 device nodes)" in caplog.text
+    refreshes = "placement_replica_refresh_duration_seconds_count"
+    assert _sample(api.get("/metrics").text, refreshes) == _sample(counted, refreshes)
+
+
+def _sample(exposition: str, name: str) -> float:
+    (line,) = [line for line in exposition.splitlines() if line.startswith(name + " ")]
+    return float(line.split()[1])
+
+
+def test_a_log_pruned_past_the_copy_reads_every_version_again_before_a_fork(api, arbiter):
+    services = api.services
+    kept = api.create_provider("kept")["uuid"]
+    worker_hooks.pre_fork(arbiter, None)
+    gone = api.create_provider("gone")["uuid"]
+    added = api.create_provider("added")["uuid"]
+    assert api.delete(f"/resource_providers/{gone}").status_code == 204
+    with services.engine.begin() as conn:
+        conn.execute(text("UPDATE provider_changes_state SET pruned_below = :far"), {"far": 2**62})
+
+    worker_hooks.pre_fork(arbiter, None)
+    assert set(services.replica.world.id_of_uuid) == {kept, added}
+    assert _no_connection_open(services)
+
+
+def test_after_a_fork_the_child_drops_the_inherited_pool(api, arbiter):
+    services = api.services
+    worker_hooks.pre_fork(arbiter, None)
+    inherited = services.engine.pool
+    worker_hooks.post_fork(arbiter, None)
+    assert services.engine.pool is not inherited
+    assert api.get("/resource_providers").status_code == 200  # on a connection of its own
+
+
+def test_a_database_error_before_a_fork_is_logged_and_the_worker_started(
+    api, arbiter, monkeypatch, caplog
+):
+    services = api.services
+
+    def unreachable(self):
+        with self.engine.connect():  # (a connection checked out, as a real read would)
+            raise OperationalError("SELECT 1", {}, Exception("the server is gone"))
+
+    monkeypatch.setattr(Services, "_build_for_the_workers", unreachable)
+    with caplog.at_level(logging.ERROR, logger="gunicorn.error"):
+        worker_hooks.pre_fork(arbiter, None)
+    assert "could not be brought up to date" in caplog.text
+    assert _no_connection_open(services)
+
+
+def test_without_a_preloaded_application_the_hooks_do_nothing():
+    arbiter = SimpleNamespace(app=SimpleNamespace(callable=None), log=None)
+    gc.unfreeze()
+    assert worker_hooks.preloaded_services(arbiter) is None
+    worker_hooks.pre_fork(arbiter, None)
+    worker_hooks.post_fork(arbiter, None)
+    assert gc.get_freeze_count() == 0
