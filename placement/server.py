@@ -75,7 +75,7 @@ def serve(config: Config) -> None:
             self.cfg.set("accesslog", None)
             self.cfg.set("loglevel", config.log_level.lower())
             self.cfg.set("preload_app", config.preload_providers)
-            for hook in ("pre_fork", "post_fork", "child_exit"):
+            for hook in ("pre_fork", "child_exit"):
                 self.cfg.set(hook, getattr(worker_hooks, hook))
 
         def load(self):

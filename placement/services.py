@@ -79,12 +79,6 @@ class Services:
         finally:
             self.engine.dispose()
 
-    def forget_inherited_connections(self) -> None:
-        """In a process forked from the one that built this application: drop the pool it
-        inherited without closing its connections (they are the parent's: closing them
-        here would end its sessions); this process opens its own."""
-        self.engine.dispose(close=False)
-
     @staticmethod
     def _once_more_on_a_lost_connection(read: Callable[[], dict]) -> dict:
         try:

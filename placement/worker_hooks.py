@@ -15,8 +15,8 @@ reference count (Python 3.11 has no immortal objects), so the pages a worker's
 searches touch become its own: ``benchmarks/run_memory`` measures what stays shared.
 
 The arbiter never serves: its connections are closed before each fork, and a worker
-drops the pool it inherited without closing it (``Services``), so that no two
-processes ever talk on one connection.
+drops the pool it inherited without closing it (as every forked child does:
+``placement.db.engine``), so that no two processes ever talk on one connection.
 """
 
 import os
@@ -52,13 +52,6 @@ def pre_fork(server, worker) -> None:
     # gave it a file of gauges when the metrics were built: /metrics would read it as a
     # live worker's.
     _drop_gauges_of(os.getpid())
-
-
-def post_fork(server, worker) -> None:
-    """In a new worker: the pool inherited from the arbiter dropped, not closed."""
-    services = preloaded_services(server)
-    if services is not None:
-        services.forget_inherited_connections()
 
 
 def child_exit(server, worker) -> None:

@@ -24,6 +24,7 @@ lost (the requests, ``placement.endpoints``; the readiness probe,
 import logging
 import os
 import time
+import weakref
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
@@ -62,7 +63,12 @@ def make_engine(
     ``reuse_connections``, each ``connect()`` opens a new connection to the server (and
     closing it closes that one): no connection waits in a pool to be lost (a SQLite
     file cannot be, and keeps its pool)."""
-    options = options or DatabaseOptions()
+    engine = _make_engine(url, options or DatabaseOptions(), reuse_connections)
+    _ENGINES.add(engine)
+    return engine
+
+
+def _make_engine(url: str, options: DatabaseOptions, reuse_connections: bool) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         return _make_sqlite_engine(url)
@@ -88,6 +94,18 @@ def make_engine(
     engine = create_engine(parsed, future=True, **pool)
     open_before_other_reads(engine)
     return engine
+
+
+# Every engine made here that is still in use, for a forked child to drop their pools.
+_ENGINES: "weakref.WeakSet[Engine]" = weakref.WeakSet()
+
+
+def _drop_the_pools_inherited() -> None:
+    for engine in list(_ENGINES):
+        engine.dispose(close=False)
+
+
+os.register_at_fork(after_in_child=_drop_the_pools_inherited)
 
 
 def wait_until_reachable(engine: Engine, options: DatabaseOptions, sleep=time.sleep) -> None:

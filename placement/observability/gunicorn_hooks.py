@@ -10,8 +10,8 @@ it before it loads the application, so the configuration is read here too, as
 """
 
 from placement.config import load_config
-from placement.worker_hooks import child_exit, post_fork, pre_fork
+from placement.worker_hooks import child_exit, pre_fork
 
-__all__ = ["child_exit", "post_fork", "pre_fork", "preload_app"]
+__all__ = ["child_exit", "pre_fork", "preload_app"]
 
 preload_app = load_config().preload_providers

@@ -1,13 +1,14 @@
 """gunicorn's arbiter hooks (``placement.worker_hooks``) on an application built here, as
 the arbiter holds it with ``preload_app``: before a fork the copy is brought up to date
 (whole the first time, then from the change log) and the device nodes built from it,
-both frozen, no connection left open and nothing counted in the metrics; after it the
-child drops the inherited pool; nothing happens without a preloaded application; a
+both frozen, no connection left open and nothing counted in the metrics; after it a
+forked child drops the inherited pool; nothing happens without a preloaded application; a
 database that fails is logged, never raised into the arbiter. Every backend. (The real
 arbiter and its workers: ``test_one_copy_per_host``.)"""
 
 import gc
 import logging
+import os
 from types import SimpleNamespace
 
 import pytest
@@ -85,13 +86,25 @@ def test_a_log_pruned_past_the_copy_reads_every_version_again_before_a_fork(api,
     assert _no_connection_open(services)
 
 
-def test_after_a_fork_the_child_drops_the_inherited_pool(api, arbiter):
+def test_after_a_fork_the_child_drops_the_inherited_pool(api):
+    """A real fork, with a connection of the parent's in the pool: the child's engine has
+    a pool of its own, and the parent's connection still answers the parent."""
     services = api.services
-    worker_hooks.pre_fork(arbiter, None)
+    assert api.get("/resource_providers").status_code == 200  # a connection pooled
     inherited = services.engine.pool
-    worker_hooks.post_fork(arbiter, None)
-    assert services.engine.pool is not inherited
-    assert api.get("/resource_providers").status_code == 200  # on a connection of its own
+    reading, writing = os.pipe()
+    child = os.fork()
+    if child == 0:  # (the child reports and leaves at once, whatever happens)
+        try:
+            os.write(writing, b"own pool" if services.engine.pool is not inherited else b"same")
+        finally:
+            os._exit(0)
+    os.close(writing)
+    os.waitpid(child, 0)
+    with os.fdopen(reading, "rb") as report:
+        assert report.read() == b"own pool"
+    assert services.engine.pool is inherited
+    assert api.get("/resource_providers").status_code == 200
 
 
 def test_a_database_error_before_a_fork_is_logged_and_the_worker_started(
@@ -115,5 +128,4 @@ def test_without_a_preloaded_application_the_hooks_do_nothing():
     gc.unfreeze()
     assert worker_hooks.preloaded_services(arbiter) is None
     worker_hooks.pre_fork(arbiter, None)
-    worker_hooks.post_fork(arbiter, None)
     assert gc.get_freeze_count() == 0
