@@ -66,13 +66,13 @@ class Services:
         """In the process that forks the workers with this application loaded in it
         (gunicorn's arbiter with ``preload_app``), before each fork: the copy brought up
         to date (read whole the first time, again whole when the change log was pruned
-        past it) and every device node built from it (``DeviceSearch``, which keeps
-        them), so that the new worker starts from both, nearly current, and shares their
-        memory; then this process's connections closed, whatever happened, so that no
-        worker inherits one (two processes on one connection mix their conversations; an
-        open SQLite file must not cross a fork). What the copy holds, as ``check_ready``,
-        and how many device nodes; nothing is counted in the metrics (this process
-        serves no request)."""
+        past it) and every device and translator node built from it (``DeviceSearch`` and
+        ``GroupResourceSearch`` keep them), so that the new worker starts from them,
+        nearly current, and shares their memory; then this process's connections
+        closed, whatever happened, so that no worker inherits one (two processes on one
+        connection mix their conversations; an open SQLite file must not cross a fork).
+        What the copy holds, as ``check_ready``, and how many nodes of each kind; nothing
+        is counted in the metrics (this process serves no request)."""
         try:
             with self.replica.unrecorded():
                 return self._once_more_on_a_lost_connection(self._build_for_the_workers)
@@ -99,7 +99,11 @@ class Services:
             conn = reading_one_snapshot(conn)
             with conn.begin():
                 nodes = self.devices.read_device_nodes(conn, self.config.group_naming())
-                return {"providers": len(self.replica.world.providers), "device nodes": nodes.count}
+                return {
+                    "providers": len(self.replica.world.providers),
+                    "device nodes": nodes.count,
+                    "translator nodes": self.group_resources.build_nodes(conn),
+                }
 
     @classmethod
     def build(cls, config: Config, engine: Engine) -> "Services":

@@ -6,8 +6,8 @@ With ``preload_app`` (``[placement] preload_providers``) the arbiter builds the
 application once and forks every worker from itself: a worker holds what the arbiter
 held at its fork without copying it, page by page until one of them writes the page.
 So before each fork (``pre_fork``) the arbiter brings its copy of the providers up to
-date (the first time it reads it whole), builds the device nodes the device searches
-keep from it, and moves both out of the cyclic collector's sight (``gc.freeze``: a
+date (the first time it reads it whole), builds the device and translator nodes the
+searches keep from it, and moves both out of the cyclic collector's sight (``gc.freeze``: a
 collection would otherwise write to every object's header, and so to every page). A
 worker forked later (one that died, ``max_requests``) then starts from a copy a log
 read behind the database, not from nothing. Reading an object still writes its
@@ -42,9 +42,11 @@ def pre_fork(server, worker) -> None:
         server.log.exception("The copy of the providers could not be brought up to date")
     else:
         server.log.info(
-            "Copy of %d providers (%d device nodes) up to date for a new worker in %.2f s",
+            "Copy of %d providers (%d device nodes, %d translator nodes) up to date for a new "
+            "worker in %.2f s",
             held["providers"],
             held["device nodes"],
+            held["translator nodes"],
             time.perf_counter() - started,
         )
     freeze_startup_objects()

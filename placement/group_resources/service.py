@@ -60,6 +60,12 @@ class GroupResourceSearch:
         with collector_paused(), self._replica.current(conn) as world:
             yield ReplicaNodes(world, node_names, self._kept)
 
+    def build_nodes(self, conn: Connection) -> int:
+        """Every translator node built from the copy brought up to date, and kept (the
+        arbiter's, before it forks the workers: ``Services.prepare_to_fork``); how many."""
+        with self._nodes(conn, None) as nodes:
+            return len(nodes.nodes())
+
     def find(
         self,
         conn: Connection,

@@ -101,7 +101,8 @@ class Host(Client):
     def copies_made_for_workers(self) -> list[int]:
         """The providers the arbiter's copy held before each fork, in order."""
         made = re.findall(
-            r"Copy of (\d+) providers \(\d+ device nodes\) up to date", self.log.read_text()
+            r"Copy of (\d+) providers \(\d+ device nodes, \d+ translator nodes\) up to date",
+            self.log.read_text(),
         )
         return [int(count) for count in made]
 

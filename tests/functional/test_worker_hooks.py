@@ -10,14 +10,17 @@ import gc
 import logging
 import os
 from types import SimpleNamespace
+from unittest import mock
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
 from placement import worker_hooks
+from placement.group_resources import replica_nodes
 from placement.services import Services
 from tests.api.device_helpers import EIGHT_SWITCHES, import_node
+from tests.api.group_resource_helpers import candidates, eight_gpu_node, sync
 
 
 @pytest.fixture
@@ -56,14 +59,18 @@ def test_before_a_fork_the_copy_is_read_then_followed_and_no_connection_is_left(
     assert _no_connection_open(services)
 
 
-def test_before_a_fork_the_device_nodes_are_built_and_nothing_is_counted(api, arbiter, caplog):
+def test_before_a_fork_the_nodes_are_built_and_nothing_is_counted(api, arbiter, caplog):
     import_node(api, "gpu-node", EIGHT_SWITCHES)
+    sync(api, "translator-node", eight_gpu_node())
     counted = api.get("/metrics").text
     with caplog.at_level(logging.INFO, logger="gunicorn.error"):
         worker_hooks.pre_fork(arbiter, None)
-    assert "(1 device nodes)" in caplog.text
+    assert "(1 device nodes, 1 translator nodes)" in caplog.text
     refreshes = "placement_replica_refresh_duration_seconds_count"
     assert _sample(api.get("/metrics").text, refreshes) == _sample(counted, refreshes)
+    # A translator search after the fork takes the node the arbiter built.
+    with mock.patch.object(replica_nodes, "build_nodes", side_effect=AssertionError("built")):
+        assert candidates(api, {"gpu/0/cards": 1})["candidates"]
 
 
 def _sample(exposition: str, name: str) -> float:
