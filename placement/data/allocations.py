@@ -25,8 +25,6 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     Connection,
-    String,
-    any_,
     bindparam,
     delete,
     func,
@@ -39,7 +37,8 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from placement import capacity, errors
 from placement.clock import utcnow
 from placement.data import consumers as consumer_data
-from placement.data import names
+from placement.data import names, write_lookup
+from placement.data.sql import OneOf, OneOfStatement, in_array
 from placement.db.tables import (
     allocations,
     consumer_types,
@@ -160,25 +159,26 @@ def write_allocations(
     inventory constraints would be broken. ``check_capacity`` False lets the reshaper
     check once at the end, after it also changed inventories.
     """
-    provider_ids = _provider_ids(conn, {u for w in writes for u in w.allocations})
-    class_ids = names.resource_class_ids(
-        conn, {rc for w in writes for res in w.allocations.values() for rc in res}
+    named = _look_up(conn, writes)
+    provider_ids = _known_providers({u for w in writes for u in w.allocations}, named.providers)
+    class_ids = names.known_resource_classes(
+        {rc for w in writes for res in w.allocations.values() for rc in res}, named.classes
     )
-    existing = consumer_data.get_consumers(conn, [w.consumer_uuid for w in writes])
-    old_provider_ids = _providers_of_consumers(conn, [c.id for c in existing.values()])
+    existing = named.consumers
+    old_provider_ids = set().union(*named.held.values())
     # Upstream bumps the generations of the providers allocated from, and of those a
     # consumer is emptied from; a provider a consumer merely moves away from keeps
     # its generation (clients hold it), and its revision moves instead.
-    emptied = [
-        existing[w.consumer_uuid].id
+    emptied_from = [
+        named.held.get(w.consumer_uuid, set())
         for w in writes
         if not w.allocations and w.consumer_uuid in existing
     ]
-    bumped = set(provider_ids.values()) | _providers_of_consumers(conn, emptied)
+    bumped = set(provider_ids.values()).union(*emptied_from)
     lock_providers(conn, bumped | old_provider_ids, keep_generation_of=old_provider_ids - bumped)
 
     touched_consumer_ids = []  # consumers whose old allocations are replaced
-    known_owners: consumer_data.Known = {}  # projects, users, types looked up
+    known_owners = _known_owners(named, writes)  # projects, users, types looked up
     consumer_ids: dict[str, int] = {}
     created: list[ConsumerWrite] = []  # new consumers, created together
     for write in writes:
@@ -229,7 +229,9 @@ def write_allocations(
         _insert_allocations(conn, new_rows)
     if check_capacity:
         check_allocations_fit(conn, new_rows)
-    consumer_data.delete_if_empty(conn, touched_consumer_ids)
+    # (a consumer given new allocations holds them: only the others may be left empty)
+    refilled = {row["consumer_id"] for row in new_rows}
+    consumer_data.delete_if_empty(conn, [c for c in touched_consumer_ids if c not in refilled])
     return new_rows
 
 
@@ -296,50 +298,56 @@ def _delete_allocations_of(conn: Connection, consumer_id: int) -> set[int]:
     return held
 
 
-# The statements of a write are built once (the write path runs them on every request),
-# in two forms: "a column is one of a list's values" is an IN list, or on PostgreSQL
-# ``= ANY`` of one array (SQLAlchemy then renders no parameter per value, and the text
-# stays the same: a gang's claim names hundreds of providers).
-OneOf = Callable[[Any, str, Any], Any]
-
-
-def _in_list(column, name: str, _item_type):
-    return column.in_(bindparam(name, expanding=True))
-
-
-def _in_array(column, name: str, item_type):
-    return column == any_(bindparam(name, type_=ARRAY(item_type)))
-
-
-class _Statement:
-    """A statement ``build(one_of)`` makes, in both forms; ``of(conn)`` picks one."""
-
-    def __init__(self, build: Callable[[OneOf], Any]) -> None:
-        self.listed, self.arrayed = build(_in_list), build(_in_array)
-
-    def of(self, conn: Connection):
-        return self.arrayed if conn.dialect.name == "postgresql" else self.listed
-
-
-# SELECT uuid, id FROM resource_providers WHERE uuid IN (:uuids)
-_PROVIDER_IDS = _Statement(
-    lambda one_of: select(resource_providers.c.uuid, resource_providers.c.id).where(
-        one_of(resource_providers.c.uuid, "uuids", String)
+def _look_up(conn: Connection, writes: list[ConsumerWrite]) -> write_lookup.WriteNames:
+    """What ``writes`` name, in one round trip: the owners those that name them do."""
+    owners: dict[str, set[str]] = {column: set() for column in write_lookup.OWNER_COLUMNS}
+    for write in writes:
+        for column, name in _owners_named(write).items():
+            owners[column].add(name)
+    return write_lookup.look_up(
+        conn,
+        provider_uuids={u for w in writes for u in w.allocations},
+        class_names={rc for w in writes for res in w.allocations.values() for rc in res},
+        consumer_uuids=[w.consumer_uuid for w in writes],
+        owners=owners,
     )
-)
 
 
-def _provider_ids(conn: Connection, uuids) -> dict[str, int]:
-    uuids = sorted(uuids)
-    if not uuids:
+def _owners_named(write: ConsumerWrite) -> dict[str, str]:
+    """The owners' names a write gives (none before 1.8, where the stored ones stay)."""
+    if write.project_id is None or write.user_id is None:
         return {}
-    found = dict(conn.execute(_PROVIDER_IDS.of(conn), {"uuids": uuids}).all())
-    missing = [u for u in uuids if u not in found]
+    named = {"project_id": write.project_id, "user_id": write.user_id}
+    if write.consumer_type is not None:
+        named["consumer_type_id"] = write.consumer_type
+    return named
+
+
+def _known_owners(named: write_lookup.WriteNames, writes: list[ConsumerWrite]):
+    """The owners' ids of each write whose owners all exist, as ``consumers.Known``; the
+    others (a project's, user's or type's first consumer) are looked up and inserted as
+    their consumers are written."""
+    known: consumer_data.Known = {}
+    for write in writes:
+        owners = _owners_named(write)
+        ids = {
+            column: named.owners[column][name]
+            for column, name in owners.items()
+            if name in named.owners[column]
+        }
+        if owners and len(ids) == len(owners):
+            known[owners["project_id"], owners["user_id"], write.consumer_type] = ids
+    return known
+
+
+def _known_providers(uuids, found: dict[str, int]) -> dict[str, int]:
+    """``found`` (uuid -> id), or ProviderNotFound naming the first of ``uuids`` missing."""
+    missing = sorted(u for u in uuids if u not in found)
     if missing:
         raise ProviderNotFound(
             f"Allocation for resource provider '{missing[0]}' that does not exist."
         )
-    return found
+    return {u: found[u] for u in uuids}
 
 
 class ProviderNotFound(errors.BadRequest):
@@ -348,7 +356,7 @@ class ProviderNotFound(errors.BadRequest):
 
 
 # SELECT DISTINCT resource_provider_id FROM allocations WHERE consumer_id IN (:consumer_ids)
-_PROVIDERS_OF_CONSUMERS = _Statement(
+_PROVIDERS_OF_CONSUMERS = OneOfStatement(
     lambda one_of: (
         select(allocations.c.resource_provider_id)
         .where(one_of(allocations.c.consumer_id, "consumer_ids", BigInteger))
@@ -379,7 +387,7 @@ _MOVED_FIRST = func.set_config("placement.providers_moved_first", "on", True)
 # SELECT id FROM resource_providers WHERE id IN (:ids) ORDER BY id FOR UPDATE
 _LOCK_IN_ID_ORDER = (
     select(resource_providers.c.id)
-    .where(_in_array(resource_providers.c.id, "ids", BigInteger))
+    .where(in_array(resource_providers.c.id, "ids", BigInteger))
     .order_by(resource_providers.c.id)
     .with_for_update()
 )
@@ -398,7 +406,7 @@ def _bumping(column: str) -> Callable[[OneOf], Any]:
     return build
 
 
-_BUMP = {column: _Statement(_bumping(column)) for column in ("generation", "revision")}
+_BUMP = {column: OneOfStatement(_bumping(column)) for column in ("generation", "revision")}
 _BUMP_SAYING_SO = {column: bump.arrayed.returning(_MOVED_FIRST) for column, bump in _BUMP.items()}
 
 
@@ -445,7 +453,7 @@ def lock_providers(
 #                         WHERE a.resource_provider_id = inventories.resource_provider_id
 #                           AND a.resource_class_id = inventories.resource_class_id) AS usage
 #   FROM inventories WHERE resource_provider_id IN (:provider_ids)
-_INVENTORIES_WITH_USAGE = _Statement(
+_INVENTORIES_WITH_USAGE = OneOfStatement(
     lambda one_of: select(
         inventories,
         select(func.coalesce(func.sum(allocations.c.used), 0))

@@ -8,11 +8,11 @@ guards read-modify-write cycles on its allocations (from microversion 1.28).
 import datetime
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Table, delete, exists, select, update
+from sqlalchemy import Connection, String, Table, delete, exists, select, update
 
 from placement import errors
 from placement.clock import utcnow
-from placement.data.sql import insert_ignoring_conflicts
+from placement.data.sql import OneOfStatement, insert_ignoring_conflicts
 from placement.db.tables import allocations, consumer_types, consumers, projects, users
 
 # Project and user recorded for consumers written before microversion 1.8,
@@ -32,9 +32,11 @@ class Consumer:
     updated_at: datetime.datetime | None
 
 
-def _select_consumers():
+def select_consumers(*leading_columns):
+    """SELECT of the consumers' columns (``Consumer``'s fields), after ``leading_columns``."""
     return (
         select(
+            *leading_columns,
             consumers.c.id,
             consumers.c.uuid,
             projects.c.external_id.label("project_id"),
@@ -50,11 +52,20 @@ def _select_consumers():
     )
 
 
+# SELECT consumers.id, uuid, projects.external_id, users.external_id, generation,
+#        consumer_types.name, created_at, updated_at
+#   FROM consumers JOIN projects ... JOIN users ... LEFT JOIN consumer_types ...
+#   WHERE consumers.uuid IN (:uuids)
+_CONSUMERS_BY_UUID = OneOfStatement(
+    lambda one_of: select_consumers().where(one_of(consumers.c.uuid, "uuids", String))
+)
+
+
 def get_consumers(conn: Connection, uuids) -> dict[str, Consumer]:
     uuids = list(uuids)
     if not uuids:
         return {}
-    rows = conn.execute(_select_consumers().where(consumers.c.uuid.in_(uuids)))
+    rows = conn.execute(_CONSUMERS_BY_UUID.of(conn), {"uuids": uuids})
     return {row.uuid: Consumer(**row._mapping) for row in rows}
 
 
@@ -65,7 +76,7 @@ def get_consumer(conn: Connection, uuid: str) -> Consumer | None:
 def consumers_of_type(conn: Connection, consumer_type: str) -> list[Consumer]:
     """Every consumer of ``consumer_type``, by uuid."""
     rows = conn.execute(
-        _select_consumers().where(consumer_types.c.name == consumer_type).order_by(consumers.c.uuid)
+        select_consumers().where(consumer_types.c.name == consumer_type).order_by(consumers.c.uuid)
     )
     return [Consumer(**row._mapping) for row in rows]
 

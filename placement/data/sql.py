@@ -1,10 +1,10 @@
 """Small SQL helpers shared by the data layer, portable across SQLite, PostgreSQL and
 MySQL/MariaDB."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, Connection, Table, any_, insert, literal
+from sqlalchemy import BigInteger, Connection, Table, any_, bindparam, insert, literal
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
@@ -24,12 +24,28 @@ def insert_ignoring_conflicts(
         return []
     if conn.dialect.name == "mysql":
         return _mysql_insert_ignoring_conflicts(conn, table, rows, returning)
-    dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
-    statement = dialect.insert(table).values(list(rows)).on_conflict_do_nothing()
     if returning is not None:
-        return [row[0] for row in conn.execute(statement.returning(returning))]
-    conn.execute(statement)
+        # One row, or many as SQLAlchemy's "insertmanyvalues" sends them (one multi-row
+        # INSERT ... RETURNING per batch): either way a statement compiled once.
+        statement = _inserting_ignoring_conflicts(conn.dialect.name, table, returning)
+        return list(conn.scalars(statement, list(rows)))
+    dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
+    conn.execute(dialect.insert(table).values(list(rows)).on_conflict_do_nothing())
     return []
+
+
+# (dialect, table, column returned) -> its INSERT ... ON CONFLICT DO NOTHING RETURNING
+_INSERTS_RETURNING: dict[tuple[str, str, str], Any] = {}
+
+
+def _inserting_ignoring_conflicts(dialect_name: str, table: Table, returning):
+    """INSERT INTO <table> ... ON CONFLICT DO NOTHING RETURNING <returning>, built once."""
+    key = (dialect_name, table.name, returning.name)
+    if key not in _INSERTS_RETURNING:
+        dialect = sqlite if dialect_name == "sqlite" else postgresql
+        statement = dialect.insert(table).on_conflict_do_nothing().returning(returning)
+        _INSERTS_RETURNING[key] = statement
+    return _INSERTS_RETURNING[key]
 
 
 def _mysql_insert_ignoring_conflicts(
@@ -97,3 +113,28 @@ def capacity_column(inventory_table):
     return (
         inventory_table.c.total - inventory_table.c.reserved
     ) * inventory_table.c.allocation_ratio
+
+
+# The statements the write path runs on every request are built once, in two forms: "a
+# column is one of a list's values" is an IN list, or on PostgreSQL ``= ANY`` of one
+# array (SQLAlchemy then renders no parameter per value, and the text stays the same: a
+# gang's claim names hundreds of providers).
+OneOf = Callable[[Any, str, Any], Any]
+
+
+def in_list(column, name: str, _item_type):
+    return column.in_(bindparam(name, expanding=True))
+
+
+def in_array(column, name: str, item_type):
+    return column == any_(bindparam(name, type_=postgresql.ARRAY(item_type)))
+
+
+class OneOfStatement:
+    """A statement ``build(one_of)`` makes, in both forms; ``of(conn)`` picks one."""
+
+    def __init__(self, build: Callable[[OneOf], Any]) -> None:
+        self.listed, self.arrayed = build(in_list), build(in_array)
+
+    def of(self, conn: Connection):
+        return self.arrayed if conn.dialect.name == "postgresql" else self.listed
