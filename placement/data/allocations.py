@@ -34,10 +34,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 
-from placement import capacity, errors
+from placement import errors
 from placement.clock import utcnow
+from placement.data import allocation_fit, names, write_lookup
 from placement.data import consumers as consumer_data
-from placement.data import names, write_lookup
 from placement.data.sql import OneOf, OneOfStatement, in_array
 from placement.db.tables import (
     allocations,
@@ -225,10 +225,13 @@ def write_allocations(
     ]
     if touched_consumer_ids:
         conn.execute(delete(allocations).where(allocations.c.consumer_id.in_(touched_consumer_ids)))
-    if new_rows:
-        _insert_allocations(conn, new_rows)
-    if check_capacity:
-        check_allocations_fit(conn, new_rows)
+    if new_rows and check_capacity and conn.dialect.name == "postgresql":
+        _insert_and_check_fit(conn, new_rows)
+    else:
+        if new_rows:
+            _insert_allocations(conn, new_rows)
+        if check_capacity:
+            allocation_fit.check_allocations_fit(conn, new_rows)
     # (a consumer given new allocations holds them: only the others may be left empty)
     refilled = {row["consumer_id"] for row in new_rows}
     consumer_data.delete_if_empty(conn, [c for c in touched_consumer_ids if c not in refilled])
@@ -268,6 +271,49 @@ def _insert_allocations(conn: Connection, rows: list[dict]) -> None:
         return
     arrays = {column: [row[column] for row in rows] for column in _ROW_COLUMNS}
     conn.execute(_INSERT_AS_ARRAYS, {**arrays, "created_at": rows[0]["created_at"]})
+
+
+# INSERT the rows as _INSERT_AS_ARRAYS does, and read each inventory of their providers
+# with its usage, in one statement (PostgreSQL). Its parts see one snapshot, taken as it
+# starts (the providers locked already): the inserted rows are added from the INSERT's
+# RETURNING to the usage the snapshot holds.
+# WITH written AS (INSERT ... RETURNING resource_provider_id, resource_class_id, used)
+# SELECT inventories.*,
+#        (SELECT COALESCE(SUM(a.used), 0) FROM allocations a WHERE <its provider and class>)
+#        + (SELECT COALESCE(SUM(w.used), 0) FROM written w WHERE <the same>) AS usage
+#   FROM inventories WHERE resource_provider_id = ANY(:provider_ids)
+_WRITTEN_ROWS = _INSERT_AS_ARRAYS.returning(
+    allocations.c.resource_provider_id, allocations.c.resource_class_id, allocations.c.used
+).cte("written")
+
+
+def _usage_in(source):
+    return (
+        select(func.coalesce(func.sum(source.c.used), 0))
+        .where(
+            source.c.resource_provider_id == inventories.c.resource_provider_id,
+            source.c.resource_class_id == inventories.c.resource_class_id,
+        )
+        .scalar_subquery()
+    )
+
+
+_INSERT_AND_READ_INVENTORIES = select(
+    inventories, (_usage_in(allocations) + _usage_in(_WRITTEN_ROWS)).label("usage")
+).where(in_array(inventories.c.resource_provider_id, "provider_ids", BigInteger))
+
+
+def _insert_and_check_fit(conn: Connection, rows: list[dict]) -> None:
+    """``_insert_allocations`` then ``allocation_fit.check_allocations_fit``, in one round
+    trip (PostgreSQL)."""
+    pairs = allocation_fit.pairs_of(rows)
+    values = {
+        **{column: [row[column] for row in rows] for column in _ROW_COLUMNS},
+        "created_at": rows[0]["created_at"],
+        "provider_ids": sorted({provider_id for provider_id, _ in pairs}),
+    }
+    inventory_rows = conn.execute(_INSERT_AND_READ_INVENTORIES, values).all()
+    allocation_fit.require_fit(conn, inventory_rows, rows, pairs)
 
 
 def delete_consumer_allocations(conn: Connection, consumer: consumer_data.Consumer) -> None:
@@ -446,115 +492,3 @@ def lock_providers(
         raise errors.ConcurrentUpdate(
             "A resource provider of these allocations was deleted concurrently; retry."
         )
-
-
-# One round trip: each inventory of the providers with the usage of its class.
-# SELECT inventories.*, (SELECT COALESCE(SUM(a.used), 0) FROM allocations a
-#                         WHERE a.resource_provider_id = inventories.resource_provider_id
-#                           AND a.resource_class_id = inventories.resource_class_id) AS usage
-#   FROM inventories WHERE resource_provider_id IN (:provider_ids)
-_INVENTORIES_WITH_USAGE = OneOfStatement(
-    lambda one_of: select(
-        inventories,
-        select(func.coalesce(func.sum(allocations.c.used), 0))
-        .where(
-            allocations.c.resource_provider_id == inventories.c.resource_provider_id,
-            allocations.c.resource_class_id == inventories.c.resource_class_id,
-        )
-        .scalar_subquery()
-        .label("usage"),
-    ).where(one_of(inventories.c.resource_provider_id, "provider_ids", BigInteger))
-)
-
-
-def check_allocations_fit(
-    conn: Connection,
-    new_rows: list[dict],
-    other_pairs: frozenset[tuple[int, int]] = frozenset(),
-    missing_inventory_code: str = errors.DEFAULT,
-) -> None:
-    """Conflict unless every new allocation respects its inventory and capacity.
-
-    ``new_rows`` must each fit min_unit, max_unit and step_size; the (provider,
-    class) pairs of ``new_rows`` and ``other_pairs`` must have inventory and
-    usage within capacity. Reads inventories and usage in one query; the usage
-    already includes ``new_rows``.
-    """
-    pairs = {(r["resource_provider_id"], r["resource_class_id"]) for r in new_rows}
-    pairs |= other_pairs
-    if not pairs:
-        return
-    provider_ids = sorted({p for p, _ in pairs})
-    statement = _INVENTORIES_WITH_USAGE.of(conn)
-    rows = conn.execute(statement, {"provider_ids": provider_ids}).all()
-    inventory = {(row.resource_provider_id, row.resource_class_id): row for row in rows}
-    usage = {key: int(row.usage) for key, row in inventory.items()}
-    for key in sorted(pairs):
-        if key not in inventory:
-            class_name, provider_uuid = _label(conn, key)
-            raise errors.Conflict(
-                f"Unable to allocate inventory: Inventory for '{class_name}' on resource "
-                f"provider '{provider_uuid}' invalid. The provider has no inventory of "
-                f"class {class_name}.",
-                code=missing_inventory_code,
-            )
-    for row in new_rows:
-        key = (row["resource_provider_id"], row["resource_class_id"])
-        record = inventory[key]
-        used = row["used"]
-        if not capacity.units_allow(used, record.min_unit, record.max_unit, record.step_size):
-            class_name, provider_uuid = _label(conn, key)
-            raise errors.Conflict(
-                f"Unable to allocate inventory: Unable to create allocation for "
-                f"'{class_name}' on resource provider '{provider_uuid}'. The requested "
-                f"amount would violate inventory constraints. The amount {used} must "
-                f"be from min_unit {record.min_unit} to max_unit {record.max_unit} in "
-                f"steps of step_size {record.step_size}."
-            )
-    for key in pairs:
-        record = inventory[key]
-        numbers = (record.total, record.reserved, record.allocation_ratio)
-        if capacity.free(*numbers, usage.get(key, 0)) < 0:
-            class_name, provider_uuid = _label(conn, key)
-            # The text has always shown the unrounded product (4.5, not 4): kept as is.
-            raise errors.Conflict(
-                f"Unable to allocate inventory: Unable to create allocation for "
-                f"'{class_name}' on resource provider '{provider_uuid}'. The requested "
-                f"amount would exceed the capacity. Usage would be {usage[key]}, the "
-                f"capacity is {capacity.unrounded(*numbers):g}."
-            )
-
-
-def _label(conn: Connection, pair: tuple[int, int]) -> tuple[str, str]:
-    """(class name, provider uuid) of a (provider id, class id) pair, for error messages."""
-    provider_id, class_id = pair
-    provider_uuid = conn.execute(
-        select(resource_providers.c.uuid).where(resource_providers.c.id == provider_id)
-    ).scalar_one()
-    class_name = conn.execute(
-        select(resource_classes.c.name).where(resource_classes.c.id == class_id)
-    ).scalar_one()
-    return class_name, provider_uuid
-
-
-def check_providers_consistent(conn: Connection, new_rows: list[dict], provider_ids) -> None:
-    """Conflict unless the new allocations fit and no allocation on these
-    providers is left without inventory or capacity.
-
-    Used by the reshaper after it moved inventories and allocations together;
-    allocations it did not write are held to capacity only, not to unit rules.
-    """
-    provider_ids = sorted(provider_ids)
-    if not provider_ids and not new_rows:
-        return
-    allocated_pairs = frozenset(
-        (provider_id, class_id)
-        for provider_id, class_id in conn.execute(
-            select(allocations.c.resource_provider_id, allocations.c.resource_class_id)
-            .where(allocations.c.resource_provider_id.in_(provider_ids))
-            .distinct()
-        )
-    )
-    check_allocations_fit(
-        conn, new_rows, allocated_pairs, missing_inventory_code=errors.INVENTORY_INUSE
-    )
