@@ -12,7 +12,11 @@ from sqlalchemy import Connection, String, Table, delete, exists, select, update
 
 from placement import errors
 from placement.clock import utcnow
-from placement.data.sql import OneOfStatement, insert_ignoring_conflicts
+from placement.data.sql import (
+    OneOfStatement,
+    insert_ignoring_conflicts,
+    inserting_ignoring_conflicts,
+)
 from placement.db.tables import allocations, consumer_types, consumers, projects, users
 
 # Project and user recorded for consumers written before microversion 1.8,
@@ -166,18 +170,10 @@ def create_consumers(
         }
         for uuid, project, user, consumer_type in new
     ]
-    inserted = set(insert_ignoring_conflicts(conn, consumers, rows, returning=consumers.c.id))
-    if len(new) == 1 and inserted:  # the common write: its one id is the one returned
-        return {new[0][0]: inserted.pop()}
-    # SELECT uuid, id FROM consumers WHERE uuid IN (...)
-    found = conn.execute(
-        select(consumers.c.uuid, consumers.c.id).where(
-            consumers.c.uuid.in_([uuid for uuid, *_ in new])
-        )
-    )
-    ids: dict[str, int] = {uuid: consumer_id for uuid, consumer_id in found}
+    returned = (consumers.c.uuid, consumers.c.id)
+    ids = dict(inserting_ignoring_conflicts(conn, consumers, rows, returned))
     for uuid, *_ in new:
-        if ids.get(uuid) not in inserted:
+        if uuid not in ids:
             raise errors.ConcurrentUpdate(
                 f"consumer {uuid} was created by another request; retry with its current "
                 "generation."

@@ -20,46 +20,55 @@ def insert_ignoring_conflicts(
 
     With ``returning`` (a column), returns the values of the inserted rows.
     """
+    if returning is not None:
+        return [row[0] for row in inserting_ignoring_conflicts(conn, table, rows, (returning,))]
     if not rows:
         return []
     if conn.dialect.name == "mysql":
-        return _mysql_insert_ignoring_conflicts(conn, table, rows, returning)
-    if returning is not None:
-        # One row, or many as SQLAlchemy's "insertmanyvalues" sends them (one multi-row
-        # INSERT ... RETURNING per batch): either way a statement compiled once.
-        statement = _inserting_ignoring_conflicts(conn.dialect.name, table, returning)
-        return list(conn.scalars(statement, list(rows)))
+        # No ON CONFLICT DO NOTHING (``INSERT IGNORE`` would also turn a missing foreign
+        # key into a warning): ON DUPLICATE KEY UPDATE of nothing (the key set to itself).
+        key = table.primary_key.columns[0]
+        statement = mysql.insert(table).values(list(rows))
+        conn.execute(statement.on_duplicate_key_update({key.name: key}))
+        return []
     dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
     conn.execute(dialect.insert(table).values(list(rows)).on_conflict_do_nothing())
     return []
 
 
-# (dialect, table, column returned) -> its INSERT ... ON CONFLICT DO NOTHING RETURNING
-_INSERTS_RETURNING: dict[tuple[str, str, str], Any] = {}
+def inserting_ignoring_conflicts(
+    conn: Connection, table: Table, rows: Sequence[dict[str, Any]], columns: tuple
+) -> list[tuple]:
+    """``insert_ignoring_conflicts``, returning the ``columns`` of each row inserted."""
+    if not rows:
+        return []
+    if conn.dialect.name == "mysql":
+        return _mysql_inserting_one_by_one(conn, table, rows, columns)
+    # One row, or many as SQLAlchemy's "insertmanyvalues" sends them (one multi-row
+    # INSERT ... RETURNING per batch): either way a statement compiled once.
+    statement = _insert_returning(conn.dialect.name, table, columns)
+    return [tuple(row) for row in conn.execute(statement, list(rows))]
 
 
-def _inserting_ignoring_conflicts(dialect_name: str, table: Table, returning):
-    """INSERT INTO <table> ... ON CONFLICT DO NOTHING RETURNING <returning>, built once."""
-    key = (dialect_name, table.name, returning.name)
+# (dialect, table, columns returned) -> its INSERT ... ON CONFLICT DO NOTHING RETURNING
+_INSERTS_RETURNING: dict[tuple[str, str, tuple[str, ...]], Any] = {}
+
+
+def _insert_returning(dialect_name: str, table: Table, columns: tuple):
+    """INSERT INTO <table> ... ON CONFLICT DO NOTHING RETURNING <columns>, built once."""
+    key = (dialect_name, table.name, tuple(column.name for column in columns))
     if key not in _INSERTS_RETURNING:
         dialect = sqlite if dialect_name == "sqlite" else postgresql
-        statement = dialect.insert(table).on_conflict_do_nothing().returning(returning)
+        statement = dialect.insert(table).on_conflict_do_nothing().returning(*columns)
         _INSERTS_RETURNING[key] = statement
     return _INSERTS_RETURNING[key]
 
 
-def _mysql_insert_ignoring_conflicts(
-    conn: Connection, table: Table, rows: Sequence[dict[str, Any]], returning
-) -> list:
-    """MySQL has no ON CONFLICT DO NOTHING (``INSERT IGNORE`` would also turn a missing
-    foreign key into a warning) and MySQL 8 no RETURNING. Without ``returning``: ON
-    DUPLICATE KEY UPDATE of nothing (the key set to itself). With it: one insert per
-    row in a savepoint, a duplicate key rolled back alone."""
-    if returning is None:
-        key = table.primary_key.columns[0]
-        statement = mysql.insert(table).values(list(rows))
-        conn.execute(statement.on_duplicate_key_update({key.name: key}))
-        return []
+def _mysql_inserting_one_by_one(
+    conn: Connection, table: Table, rows: Sequence[dict[str, Any]], columns: tuple
+) -> list[tuple]:
+    """MySQL 8 has no RETURNING: one insert per row in a savepoint, a duplicate key
+    rolled back alone; the columns returned are the row's own, or its new key."""
     inserted = []
     for row in rows:
         try:
@@ -69,12 +78,9 @@ def _mysql_insert_ignoring_conflicts(
             if mysql_error_number(exc.orig) != MYSQL_DUPLICATE_KEY:
                 raise
             continue
-        if returning.name in row:
-            inserted.append(row[returning.name])
-        else:
-            primary_key = result.inserted_primary_key
-            assert primary_key is not None  # a plain INSERT of one row
-            inserted.append(primary_key[0])
+        primary_key = result.inserted_primary_key
+        assert primary_key is not None  # a plain INSERT of one row
+        inserted.append(tuple(row[c.name] if c.name in row else primary_key[0] for c in columns))
     return inserted
 
 
