@@ -90,7 +90,7 @@ class StatementLog:
 
     def _mysql_command(self, command: int, sql) -> None:
         if self._recording:
-            text = sql.decode() if isinstance(sql, bytes) else sql
+            text = sql.decode() if isinstance(sql, (bytes, bytearray)) else sql
             self._seen.append(
                 MYSQL_COMMANDS.get(command, f"command {command}") + " ".join(text.split())[:100]
             )

@@ -25,8 +25,6 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     Connection,
-    String,
-    any_,
     bindparam,
     delete,
     func,
@@ -36,10 +34,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 
-from placement import capacity, errors
+from placement import errors
 from placement.clock import utcnow
+from placement.data import allocation_fit, names, write_lookup
 from placement.data import consumers as consumer_data
-from placement.data import names
+from placement.data.sql import OneOf, OneOfStatement, in_array
 from placement.db.tables import (
     allocations,
     consumer_types,
@@ -160,25 +159,26 @@ def write_allocations(
     inventory constraints would be broken. ``check_capacity`` False lets the reshaper
     check once at the end, after it also changed inventories.
     """
-    provider_ids = _provider_ids(conn, {u for w in writes for u in w.allocations})
-    class_ids = names.resource_class_ids(
-        conn, {rc for w in writes for res in w.allocations.values() for rc in res}
+    named = _look_up(conn, writes)
+    provider_ids = _known_providers({u for w in writes for u in w.allocations}, named.providers)
+    class_ids = names.known_resource_classes(
+        {rc for w in writes for res in w.allocations.values() for rc in res}, named.classes
     )
-    existing = consumer_data.get_consumers(conn, [w.consumer_uuid for w in writes])
-    old_provider_ids = _providers_of_consumers(conn, [c.id for c in existing.values()])
+    existing = named.consumers
+    old_provider_ids = set().union(*named.held.values())
     # Upstream bumps the generations of the providers allocated from, and of those a
     # consumer is emptied from; a provider a consumer merely moves away from keeps
     # its generation (clients hold it), and its revision moves instead.
-    emptied = [
-        existing[w.consumer_uuid].id
+    emptied_from = [
+        named.held.get(w.consumer_uuid, set())
         for w in writes
         if not w.allocations and w.consumer_uuid in existing
     ]
-    bumped = set(provider_ids.values()) | _providers_of_consumers(conn, emptied)
+    bumped = set(provider_ids.values()).union(*emptied_from)
     lock_providers(conn, bumped | old_provider_ids, keep_generation_of=old_provider_ids - bumped)
 
     touched_consumer_ids = []  # consumers whose old allocations are replaced
-    known_owners: consumer_data.Known = {}  # projects, users, types looked up
+    known_owners = _known_owners(named, writes)  # projects, users, types looked up
     consumer_ids: dict[str, int] = {}
     created: list[ConsumerWrite] = []  # new consumers, created together
     for write in writes:
@@ -225,11 +225,16 @@ def write_allocations(
     ]
     if touched_consumer_ids:
         conn.execute(delete(allocations).where(allocations.c.consumer_id.in_(touched_consumer_ids)))
-    if new_rows:
-        _insert_allocations(conn, new_rows)
-    if check_capacity:
-        check_allocations_fit(conn, new_rows)
-    consumer_data.delete_if_empty(conn, touched_consumer_ids)
+    if new_rows and check_capacity and conn.dialect.name == "postgresql":
+        _insert_and_check_fit(conn, new_rows)
+    else:
+        if new_rows:
+            _insert_allocations(conn, new_rows)
+        if check_capacity:
+            allocation_fit.check_allocations_fit(conn, new_rows)
+    # (a consumer given new allocations holds them: only the others may be left empty)
+    refilled = {row["consumer_id"] for row in new_rows}
+    consumer_data.delete_if_empty(conn, [c for c in touched_consumer_ids if c not in refilled])
     return new_rows
 
 
@@ -268,6 +273,49 @@ def _insert_allocations(conn: Connection, rows: list[dict]) -> None:
     conn.execute(_INSERT_AS_ARRAYS, {**arrays, "created_at": rows[0]["created_at"]})
 
 
+# INSERT the rows as _INSERT_AS_ARRAYS does, and read each inventory of their providers
+# with its usage, in one statement (PostgreSQL). Its parts see one snapshot, taken as it
+# starts (the providers locked already): the inserted rows are added from the INSERT's
+# RETURNING to the usage the snapshot holds.
+# WITH written AS (INSERT ... RETURNING resource_provider_id, resource_class_id, used)
+# SELECT inventories.*,
+#        (SELECT COALESCE(SUM(a.used), 0) FROM allocations a WHERE <its provider and class>)
+#        + (SELECT COALESCE(SUM(w.used), 0) FROM written w WHERE <the same>) AS usage
+#   FROM inventories WHERE resource_provider_id = ANY(:provider_ids)
+_WRITTEN_ROWS = _INSERT_AS_ARRAYS.returning(
+    allocations.c.resource_provider_id, allocations.c.resource_class_id, allocations.c.used
+).cte("written")
+
+
+def _usage_in(source):
+    return (
+        select(func.coalesce(func.sum(source.c.used), 0))
+        .where(
+            source.c.resource_provider_id == inventories.c.resource_provider_id,
+            source.c.resource_class_id == inventories.c.resource_class_id,
+        )
+        .scalar_subquery()
+    )
+
+
+_INSERT_AND_READ_INVENTORIES = select(
+    inventories, (_usage_in(allocations) + _usage_in(_WRITTEN_ROWS)).label("usage")
+).where(in_array(inventories.c.resource_provider_id, "provider_ids", BigInteger))
+
+
+def _insert_and_check_fit(conn: Connection, rows: list[dict]) -> None:
+    """``_insert_allocations`` then ``allocation_fit.check_allocations_fit``, in one round
+    trip (PostgreSQL)."""
+    pairs = allocation_fit.pairs_of(rows)
+    values = {
+        **{column: [row[column] for row in rows] for column in _ROW_COLUMNS},
+        "created_at": rows[0]["created_at"],
+        "provider_ids": sorted({provider_id for provider_id, _ in pairs}),
+    }
+    inventory_rows = conn.execute(_INSERT_AND_READ_INVENTORIES, values).all()
+    allocation_fit.require_fit(conn, inventory_rows, rows, pairs)
+
+
 def delete_consumer_allocations(conn: Connection, consumer: consumer_data.Consumer) -> None:
     """Delete the consumer's allocations; ConcurrentUpdate when they moved to others between
     the read and the locks. As upstream, the providers' generations stay (clients hold
@@ -296,50 +344,56 @@ def _delete_allocations_of(conn: Connection, consumer_id: int) -> set[int]:
     return held
 
 
-# The statements of a write are built once (the write path runs them on every request),
-# in two forms: "a column is one of a list's values" is an IN list, or on PostgreSQL
-# ``= ANY`` of one array (SQLAlchemy then renders no parameter per value, and the text
-# stays the same: a gang's claim names hundreds of providers).
-OneOf = Callable[[Any, str, Any], Any]
-
-
-def _in_list(column, name: str, _item_type):
-    return column.in_(bindparam(name, expanding=True))
-
-
-def _in_array(column, name: str, item_type):
-    return column == any_(bindparam(name, type_=ARRAY(item_type)))
-
-
-class _Statement:
-    """A statement ``build(one_of)`` makes, in both forms; ``of(conn)`` picks one."""
-
-    def __init__(self, build: Callable[[OneOf], Any]) -> None:
-        self.listed, self.arrayed = build(_in_list), build(_in_array)
-
-    def of(self, conn: Connection):
-        return self.arrayed if conn.dialect.name == "postgresql" else self.listed
-
-
-# SELECT uuid, id FROM resource_providers WHERE uuid IN (:uuids)
-_PROVIDER_IDS = _Statement(
-    lambda one_of: select(resource_providers.c.uuid, resource_providers.c.id).where(
-        one_of(resource_providers.c.uuid, "uuids", String)
+def _look_up(conn: Connection, writes: list[ConsumerWrite]) -> write_lookup.WriteNames:
+    """What ``writes`` name, in one round trip: the owners those that name them do."""
+    owners: dict[str, set[str]] = {column: set() for column in write_lookup.OWNER_COLUMNS}
+    for write in writes:
+        for column, name in _owners_named(write).items():
+            owners[column].add(name)
+    return write_lookup.look_up(
+        conn,
+        provider_uuids={u for w in writes for u in w.allocations},
+        class_names={rc for w in writes for res in w.allocations.values() for rc in res},
+        consumer_uuids=[w.consumer_uuid for w in writes],
+        owners=owners,
     )
-)
 
 
-def _provider_ids(conn: Connection, uuids) -> dict[str, int]:
-    uuids = sorted(uuids)
-    if not uuids:
+def _owners_named(write: ConsumerWrite) -> dict[str, str]:
+    """The owners' names a write gives (none before 1.8, where the stored ones stay)."""
+    if write.project_id is None or write.user_id is None:
         return {}
-    found = dict(conn.execute(_PROVIDER_IDS.of(conn), {"uuids": uuids}).all())
-    missing = [u for u in uuids if u not in found]
+    named = {"project_id": write.project_id, "user_id": write.user_id}
+    if write.consumer_type is not None:
+        named["consumer_type_id"] = write.consumer_type
+    return named
+
+
+def _known_owners(named: write_lookup.WriteNames, writes: list[ConsumerWrite]):
+    """The owners' ids of each write whose owners all exist, as ``consumers.Known``; the
+    others (a project's, user's or type's first consumer) are looked up and inserted as
+    their consumers are written."""
+    known: consumer_data.Known = {}
+    for write in writes:
+        owners = _owners_named(write)
+        ids = {
+            column: named.owners[column][name]
+            for column, name in owners.items()
+            if name in named.owners[column]
+        }
+        if owners and len(ids) == len(owners):
+            known[owners["project_id"], owners["user_id"], write.consumer_type] = ids
+    return known
+
+
+def _known_providers(uuids, found: dict[str, int]) -> dict[str, int]:
+    """``found`` (uuid -> id), or ProviderNotFound naming the first of ``uuids`` missing."""
+    missing = sorted(u for u in uuids if u not in found)
     if missing:
         raise ProviderNotFound(
             f"Allocation for resource provider '{missing[0]}' that does not exist."
         )
-    return found
+    return {u: found[u] for u in uuids}
 
 
 class ProviderNotFound(errors.BadRequest):
@@ -348,7 +402,7 @@ class ProviderNotFound(errors.BadRequest):
 
 
 # SELECT DISTINCT resource_provider_id FROM allocations WHERE consumer_id IN (:consumer_ids)
-_PROVIDERS_OF_CONSUMERS = _Statement(
+_PROVIDERS_OF_CONSUMERS = OneOfStatement(
     lambda one_of: (
         select(allocations.c.resource_provider_id)
         .where(one_of(allocations.c.consumer_id, "consumer_ids", BigInteger))
@@ -379,7 +433,7 @@ _MOVED_FIRST = func.set_config("placement.providers_moved_first", "on", True)
 # SELECT id FROM resource_providers WHERE id IN (:ids) ORDER BY id FOR UPDATE
 _LOCK_IN_ID_ORDER = (
     select(resource_providers.c.id)
-    .where(_in_array(resource_providers.c.id, "ids", BigInteger))
+    .where(in_array(resource_providers.c.id, "ids", BigInteger))
     .order_by(resource_providers.c.id)
     .with_for_update()
 )
@@ -398,7 +452,7 @@ def _bumping(column: str) -> Callable[[OneOf], Any]:
     return build
 
 
-_BUMP = {column: _Statement(_bumping(column)) for column in ("generation", "revision")}
+_BUMP = {column: OneOfStatement(_bumping(column)) for column in ("generation", "revision")}
 _BUMP_SAYING_SO = {column: bump.arrayed.returning(_MOVED_FIRST) for column, bump in _BUMP.items()}
 
 
@@ -438,115 +492,3 @@ def lock_providers(
         raise errors.ConcurrentUpdate(
             "A resource provider of these allocations was deleted concurrently; retry."
         )
-
-
-# One round trip: each inventory of the providers with the usage of its class.
-# SELECT inventories.*, (SELECT COALESCE(SUM(a.used), 0) FROM allocations a
-#                         WHERE a.resource_provider_id = inventories.resource_provider_id
-#                           AND a.resource_class_id = inventories.resource_class_id) AS usage
-#   FROM inventories WHERE resource_provider_id IN (:provider_ids)
-_INVENTORIES_WITH_USAGE = _Statement(
-    lambda one_of: select(
-        inventories,
-        select(func.coalesce(func.sum(allocations.c.used), 0))
-        .where(
-            allocations.c.resource_provider_id == inventories.c.resource_provider_id,
-            allocations.c.resource_class_id == inventories.c.resource_class_id,
-        )
-        .scalar_subquery()
-        .label("usage"),
-    ).where(one_of(inventories.c.resource_provider_id, "provider_ids", BigInteger))
-)
-
-
-def check_allocations_fit(
-    conn: Connection,
-    new_rows: list[dict],
-    other_pairs: frozenset[tuple[int, int]] = frozenset(),
-    missing_inventory_code: str = errors.DEFAULT,
-) -> None:
-    """Conflict unless every new allocation respects its inventory and capacity.
-
-    ``new_rows`` must each fit min_unit, max_unit and step_size; the (provider,
-    class) pairs of ``new_rows`` and ``other_pairs`` must have inventory and
-    usage within capacity. Reads inventories and usage in one query; the usage
-    already includes ``new_rows``.
-    """
-    pairs = {(r["resource_provider_id"], r["resource_class_id"]) for r in new_rows}
-    pairs |= other_pairs
-    if not pairs:
-        return
-    provider_ids = sorted({p for p, _ in pairs})
-    statement = _INVENTORIES_WITH_USAGE.of(conn)
-    rows = conn.execute(statement, {"provider_ids": provider_ids}).all()
-    inventory = {(row.resource_provider_id, row.resource_class_id): row for row in rows}
-    usage = {key: int(row.usage) for key, row in inventory.items()}
-    for key in sorted(pairs):
-        if key not in inventory:
-            class_name, provider_uuid = _label(conn, key)
-            raise errors.Conflict(
-                f"Unable to allocate inventory: Inventory for '{class_name}' on resource "
-                f"provider '{provider_uuid}' invalid. The provider has no inventory of "
-                f"class {class_name}.",
-                code=missing_inventory_code,
-            )
-    for row in new_rows:
-        key = (row["resource_provider_id"], row["resource_class_id"])
-        record = inventory[key]
-        used = row["used"]
-        if not capacity.units_allow(used, record.min_unit, record.max_unit, record.step_size):
-            class_name, provider_uuid = _label(conn, key)
-            raise errors.Conflict(
-                f"Unable to allocate inventory: Unable to create allocation for "
-                f"'{class_name}' on resource provider '{provider_uuid}'. The requested "
-                f"amount would violate inventory constraints. The amount {used} must "
-                f"be from min_unit {record.min_unit} to max_unit {record.max_unit} in "
-                f"steps of step_size {record.step_size}."
-            )
-    for key in pairs:
-        record = inventory[key]
-        numbers = (record.total, record.reserved, record.allocation_ratio)
-        if capacity.free(*numbers, usage.get(key, 0)) < 0:
-            class_name, provider_uuid = _label(conn, key)
-            # The text has always shown the unrounded product (4.5, not 4): kept as is.
-            raise errors.Conflict(
-                f"Unable to allocate inventory: Unable to create allocation for "
-                f"'{class_name}' on resource provider '{provider_uuid}'. The requested "
-                f"amount would exceed the capacity. Usage would be {usage[key]}, the "
-                f"capacity is {capacity.unrounded(*numbers):g}."
-            )
-
-
-def _label(conn: Connection, pair: tuple[int, int]) -> tuple[str, str]:
-    """(class name, provider uuid) of a (provider id, class id) pair, for error messages."""
-    provider_id, class_id = pair
-    provider_uuid = conn.execute(
-        select(resource_providers.c.uuid).where(resource_providers.c.id == provider_id)
-    ).scalar_one()
-    class_name = conn.execute(
-        select(resource_classes.c.name).where(resource_classes.c.id == class_id)
-    ).scalar_one()
-    return class_name, provider_uuid
-
-
-def check_providers_consistent(conn: Connection, new_rows: list[dict], provider_ids) -> None:
-    """Conflict unless the new allocations fit and no allocation on these
-    providers is left without inventory or capacity.
-
-    Used by the reshaper after it moved inventories and allocations together;
-    allocations it did not write are held to capacity only, not to unit rules.
-    """
-    provider_ids = sorted(provider_ids)
-    if not provider_ids and not new_rows:
-        return
-    allocated_pairs = frozenset(
-        (provider_id, class_id)
-        for provider_id, class_id in conn.execute(
-            select(allocations.c.resource_provider_id, allocations.c.resource_class_id)
-            .where(allocations.c.resource_provider_id.in_(provider_ids))
-            .distinct()
-        )
-    )
-    check_allocations_fit(
-        conn, new_rows, allocated_pairs, missing_inventory_code=errors.INVENTORY_INUSE
-    )

@@ -8,11 +8,15 @@ guards read-modify-write cycles on its allocations (from microversion 1.28).
 import datetime
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Table, delete, exists, select, update
+from sqlalchemy import Connection, String, Table, delete, exists, select, update
 
 from placement import errors
 from placement.clock import utcnow
-from placement.data.sql import insert_ignoring_conflicts
+from placement.data.sql import (
+    OneOfStatement,
+    insert_ignoring_conflicts,
+    inserting_ignoring_conflicts,
+)
 from placement.db.tables import allocations, consumer_types, consumers, projects, users
 
 # Project and user recorded for consumers written before microversion 1.8,
@@ -32,9 +36,11 @@ class Consumer:
     updated_at: datetime.datetime | None
 
 
-def _select_consumers():
+def select_consumers(*leading_columns):
+    """SELECT of the consumers' columns (``Consumer``'s fields), after ``leading_columns``."""
     return (
         select(
+            *leading_columns,
             consumers.c.id,
             consumers.c.uuid,
             projects.c.external_id.label("project_id"),
@@ -50,11 +56,20 @@ def _select_consumers():
     )
 
 
+# SELECT consumers.id, uuid, projects.external_id, users.external_id, generation,
+#        consumer_types.name, created_at, updated_at
+#   FROM consumers JOIN projects ... JOIN users ... LEFT JOIN consumer_types ...
+#   WHERE consumers.uuid IN (:uuids)
+_CONSUMERS_BY_UUID = OneOfStatement(
+    lambda one_of: select_consumers().where(one_of(consumers.c.uuid, "uuids", String))
+)
+
+
 def get_consumers(conn: Connection, uuids) -> dict[str, Consumer]:
     uuids = list(uuids)
     if not uuids:
         return {}
-    rows = conn.execute(_select_consumers().where(consumers.c.uuid.in_(uuids)))
+    rows = conn.execute(_CONSUMERS_BY_UUID.of(conn), {"uuids": uuids})
     return {row.uuid: Consumer(**row._mapping) for row in rows}
 
 
@@ -65,7 +80,7 @@ def get_consumer(conn: Connection, uuid: str) -> Consumer | None:
 def consumers_of_type(conn: Connection, consumer_type: str) -> list[Consumer]:
     """Every consumer of ``consumer_type``, by uuid."""
     rows = conn.execute(
-        _select_consumers().where(consumer_types.c.name == consumer_type).order_by(consumers.c.uuid)
+        select_consumers().where(consumer_types.c.name == consumer_type).order_by(consumers.c.uuid)
     )
     return [Consumer(**row._mapping) for row in rows]
 
@@ -155,18 +170,10 @@ def create_consumers(
         }
         for uuid, project, user, consumer_type in new
     ]
-    inserted = set(insert_ignoring_conflicts(conn, consumers, rows, returning=consumers.c.id))
-    if len(new) == 1 and inserted:  # the common write: its one id is the one returned
-        return {new[0][0]: inserted.pop()}
-    # SELECT uuid, id FROM consumers WHERE uuid IN (...)
-    found = conn.execute(
-        select(consumers.c.uuid, consumers.c.id).where(
-            consumers.c.uuid.in_([uuid for uuid, *_ in new])
-        )
-    )
-    ids: dict[str, int] = {uuid: consumer_id for uuid, consumer_id in found}
+    returned = (consumers.c.uuid, consumers.c.id)
+    ids = dict(inserting_ignoring_conflicts(conn, consumers, rows, returned))
     for uuid, *_ in new:
-        if ids.get(uuid) not in inserted:
+        if uuid not in ids:
             raise errors.ConcurrentUpdate(
                 f"consumer {uuid} was created by another request; retry with its current "
                 "generation."

@@ -107,11 +107,16 @@ def resource_class_ids(conn: Connection, names) -> dict[str, int]:
     """Ids of the named classes; UnknownResourceClass (400) naming any that does not
     exist."""
     names = set(names)
-    found = ids_by_name(conn, resource_classes, names)
-    unknown = sorted(names - set(found))
+    return known_resource_classes(names, ids_by_name(conn, resource_classes, names))
+
+
+def known_resource_classes(names, found: dict[str, int]) -> dict[str, int]:
+    """The ids of ``names`` among ``found`` (name -> id); UnknownResourceClass naming those
+    not found."""
+    unknown = sorted(set(names) - set(found))
     if unknown:
         raise UnknownResourceClass(unknown)
-    return found
+    return {name: found[name] for name in names}
 
 
 class UnknownTrait(errors.BadRequest):

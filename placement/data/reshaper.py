@@ -8,6 +8,7 @@ the whole request back.
 
 from sqlalchemy import Connection
 
+from placement.data import allocation_fit
 from placement.data import allocations as allocation_data
 from placement.data.inventories import Inventory, get_inventories, write_inventories
 from placement.data.providers import Provider, bump_generation
@@ -34,4 +35,4 @@ def reshape(
         write_inventories(conn, provider, get_inventories(conn, provider), wanted)
     affected = {provider.id for provider, _g, _w in inventories}
     affected |= allocation_data.providers_of_consumer_uuids(conn, [w.consumer_uuid for w in writes])
-    allocation_data.check_providers_consistent(conn, new_rows, affected)
+    allocation_fit.check_providers_consistent(conn, new_rows, affected)

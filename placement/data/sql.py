@@ -1,10 +1,10 @@
 """Small SQL helpers shared by the data layer, portable across SQLite, PostgreSQL and
 MySQL/MariaDB."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, Connection, Table, any_, insert, literal
+from sqlalchemy import BigInteger, Connection, Table, any_, bindparam, insert, literal
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
@@ -20,30 +20,55 @@ def insert_ignoring_conflicts(
 
     With ``returning`` (a column), returns the values of the inserted rows.
     """
+    if returning is not None:
+        return [row[0] for row in inserting_ignoring_conflicts(conn, table, rows, (returning,))]
     if not rows:
         return []
     if conn.dialect.name == "mysql":
-        return _mysql_insert_ignoring_conflicts(conn, table, rows, returning)
-    dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
-    statement = dialect.insert(table).values(list(rows)).on_conflict_do_nothing()
-    if returning is not None:
-        return [row[0] for row in conn.execute(statement.returning(returning))]
-    conn.execute(statement)
-    return []
-
-
-def _mysql_insert_ignoring_conflicts(
-    conn: Connection, table: Table, rows: Sequence[dict[str, Any]], returning
-) -> list:
-    """MySQL has no ON CONFLICT DO NOTHING (``INSERT IGNORE`` would also turn a missing
-    foreign key into a warning) and MySQL 8 no RETURNING. Without ``returning``: ON
-    DUPLICATE KEY UPDATE of nothing (the key set to itself). With it: one insert per
-    row in a savepoint, a duplicate key rolled back alone."""
-    if returning is None:
+        # No ON CONFLICT DO NOTHING (``INSERT IGNORE`` would also turn a missing foreign
+        # key into a warning): ON DUPLICATE KEY UPDATE of nothing (the key set to itself).
         key = table.primary_key.columns[0]
         statement = mysql.insert(table).values(list(rows))
         conn.execute(statement.on_duplicate_key_update({key.name: key}))
         return []
+    dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
+    conn.execute(dialect.insert(table).values(list(rows)).on_conflict_do_nothing())
+    return []
+
+
+def inserting_ignoring_conflicts(
+    conn: Connection, table: Table, rows: Sequence[dict[str, Any]], columns: tuple
+) -> list[tuple]:
+    """``insert_ignoring_conflicts``, returning the ``columns`` of each row inserted."""
+    if not rows:
+        return []
+    if conn.dialect.name == "mysql":
+        return _mysql_inserting_one_by_one(conn, table, rows, columns)
+    # One row, or many as SQLAlchemy's "insertmanyvalues" sends them (one multi-row
+    # INSERT ... RETURNING per batch): either way a statement compiled once.
+    statement = _insert_returning(conn.dialect.name, table, columns)
+    return [tuple(row) for row in conn.execute(statement, list(rows))]
+
+
+# (dialect, table, columns returned) -> its INSERT ... ON CONFLICT DO NOTHING RETURNING
+_INSERTS_RETURNING: dict[tuple[str, str, tuple[str, ...]], Any] = {}
+
+
+def _insert_returning(dialect_name: str, table: Table, columns: tuple):
+    """INSERT INTO <table> ... ON CONFLICT DO NOTHING RETURNING <columns>, built once."""
+    key = (dialect_name, table.name, tuple(column.name for column in columns))
+    if key not in _INSERTS_RETURNING:
+        dialect = sqlite if dialect_name == "sqlite" else postgresql
+        statement = dialect.insert(table).on_conflict_do_nothing().returning(*columns)
+        _INSERTS_RETURNING[key] = statement
+    return _INSERTS_RETURNING[key]
+
+
+def _mysql_inserting_one_by_one(
+    conn: Connection, table: Table, rows: Sequence[dict[str, Any]], columns: tuple
+) -> list[tuple]:
+    """MySQL 8 has no RETURNING: one insert per row in a savepoint, a duplicate key
+    rolled back alone; the columns returned are the row's own, or its new key."""
     inserted = []
     for row in rows:
         try:
@@ -53,12 +78,9 @@ def _mysql_insert_ignoring_conflicts(
             if mysql_error_number(exc.orig) != MYSQL_DUPLICATE_KEY:
                 raise
             continue
-        if returning.name in row:
-            inserted.append(row[returning.name])
-        else:
-            primary_key = result.inserted_primary_key
-            assert primary_key is not None  # a plain INSERT of one row
-            inserted.append(primary_key[0])
+        primary_key = result.inserted_primary_key
+        assert primary_key is not None  # a plain INSERT of one row
+        inserted.append(tuple(row[c.name] if c.name in row else primary_key[0] for c in columns))
     return inserted
 
 
@@ -97,3 +119,28 @@ def capacity_column(inventory_table):
     return (
         inventory_table.c.total - inventory_table.c.reserved
     ) * inventory_table.c.allocation_ratio
+
+
+# The statements the write path runs on every request are built once, in two forms: "a
+# column is one of a list's values" is an IN list, or on PostgreSQL ``= ANY`` of one
+# array (SQLAlchemy then renders no parameter per value, and the text stays the same: a
+# gang's claim names hundreds of providers).
+OneOf = Callable[[Any, str, Any], Any]
+
+
+def in_list(column, name: str, _item_type):
+    return column.in_(bindparam(name, expanding=True))
+
+
+def in_array(column, name: str, item_type):
+    return column == any_(bindparam(name, type_=postgresql.ARRAY(item_type)))
+
+
+class OneOfStatement:
+    """A statement ``build(one_of)`` makes, in both forms; ``of(conn)`` picks one."""
+
+    def __init__(self, build: Callable[[OneOf], Any]) -> None:
+        self.listed, self.arrayed = build(in_list), build(in_array)
+
+    def of(self, conn: Connection):
+        return self.arrayed if conn.dialect.name == "postgresql" else self.listed

@@ -1,5 +1,7 @@
 """Request bodies for PUT/POST /allocations and POST /reshaper, by microversion."""
 
+import functools
+
 from marshmallow import Schema
 
 from placement.schemas.fields import (
@@ -128,6 +130,13 @@ class ConsumerAllocationsV1_38(ConsumerAllocationsV1_34):
     consumer_type = StrictString(required=True, pattern=CONSUMER_TYPE_PATTERN)
 
 
+# A schema's fields are deep-copied as it is made: each is made once, and shared by the
+# requests (loading keeps nothing in the schema).
+@functools.cache
+def _made(schema_class: type[Schema]) -> Schema:
+    return schema_class()
+
+
 def put_schema(version) -> Schema:
     """The PUT /allocations/{consumer_uuid} schema for a microversion."""
     for minimum, schema in (
@@ -138,26 +147,35 @@ def put_schema(version) -> Schema:
         ((1, 8), AllocationsV1_8),
     ):
         if version >= minimum:
-            return schema()
-    return AllocationsV1_0()
+            return _made(schema)
+    return _made(AllocationsV1_0)
 
 
-def consumer_schema(version) -> Schema:
-    """The schema of one consumer's entry in POST /allocations or /reshaper."""
+def _consumer_schema_class(version) -> type[Schema]:
     for minimum, schema in (
         ((1, 38), ConsumerAllocationsV1_38),
         ((1, 34), ConsumerAllocationsV1_34),
         ((1, 28), ConsumerAllocationsV1_28),
     ):
         if version >= minimum:
-            return schema()
-    return ConsumerAllocationsV1_13()
+            return schema
+    return ConsumerAllocationsV1_13
+
+
+def consumer_schema(version) -> Schema:
+    """The schema of one consumer's entry in POST /allocations or /reshaper."""
+    return _made(_consumer_schema_class(version))
 
 
 def post_schema(version) -> StrictDict:
     """The whole body of POST /allocations (1.13): consumer uuid -> that consumer's
     allocations."""
-    return by_uuid(StrictNested(consumer_schema(version)), min_properties=1)
+    return _post_body(_consumer_schema_class(version))
+
+
+@functools.cache
+def _post_body(consumer_class: type[Schema]) -> StrictDict:
+    return by_uuid(StrictNested(_made(consumer_class)), min_properties=1)
 
 
 class ReshapeV1_30(Schema):
@@ -180,7 +198,7 @@ class ReshapeV1_38(ReshapeV1_34):
 def reshape_schema(version) -> Schema:
     """The POST /reshaper schema for a microversion."""
     if version >= (1, 38):
-        return ReshapeV1_38()
+        return _made(ReshapeV1_38)
     if version >= (1, 34):
-        return ReshapeV1_34()
-    return ReshapeV1_30()
+        return _made(ReshapeV1_34)
+    return _made(ReshapeV1_30)

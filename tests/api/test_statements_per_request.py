@@ -8,6 +8,8 @@ it leaves the pool (a connection found lost runs the request again on a new one:
 ``placement.endpoints``), so a read's first statement is its own.
 """
 
+import uuid
+
 import pytest
 
 from tests.conftest import Api
@@ -83,3 +85,84 @@ def test_the_version_document_sends_nothing(api, counted):
         assert api.get("/").status_code == 200
         assert api.request("HEAD", "/").status_code == 200
     assert seen == []
+
+
+# PUT /allocations/{consumer} of a new consumer (VCPU and MEMORY_MB on one provider),
+# its project, user and type known already. The statements of the write
+# (placement.data.allocations.write_allocations), each needed:
+# - the lookup of every name the write uses, in one SELECT (data.write_lookup): the
+#   provider's id, the classes' ids, the consumer (none yet) with the providers it holds,
+#   the project's, user's and type's ids;
+# - the UPDATE that bumps the provider's generation, which locks its row until COMMIT:
+#   writers on one provider run one after the other (no over-commit);
+# - the INSERT of the consumer (ON CONFLICT DO NOTHING: a concurrent creator makes it a
+#   409);
+# - the INSERT of the allocations, and the read of the provider's inventories with their
+#   usage (the capacity check, after the lock);
+# - COMMIT.
+NEW_CONSUMER_PUT = {
+    # BEGIN IMMEDIATE (SQLite serializes writers); the statements above, the last two
+    # apart; COMMIT. The trace shows what the row triggers run (migrations 0003, 0009)
+    # as more lines of the statement that fired them: 3 for the bump (the provider
+    # logged as changed), 5 for each allocation row (its provider's revision moved, and
+    # logged).
+    "sqlite": 1 + 1 + (1 + 3) + 1 + 2 * (1 + 5) + 1 + 1,
+    # BEGIN; the five above, the INSERT of the allocations and the capacity read as one
+    # statement (WITH written AS (INSERT ... RETURNING) SELECT ...); COMMIT.
+    "postgresql": 6,
+    # the write's start, which marks the connection for the triggers (SELECT ... INTO
+    # @placement_logged_from ... FOR UPDATE, migration 0008); the lookup; the bump; the
+    # consumer's INSERT in a SAVEPOINT and its RELEASE (MySQL 8 has no RETURNING: a
+    # duplicate is rolled back alone); the allocations' INSERT; the capacity read; the
+    # write's end (SET @placement_logged_from = NULL); COMMIT; the pool's ROLLBACK as the
+    # connection returns.
+    "mysql": 1 + 1 + 1 + 3 + 1 + 1 + 1 + 1 + 1,
+}
+
+# POST /allocations of two new consumers, each on a provider of its own: the PUT's
+# statements, and on PostgreSQL one more: the two providers are locked in id order
+# (SELECT ... ORDER BY id FOR UPDATE) before their bump, so that two writers with
+# overlapping providers cannot deadlock. The consumers are one INSERT (their ids
+# returned), the allocations one INSERT.
+TWO_CONSUMERS_POSTED = {
+    # as the PUT, the bump of two providers logging both (3 + 3), four allocation rows
+    "sqlite": 1 + 1 + (1 + 6) + 1 + 4 * (1 + 5) + 1 + 1,
+    "postgresql": NEW_CONSUMER_PUT["postgresql"] + 1,
+    # as the PUT, a SAVEPOINT, INSERT and RELEASE per consumer
+    "mysql": NEW_CONSUMER_PUT["mysql"] + 3,
+}
+
+
+def _consumer_body(provider: str, generation=None) -> dict:
+    return {
+        "allocations": {provider: {"resources": {"VCPU": 1, "MEMORY_MB": 256}}},
+        "project_id": "p",
+        "user_id": "u",
+        "consumer_generation": generation,
+        "consumer_type": "INSTANCE",
+    }
+
+
+def _providers(api: Api) -> list[str]:
+    return sorted(p["uuid"] for p in api.get("/resource_providers").json["resource_providers"])
+
+
+def test_a_new_consumers_allocations(api, counted, backend):
+    first, second = _providers(api)[:2]
+    assert api.put(f"/allocations/{uuid.uuid4()}", json=_consumer_body(first)).status_code == 204
+    with counted.counting() as seen:
+        written = api.put(f"/allocations/{uuid.uuid4()}", json=_consumer_body(second))
+    assert written.status_code == 204, written.json
+    assert len(seen) == NEW_CONSUMER_PUT[backend], seen
+    assert counted.round_trips == NEW_CONSUMER_PUT[backend], seen
+
+
+def test_two_new_consumers_posted(api, counted, backend):
+    first, second, third = _providers(api)[:3]
+    assert api.put(f"/allocations/{uuid.uuid4()}", json=_consumer_body(first)).status_code == 204
+    body = {str(uuid.uuid4()): _consumer_body(second), str(uuid.uuid4()): _consumer_body(third)}
+    with counted.counting() as seen:
+        written = api.post("/allocations", json=body)
+    assert written.status_code == 204, written.json
+    assert len(seen) == TWO_CONSUMERS_POSTED[backend], seen
+    assert counted.round_trips == TWO_CONSUMERS_POSTED[backend], seen
