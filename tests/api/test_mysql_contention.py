@@ -76,9 +76,9 @@ def test_a_savepoint_lost_to_a_deadlock_runs_the_request_again(api, monkeypatch)
     from placement.data import sql
 
     calls = {"n": 0}
-    real = sql._mysql_insert_ignoring_conflicts
+    real = sql._mysql_inserting_one_by_one
 
-    def deadlocked_once(conn, table, rows, returning):
+    def deadlocked_once(conn, table, rows, columns):
         calls["n"] += 1
         if calls["n"] == 1:
             with conn.begin_nested():
@@ -90,9 +90,9 @@ def test_a_savepoint_lost_to_a_deadlock_runs_the_request_again(api, monkeypatch)
                     {},
                     pymysql.err.OperationalError(1213, "Deadlock found"),
                 )
-        return real(conn, table, rows, returning)
+        return real(conn, table, rows, columns)
 
-    monkeypatch.setattr(sql, "_mysql_insert_ignoring_conflicts", deadlocked_once)
+    monkeypatch.setattr(sql, "_mysql_inserting_one_by_one", deadlocked_once)
     created = api.post("/resource_providers", json={"name": "cn1"})
     assert created.status_code == 200, created.json
     assert calls["n"] >= 2
