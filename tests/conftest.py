@@ -118,11 +118,29 @@ def engine(backend, empty_database_url, migrated_engines):
         migrate.upgrade(engine)
         migrated_engines[backend] = engine
     engine = migrated_engines[backend]
+    pruned_below = _pruned_below(engine)
     yield engine
-    _empty(engine)
+    _empty(engine, pruned_below)
 
 
-def _empty(engine: sa.Engine) -> None:
+def _pruned_below(engine: sa.Engine) -> int | None:
+    with engine.connect() as conn:
+        return _pruned_below_in(conn)
+
+
+def _pruned_below_in(conn: sa.Connection) -> int | None:
+    return conn.execute(
+        sa.text("SELECT pruned_below FROM provider_changes_state WHERE id = 1")
+    ).scalar_one_or_none()
+
+
+def _empty(engine: sa.Engine, pruned_below: int | None) -> None:
+    """Every row a test wrote deleted; and the change log's pruned position put back
+    where the test found it, should the test have declared the log pruned: on
+    PostgreSQL positions are transaction ids, and one declared far ahead would leave
+    every reader of the tests after it below it, reading every provider again on each
+    request. The log then starts over under a new name, as no copy may trust the
+    entries it was told about."""
     keep = {"resource_classes", "traits", "alembic_version", "provider_changes_state"}
     with engine.begin() as conn:
         if engine.dialect.name == "mysql":
@@ -136,6 +154,14 @@ def _empty(engine: sa.Engine) -> None:
         for name in ("resource_classes", "traits"):
             table = metadata.tables[name]
             conn.execute(table.delete().where(table.c.name.like("CUSTOM\\_%", escape="\\")))
+        if pruned_below is not None and _pruned_below_in(conn) != pruned_below:
+            conn.execute(
+                sa.text(
+                    "UPDATE provider_changes_state SET pruned_below = :below,"
+                    " incarnation = :incarnation WHERE id = 1"
+                ),
+                {"below": pruned_below, "incarnation": uuid.uuid4().hex},
+            )
 
 
 @pytest.fixture
