@@ -29,10 +29,10 @@ BACKENDS = ("sqlite", "postgresql", "mysql")
 LATEST = "1.39"
 
 
-def _server_url(variable: str, start, unavailable: type[Exception], label: str):
+def _server_url(variable: str | None, start, unavailable: type[Exception], label: str):
     """The URL ``variable`` names, else that of a throwaway server ``start()`` gives,
     stopped afterwards; without one, the tests that need it skip (fail with CI=true)."""
-    given = os.environ.get(variable)
+    given = os.environ.get(variable) if variable else None
     if given:
         yield given
         return
@@ -52,6 +52,17 @@ def postgres_server_url():
     yield from _server_url(
         "PLACEMENT_TEST_POSTGRES_URL", pgserver.start, pgserver.PostgresUnavailable, "PostgreSQL"
     )
+
+
+@pytest.fixture(scope="module")
+def lone_postgres():
+    """A factory of new databases on a PostgreSQL server of the module's own, which no
+    other test uses meanwhile: for what depends on every transaction running on the
+    server (the change log is not pruned past the oldest one, migration 0015)."""
+    servers = _server_url(None, pgserver.start, pgserver.PostgresUnavailable, "PostgreSQL")
+    server_url = next(servers)
+    yield lambda: _fresh_postgres_database(server_url)
+    next(servers, None)
 
 
 @pytest.fixture(scope="session")

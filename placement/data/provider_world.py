@@ -43,6 +43,16 @@ _POSITION = {
     "sqlite": "COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'provider_changes'), 0) + 1",
     "mysql": "(SELECT last_position + 1 FROM provider_changes_state WHERE id = 1)",
 }
+# And, on PostgreSQL, what the snapshot saw past that position: every transaction below
+# its xmax but those still running then (its xip), whose entries may become visible yet.
+# (Elsewhere nothing past the position was seen.) A transaction left open for hours, on
+# any database of the server, holds every snapshot's xmin back, not what they saw.
+_SEEN = {
+    "postgresql": "pg_snapshot_xmax(pg_current_snapshot())::text::bigint,"
+    " ARRAY(SELECT xid::text::bigint FROM pg_snapshot_xip(pg_current_snapshot()) AS xid)",
+    "sqlite": "NULL, NULL",
+    "mysql": "NULL, NULL",
+}
 _CLASS_NAMES = "SELECT id, name FROM resource_classes"
 _POSITION_COLUMN = {"postgresql": "transaction_id", "sqlite": "id", "mysql": "transaction_id"}
 
@@ -59,11 +69,26 @@ class LogPosition:
     """Where this snapshot stands in the change log; below which position its entries
     may have been pruned; and which log it is (it changes when the log starts over).
     The last two are None when the log's one state row is missing: it cannot be
-    trusted then, and every request reads every version."""
+    trusted then, and every request reads every version.
+
+    The snapshot saw every entry below ``position`` and none from ``seen_below`` on;
+    between the two, every one but those of the transactions ``running`` then
+    (PostgreSQL; elsewhere ``seen_below`` is ``position``)."""
 
     position: int
     pruned_below: int | None
     incarnation: str | None
+    seen_below: int
+    running: tuple[int, ...] = ()
+
+    def unseen(self, column: str) -> str:
+        """The condition on an entry's ``column`` (its position) that this snapshot did
+        not see it."""
+        unseen = f"{column} >= {int(self.seen_below)}"
+        if self.running:
+            running = ", ".join(str(int(position)) for position in self.running)
+            unseen = f"({unseen} OR {column} IN ({running}))"
+        return unseen
 
 
 @dataclass(frozen=True)
@@ -77,15 +102,16 @@ class Changes:
     changed: dict[int, tuple | None] | None
 
 
-def changes_since(conn: Connection, since: int | None) -> Changes:
+def changes_since(conn: Connection, since: LogPosition | None) -> Changes:
     """The class names, the log position, and the versions (as ``provider_versions`` gives
-    them) of the providers logged as changed from position ``since`` on, by id, None for
-    those that no longer exist. Two statements: the names, then the log's state row with
-    each provider logged since beside it (one row with none when none was); on
-    PostgreSQL both sent together (a pipeline): one round trip after the BEGIN."""
+    them) of the providers logged as changed in what the snapshot that read ``since``
+    did not see, by id, None for those that no longer exist. Two statements: the names,
+    then the log's state row with each provider logged since beside it (one row with
+    none when none was); on PostgreSQL both sent together (a pipeline): one round trip
+    after the BEGIN."""
     dialect = conn.dialect.name
-    position = _POSITION[dialect]
-    state = f"SELECT {position}, {_pruned_below(dialect, since)}, incarnation"
+    position, seen = _POSITION[dialect], _SEEN[dialect]
+    state = f"SELECT {position}, {_pruned_below(dialect, since)}, incarnation, {seen}"
     if since is None:
         logged = f"{state} FROM provider_changes_state WHERE id = 1"
     else:
@@ -93,28 +119,45 @@ def changes_since(conn: Connection, since: int | None) -> Changes:
         logged = (
             f"{state}, c.provider_id, {columns} FROM provider_changes_state"
             " LEFT JOIN (SELECT DISTINCT provider_id FROM provider_changes"
-            f" WHERE {_POSITION_COLUMN[dialect]} >= {int(since)}"
+            f" WHERE {since.unseen(_POSITION_COLUMN[dialect])}"
             # (none when the log was pruned past ``since``: every version is read then)
-            f" AND {int(since)} >= (SELECT pruned_below FROM provider_changes_state)) AS c"
-            " ON 1 = 1"
+            f" AND {int(since.position)} >= (SELECT pruned_below FROM provider_changes_state))"
+            " AS c ON 1 = 1"
             " LEFT JOIN resource_providers rp ON rp.id = c.provider_id"
             " WHERE provider_changes_state.id = 1"
         )
     names, rows = _fetch_all(conn, [_CLASS_NAMES, logged])
     if rows:
-        log = LogPosition(*rows[0][:3])
+        log = _log_position(*rows[0][:5])
     else:  # the state row is missing: the log cannot be trusted
-        log = LogPosition(_fetch(conn, f"SELECT COALESCE({position}, 0)")[0][0], None, None)
+        found = _fetch(conn, f"SELECT COALESCE({position}, 0), NULL, NULL, {seen}")[0]
+        log = _log_position(*found)
     changed = None
     if since is not None:
-        versions = (row[3:] for row in rows if row[3] is not None)
+        versions = (row[5:] for row in rows if row[5] is not None)
         changed = {
             version[0]: (version if version[1] is not None else None) for version in versions
         }
     return Changes(dict(names), log, changed)
 
 
-def _pruned_below(dialect: str, since: int | None) -> str:
+def _log_position(
+    position: int,
+    pruned_below: int | None,
+    incarnation: str | None,
+    seen_below: int | None,
+    running: list[int] | None,
+) -> LogPosition:
+    return LogPosition(
+        position,
+        pruned_below,
+        incarnation,
+        position if seen_below is None else seen_below,
+        tuple(running or ()),
+    )
+
+
+def _pruned_below(dialect: str, since: LogPosition | None) -> str:
     """Below which position the log's entries may be missing, for a reader at ``since``.
 
     On MySQL positions are dense (migration 0008): a reader at ``since`` must find
@@ -125,10 +168,10 @@ def _pruned_below(dialect: str, since: int | None) -> str:
     migration 0005.)"""
     if dialect != "mysql" or since is None:
         return "pruned_below"
-    since = int(since)
+    position = int(since.position)
     return (
         "CASE WHEN (SELECT COUNT(*) FROM provider_changes"
-        f" WHERE transaction_id >= {since}) = last_position + 1 - {since}"
+        f" WHERE transaction_id >= {position}) = last_position + 1 - {position}"
         " THEN pruned_below ELSE last_position + 2 END"
     )
 

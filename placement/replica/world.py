@@ -141,8 +141,7 @@ class ProviderWorld:
     # Inventories, traits and aggregates equal in content are one object (never
     # changed in place): most providers of a large cloud are alike.
     _shared: Interned = field(default_factory=Interned)
-    _log_position: int | None = None  # where the copy stands in the change log
-    _log_incarnation: str | None = None  # and in which one
+    _log: data.LogPosition | None = None  # where the copy stands in the change log
     _form_numbers: dict[tuple, int] = field(default_factory=dict)
     _roots_in_order: list[int] | None = None  # of trees, sorted (None: sort them again)
     _roots_having: dict[frozenset[int], list[int]] = field(default_factory=dict)
@@ -180,16 +179,16 @@ class ProviderWorld:
         of what changed runs first on its own; the snapshot is opened (and the check run
         again in it) only when there is something to read."""
         if snapshots.is_deferred(conn):
-            changes = data.changes_since(conn, self._log_position)
+            changes = data.changes_since(conn, self._log)
             if self._holds(changes):
-                self._log_position = changes.log.position
+                self._log = changes.log
                 snapshots.verify_when_opened(conn, self._still_holds)
                 return 0
             snapshots.open_snapshot(conn)
-        changes = data.changes_since(conn, self._log_position)
+        changes = data.changes_since(conn, self._log)
         class_names, log = changes.class_names, changes.log
-        if self._log_position is not None and (
-            log.incarnation != self._log_incarnation or log.position < self._log_position
+        if self._log is not None and (
+            log.incarnation != self._log.incarnation or log.position < self._log.position
         ):
             # The log started over (re-created, truncated) or went back (a backup
             # restored): ids and generations may repeat, so nothing kept is trusted.
@@ -236,7 +235,7 @@ class ProviderWorld:
             except BaseException:
                 self._forget_everything()
                 raise
-        self._log_position, self._log_incarnation = log.position, log.incarnation
+        self._log = log
         return len(changed)
 
     def _versions_logged(self, changes: data.Changes) -> bool:
@@ -245,9 +244,9 @@ class ProviderWorld:
         log = changes.log
         return not (
             changes.changed is None
-            or self._log_position is None
+            or self._log is None
             or log.pruned_below is None
-            or self._log_position < log.pruned_below
+            or self._log.position < log.pruned_below
         )
 
     def _holds(self, changes: data.Changes) -> bool:
@@ -257,8 +256,8 @@ class ProviderWorld:
         log = changes.log
         if (
             not self._versions_logged(changes)
-            or log.incarnation != self._log_incarnation
-            or log.position < self._log_position  # type: ignore[operator]
+            or log.incarnation != self._log.incarnation  # type: ignore[union-attr]
+            or log.position < self._log.position  # type: ignore[union-attr]
             or changes.class_names != self.class_names
         ):
             return False
@@ -270,7 +269,7 @@ class ProviderWorld:
         return True
 
     def _still_holds(self, conn: Connection) -> bool:
-        return self._holds(data.changes_since(conn, self._log_position))
+        return self._holds(data.changes_since(conn, self._log))
 
     def trees_changed_since(self, revision: int) -> set[int] | None:
         """The roots of the trees added, changed or gone after ``tree_revision`` was

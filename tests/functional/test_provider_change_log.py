@@ -11,6 +11,7 @@ MySQL writers take positions in commit order with none skipped (migration
 pruning reads all.
 """
 
+import dataclasses
 import importlib.util
 import pathlib
 import uuid as uuid_lib
@@ -224,14 +225,15 @@ def test_a_copy_behind_the_pruned_log_reads_every_version(engine, warm, state_ro
 
 def test_the_changes_of_a_pruned_log_are_not_read_only_to_be_dropped(engine, state_row):
     with engine.begin() as conn:
+        since = provider_world.changes_since(conn, None).log
+    with engine.begin() as conn:
         add_provider(conn, "CN", 4)
-        since = provider_world.changes_since(conn, None).log.position
         add_provider(conn, "CN2", 4)
     with engine.begin() as conn:
-        assert len(provider_world.changes_since(conn, since - 1).changed) == 2
+        assert len(provider_world.changes_since(conn, since).changed) == 2
         conn.execute(text("UPDATE provider_changes_state SET pruned_below = :far"), {"far": 2**62})
     with engine.begin() as conn:
-        changes = provider_world.changes_since(conn, since - 1)
+        changes = provider_world.changes_since(conn, since)
     assert changes.changed == {}
     assert changes.log.pruned_below == 2**62
 
@@ -336,7 +338,7 @@ def test_deleting_entries_below_the_pruned_position_keeps_the_log(engine, warm, 
         # place, not the newest entry: on PostgreSQL a transaction open elsewhere on the
         # server holds the place back, and entries above it are read again.)
         column = "id" if conn.dialect.name == "sqlite" else "transaction_id"
-        below = world._log_position
+        below = world._log.position
         conn.execute(
             text("UPDATE provider_changes_state SET pruned_below = :below"), {"below": below}
         )
@@ -366,7 +368,8 @@ def test_a_log_position_gone_back_is_read_from_scratch(engine, warm):
     """A backup restored: the log stands before where the copy last read it."""
     world, provider_id, reads = warm
     unlogged_vcpu_change(engine, provider_id, 8)
-    world._log_position += 10**9  # as if it had read a log since rolled back
+    # as if it had read a log since rolled back
+    world._log = dataclasses.replace(world._log, position=world._log.position + 10**9)
     refresh(world, engine)
     assert reads.full_reads == 1 and reads.details == [None]
     assert vcpu_total(world, provider_id) == 8
@@ -374,11 +377,81 @@ def test_a_log_position_gone_back_is_read_from_scratch(engine, warm):
 
 @pytest.fixture(params=["sqlite", "postgresql", "mysql"])
 def own_engine(request, empty_database_url):
-    """A migrated database of this test's own (these tests leave the log pruned)."""
-    engine = make_engine(empty_database_url(request.param))
+    """A migrated database of this test's own (these tests leave the log pruned); on
+    PostgreSQL on a server of the module's own, as what the log prunes there depends on
+    every transaction running on the server (migration 0015)."""
+    if request.param == "postgresql":
+        url = request.getfixturevalue("lone_postgres")()
+    else:
+        url = empty_database_url(request.param)
+    engine = make_engine(url)
     migrate.upgrade(engine)
     yield engine
     engine.dispose()
+
+
+def _fill_the_log(conn, entries: int) -> None:
+    """``entries`` more entries in the log (PostgreSQL), under this transaction's id."""
+    conn.execute(
+        text(
+            "INSERT INTO provider_changes (provider_id, transaction_id)"
+            " SELECT 0, pg_current_xact_id()::text::bigint FROM generate_series(1, :n)"
+        ),
+        {"n": entries},
+    )
+
+
+def test_the_log_is_not_pruned_past_a_transaction_still_running(lone_postgres, monkeypatch):
+    """PostgreSQL: a transaction left open holds every reader's place in the log (the
+    oldest transaction running). The pruning leaves that one's entries and later ones,
+    so a copy held back is not sent to read every provider on each request; once the
+    transaction has ended, the next pruning takes them."""
+    migration = _migration()
+    engine = make_engine(lone_postgres())
+    migrate.upgrade(engine)
+    state = (
+        "SELECT (SELECT min(id) FROM provider_changes), pruned_below FROM provider_changes_state"
+    )
+    try:
+        with engine.begin() as conn:
+            provider_id = add_provider(conn, "cn", 4)
+        world = ProviderWorld()
+        with engine.connect() as open_elsewhere:
+            held = open_elsewhere.execute(
+                text("SELECT pg_current_xact_id()::text::bigint")
+            ).scalar_one()
+            refresh(world, engine)
+            assert world._log.position == held
+            with engine.begin() as conn:
+                set_vcpu(conn, provider_id, 8)
+            with engine.connect() as conn:
+                written, before_it = conn.execute(
+                    text(
+                        "SELECT max(id), count(*) FILTER (WHERE transaction_id < :held)"
+                        " FROM provider_changes"
+                    ),
+                    {"held": held},
+                ).one()
+            with engine.begin() as conn:  # the pruning runs as the last entry is written
+                _fill_the_log(conn, migration.KEEP + migration.PRUNE_EVERY - written)
+            with engine.connect() as conn:
+                first, below = conn.execute(text(state)).one()
+            # only the entries of the transactions before the one held open are gone
+            assert first == before_it + 1 and 0 < below <= held
+            reads = Reads(monkeypatch)
+            refresh(world, engine)
+            assert reads.full_reads == 0 and reads.details == [{provider_id}]
+            assert vcpu_total(world, provider_id) == 8
+        refresh(world, engine)  # the transaction ended: the copy's place moves on
+        with engine.begin() as conn:
+            _fill_the_log(conn, migration.PRUNE_EVERY)
+        with engine.connect() as conn:
+            first, below = conn.execute(text(state)).one()
+        assert first == 2 * migration.PRUNE_EVERY + 1 and below > held
+        refresh(world, engine)
+        assert reads.full_reads == 0
+    finally:
+        engine.dispose()
 
 
 def test_the_log_prunes_its_oldest_entries_and_says_so(own_engine, monkeypatch):
@@ -395,13 +468,7 @@ def test_the_log_prunes_its_oldest_entries_and_says_so(own_engine, monkeypatch):
         logged_so_far = conn.execute(text("SELECT max(id) FROM provider_changes")).scalar_one()
         filler = migration.KEEP + migration.PRUNE_EVERY - logged_so_far
         if postgresql:
-            conn.execute(
-                text(
-                    "INSERT INTO provider_changes (provider_id, transaction_id)"
-                    " SELECT 0, pg_current_xact_id()::text::bigint FROM generate_series(1, :n)"
-                ),
-                {"n": filler},
-            )
+            _fill_the_log(conn, filler - 1)
             this_transaction = conn.execute(
                 text("SELECT pg_current_xact_id()::text::bigint")
             ).scalar_one()
@@ -436,6 +503,11 @@ def test_the_log_prunes_its_oldest_entries_and_says_so(own_engine, monkeypatch):
                 ),
                 {"n": filler},
             )
+    if postgresql:
+        # The last entry in a transaction of its own: the pruning keeps the entries of
+        # every transaction running, its own included (migration 0015).
+        with engine.begin() as conn:
+            _fill_the_log(conn, 1)
     with engine.connect() as conn:
         first, count = conn.execute(text("SELECT min(id), count(*) FROM provider_changes")).one()
         below = conn.execute(text("SELECT pruned_below FROM provider_changes_state")).scalar_one()
@@ -481,6 +553,38 @@ def test_a_write_committing_after_a_later_one_is_not_missed(postgresql_engine):
         slow_transaction.commit()
     refresh(world, engine)
     assert (vcpu_total(world, first), vcpu_total(world, second)) == (8, 16)
+
+
+def test_a_transaction_open_on_the_server_does_not_make_a_copy_read_again(
+    postgresql_engine, empty_database_url, monkeypatch
+):
+    """PostgreSQL: a transaction left open on the server, on any of its databases, holds
+    the copy's place in the log back (the oldest transaction running). What the copy
+    saw past it it does not read again: after a write, its provider once, then
+    nothing."""
+    engine = postgresql_engine
+    with engine.begin() as conn:
+        provider_id = add_provider(conn, "cn", 4)
+    world = ProviderWorld()
+    refresh(world, engine)
+    other_database = make_engine(empty_database_url("postgresql"))
+    try:
+        with other_database.connect() as open_elsewhere:
+            held = open_elsewhere.execute(
+                text("SELECT pg_current_xact_id()::text::bigint")
+            ).scalar_one()
+            reads = Reads(monkeypatch)
+            for total in (8, 6):
+                with engine.begin() as conn:
+                    set_vcpu(conn, provider_id, total)
+                refresh(world, engine)
+                assert world._log.position <= held
+                with engine.connect() as conn:
+                    assert provider_world.changes_since(conn, world._log).changed == {}
+            assert reads.details == [{provider_id}, {provider_id}]
+            assert vcpu_total(world, provider_id) == 6
+    finally:
+        other_database.dispose()
 
 
 def test_a_write_in_a_savepoint_is_logged_under_its_transaction(postgresql_engine):
