@@ -44,12 +44,16 @@ _POSITION = {
     "mysql": "(SELECT last_position + 1 FROM provider_changes_state WHERE id = 1)",
 }
 # And, on PostgreSQL, what the snapshot saw past that position: every transaction below
-# its xmax but those still running then (its xip), whose entries may become visible yet.
-# (Elsewhere nothing past the position was seen.) A transaction left open for hours, on
-# any database of the server, holds every snapshot's xmin back, not what they saw.
+# its xmax but those still running then (its xip), whose entries may become visible yet,
+# and the reader's own, should it have written: it may log more under the same id, and
+# end without committing. (Elsewhere nothing past the position was seen.) A transaction
+# left open for hours, on any database of the server, holds every snapshot's xmin back,
+# not what they saw.
 _SEEN = {
     "postgresql": "pg_snapshot_xmax(pg_current_snapshot())::text::bigint,"
-    " ARRAY(SELECT xid::text::bigint FROM pg_snapshot_xip(pg_current_snapshot()) AS xid)",
+    " ARRAY(SELECT xid::text::bigint FROM pg_snapshot_xip(pg_current_snapshot()) AS xid"
+    " UNION ALL SELECT pg_current_xact_id_if_assigned()::text::bigint"
+    " WHERE pg_current_xact_id_if_assigned() IS NOT NULL)",
     "sqlite": "NULL, NULL",
     "mysql": "NULL, NULL",
 }
@@ -72,8 +76,8 @@ class LogPosition:
     trusted then, and every request reads every version.
 
     The snapshot saw every entry below ``position`` and none from ``seen_below`` on;
-    between the two, every one but those of the transactions ``running`` then
-    (PostgreSQL; elsewhere ``seen_below`` is ``position``)."""
+    between the two, every one but those of the transactions ``running`` then, the
+    reader's own among them (PostgreSQL; elsewhere ``seen_below`` is ``position``)."""
 
     position: int
     pruned_below: int | None

@@ -9,7 +9,6 @@ answer was lost (503, never run again).
 
 import contextlib
 import dataclasses
-import gc
 import importlib
 import io
 import sys
@@ -23,6 +22,7 @@ import sqlalchemy as sa
 from placement.app import create_app
 from placement.data import consumers as consumer_data
 from placement.db.engine import make_engine
+from tests import frozen
 from tests.conftest import Api
 from tests.lost_connections import kill_connections, pool_several_connections
 
@@ -215,7 +215,7 @@ def test_the_wsgi_entry_point_is_guarded(config, monkeypatch):
     try:
         wsgi = importlib.import_module("placement.wsgi")
     finally:
-        gc.unfreeze()
+        frozen.unfreeze()
     try:
         client = Api(wsgi.application.test_client())
         assert_error(client.get("/resource_providers", **remote("203.0.113.5")), 403)

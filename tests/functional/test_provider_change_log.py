@@ -587,6 +587,24 @@ def test_a_transaction_open_on_the_server_does_not_make_a_copy_read_again(
         other_database.dispose()
 
 
+def test_what_the_reader_writes_after_reading_is_read_again(postgresql_engine):
+    """PostgreSQL: a transaction that read the copy then writes logs under its own id,
+    which its snapshot saw as done: the copy must read that id's entries again."""
+    engine = postgresql_engine
+    with engine.begin() as conn:
+        provider_id = add_provider(conn, "cn", 4)
+    world = ProviderWorld()
+    refresh(world, engine)
+    with engine.begin() as conn:
+        set_vcpu(conn, provider_id, 8)
+        with engine.begin() as later:  # a later transaction id ends first: the snapshot's
+            later.execute(text("SELECT pg_current_xact_id()"))  # xmax passes this one's
+        world.refresh(conn)  # (as a claim does: read, choose, write)
+        set_vcpu(conn, provider_id, 6)
+    refresh(world, engine)
+    assert vcpu_total(world, provider_id) == 6
+
+
 def test_a_write_in_a_savepoint_is_logged_under_its_transaction(postgresql_engine):
     engine = postgresql_engine
     with engine.begin() as conn:

@@ -19,6 +19,7 @@ from sqlalchemy.exc import OperationalError
 from placement import worker_hooks
 from placement.group_resources import replica_nodes
 from placement.services import Services
+from tests import frozen
 from tests.api.device_helpers import EIGHT_SWITCHES, import_node
 from tests.api.group_resource_helpers import candidates, eight_gpu_node, sync
 
@@ -30,7 +31,7 @@ def arbiter(api):
         app=SimpleNamespace(callable=api.client.application),
         log=logging.getLogger("gunicorn.error"),
     )
-    gc.unfreeze()  # (the hook froze the test process's objects)
+    frozen.unfreeze()  # (the hook froze the test process's objects)
 
 
 def _no_connection_open(services: Services) -> bool:
@@ -132,7 +133,7 @@ def test_a_database_error_before_a_fork_is_logged_and_the_worker_started(
 
 def test_without_a_preloaded_application_the_hooks_do_nothing():
     arbiter = SimpleNamespace(app=SimpleNamespace(callable=None), log=None)
-    gc.unfreeze()
+    frozen.unfreeze()
     assert worker_hooks.preloaded_services(arbiter) is None
     worker_hooks.pre_fork(arbiter, None)
     assert gc.get_freeze_count() == 0
