@@ -99,6 +99,15 @@ def remove_provider(conn, provider_id: int) -> None:
     conn.execute(text("DELETE FROM resource_providers WHERE id = :id"), {"id": provider_id})
 
 
+def warm_copy(engine) -> tuple[ProviderWorld, int]:
+    """A copy that has read one provider, ``cn`` with 4 VCPU; the provider's id."""
+    with engine.begin() as conn:
+        provider_id = add_provider(conn, "cn", 4)
+    world = ProviderWorld()
+    refresh(world, engine)
+    return world, provider_id
+
+
 def vcpu_total(world: ProviderWorld, provider_id: int) -> int:
     return next(iter(world.providers[provider_id].inventories.values())).capacity
 
@@ -184,10 +193,7 @@ def test_a_warm_copy_reads_only_the_providers_logged_since(engine, monkeypatch):
 @pytest.fixture
 def warm(engine, monkeypatch):
     """A copy holding one provider with 4 VCPU; the reads after it counted."""
-    with engine.begin() as conn:
-        provider_id = add_provider(conn, "cn", 4)
-    world = ProviderWorld()
-    refresh(world, engine)
+    world, provider_id = warm_copy(engine)
     return world, provider_id, Reads(monkeypatch)
 
 
@@ -459,10 +465,7 @@ def test_the_log_prunes_its_oldest_entries_and_says_so(own_engine, monkeypatch):
     engine = own_engine
     postgresql = engine.dialect.name == "postgresql"
     mysql = engine.dialect.name == "mysql"
-    with engine.begin() as conn:
-        provider_id = add_provider(conn, "cn", 4)
-    world = ProviderWorld()
-    refresh(world, engine)
+    world, provider_id = warm_copy(engine)
     with engine.begin() as conn:
         set_vcpu(conn, provider_id, 8)
         logged_so_far = conn.execute(text("SELECT max(id) FROM provider_changes")).scalar_one()
@@ -563,10 +566,7 @@ def test_a_transaction_open_on_the_server_does_not_make_a_copy_read_again(
     saw past it it does not read again: after a write, its provider once, then
     nothing."""
     engine = postgresql_engine
-    with engine.begin() as conn:
-        provider_id = add_provider(conn, "cn", 4)
-    world = ProviderWorld()
-    refresh(world, engine)
+    world, provider_id = warm_copy(engine)
     other_database = make_engine(empty_database_url("postgresql"))
     try:
         with other_database.connect() as open_elsewhere:
@@ -591,10 +591,7 @@ def test_what_the_reader_writes_after_reading_is_read_again(postgresql_engine):
     """PostgreSQL: a transaction that read the copy then writes logs under its own id,
     which its snapshot saw as done: the copy must read that id's entries again."""
     engine = postgresql_engine
-    with engine.begin() as conn:
-        provider_id = add_provider(conn, "cn", 4)
-    world = ProviderWorld()
-    refresh(world, engine)
+    world, provider_id = warm_copy(engine)
     with engine.begin() as conn:
         set_vcpu(conn, provider_id, 8)
         with engine.begin() as later:  # a later transaction id ends first: the snapshot's
@@ -607,10 +604,7 @@ def test_what_the_reader_writes_after_reading_is_read_again(postgresql_engine):
 
 def test_a_write_in_a_savepoint_is_logged_under_its_transaction(postgresql_engine):
     engine = postgresql_engine
-    with engine.begin() as conn:
-        provider_id = add_provider(conn, "cn", 4)
-    world = ProviderWorld()
-    refresh(world, engine)
+    world, provider_id = warm_copy(engine)
     with engine.connect() as slow:
         transaction = slow.begin()
         with slow.begin_nested():
@@ -684,10 +678,7 @@ def test_a_provider_deleted_after_the_log_was_read_is_left_out(postgresql_engine
 
 def _warm_then_logged(engine) -> tuple[ProviderWorld, int]:
     """A copy holding one provider of 4 VCPU, then a change of it to 8 logged, not read."""
-    with engine.begin() as conn:
-        provider_id = add_provider(conn, "cn", 4)
-    world = ProviderWorld()
-    refresh(world, engine)
+    world, provider_id = warm_copy(engine)
     with engine.begin() as conn:
         set_vcpu(conn, provider_id, 8)
     return world, provider_id
