@@ -66,13 +66,15 @@ class Services:
         """In the process that forks the workers with this application loaded in it
         (gunicorn's arbiter with ``preload_app``), before each fork: the copy brought up
         to date (read whole the first time, again whole when the change log was pruned
-        past it) and every device and translator node built from it (``DeviceSearch`` and
-        ``GroupResourceSearch`` keep them), so that the new worker starts from them,
-        nearly current, and shares their memory; then this process's connections
-        closed, whatever happened, so that no worker inherits one (two processes on one
-        connection mix their conversations; an open SQLite file must not cross a fork).
-        What the copy holds, as ``check_ready``, and how many nodes of each kind; nothing
-        is counted in the metrics (this process serves no request)."""
+        past it), every device and translator node built from it (``DeviceSearch`` and
+        ``GroupResourceSearch`` keep them) and every tree's provider summaries and every
+        provider's uuid written (``CandidateSearch``), so that the new worker starts
+        from them, nearly current, and shares their memory; then this process's
+        connections closed, whatever happened, so that no worker inherits one (two
+        processes on one connection mix their conversations; an open SQLite file must
+        not cross a fork). What the copy holds, as ``check_ready``, how many nodes of
+        each kind and bytes of text; nothing is counted in the metrics (this process
+        serves no request)."""
         try:
             with self.replica.unrecorded():
                 return self._once_more_on_a_lost_connection(self._build_for_the_workers)
@@ -103,6 +105,7 @@ class Services:
                     "providers": len(self.replica.world.providers),
                     "device nodes": nodes.count,
                     "translator nodes": self.group_resources.build_nodes(conn),
+                    "text bytes": self.candidates.write_for_the_workers(conn),
                 }
 
     @classmethod

@@ -43,11 +43,12 @@ def pre_fork(server, worker) -> None:
     else:
         server.log.info(
             "Copy of %d providers (%d device nodes, %d translator nodes) up to date for a new "
-            "worker in %.2f s",
+            "worker in %.2f s; provider summaries and uuids written in %.1f MiB",
             held["providers"],
             held["device nodes"],
             held["translator nodes"],
             time.perf_counter() - started,
+            held["text bytes"] / (1024 * 1024),
         )
     freeze_startup_objects()
     # The arbiter counts nothing (its refreshes are not recorded), but prometheus-client

@@ -19,6 +19,7 @@ import orjson
 from placement.candidates.plan import SearchPlan
 from placement.candidates.search import Candidate
 from placement.candidates.summaries import TreeSummaries, resources
+from placement.candidates.uuids import ProviderUuids
 
 _PLACEHOLDER = re.compile(r"@(\d+)@")
 
@@ -55,7 +56,7 @@ def rounded_scores(scores: list[float]) -> list[float]:
 
 def _summaries(
     plan: SearchPlan, candidates: list[Candidate], version, summaries: TreeSummaries
-) -> list[bytes]:
+) -> list[bytes | memoryview]:
     """The entries of provider_summaries, ``"uuid":{...}`` each (a tree's at a time from
     1.29)."""
     world = plan.world
@@ -75,7 +76,7 @@ def _summaries(
         return [summaries.of_tree(world, root) for root in sorted(roots)]
     used = {provider for candidate in candidates for provider in candidate.providers}
     class_ids = None if version >= (1, 27) else set(plan.class_names)
-    entries = []
+    entries: list[bytes | memoryview] = []
     for provider_id in sorted(used):
         provider = providers[provider_id]
         shown: dict = {"resources": resources(world, provider, class_ids)}
@@ -93,12 +94,12 @@ class AllocationRequests:
     Placements of one template key (``search.Render``) find theirs without working the
     pattern out."""
 
-    def __init__(self, plan: SearchPlan, version) -> None:
+    def __init__(self, plan: SearchPlan, version, uuids: ProviderUuids) -> None:
         self.plan = plan
         self.version = version
-        self.providers = plan.world.providers
-        self.templates: dict[tuple[int, ...], tuple[str, tuple[int, ...]]] = {}
-        self.by_key: dict[tuple, tuple[str, tuple[int, ...]]] = {}
+        self.uuids = uuids
+        self.templates: dict[tuple[int, ...], tuple[bytes, tuple[int, ...]]] = {}
+        self.by_key: dict[tuple, tuple[bytes, tuple[int, ...]]] = {}
 
     def render(self, placed: tuple[int, ...], template_key: tuple | None) -> bytes:
         """The allocation request of the placement ``placed`` (a provider per slot), as
@@ -113,10 +114,10 @@ class AllocationRequests:
             if template_key:
                 self.by_key[template_key] = template
         text, slots = template
-        providers = self.providers
-        return (text % tuple([providers[placed[slot]].uuid for slot in slots])).encode()
+        uuids, world = self.uuids, self.plan.world
+        return text % tuple([uuids.uuid_of(world, placed[slot]) for slot in slots])
 
-    def _template(self, pattern: tuple[int, ...]) -> tuple[str, tuple[int, ...]]:
+    def _template(self, pattern: tuple[int, ...]) -> tuple[bytes, tuple[int, ...]]:
         """The request's text with ``%s`` for the uuids, and the slot whose provider
         each ``%s`` stands for."""
         request = _allocation_request(
@@ -125,7 +126,7 @@ class AllocationRequests:
         text = orjson.dumps(request).decode().replace("%", "%%")
         first_slot = {number: pattern.index(number) for number in set(pattern)}
         slots = tuple(first_slot[int(found)] for found in _PLACEHOLDER.findall(text))
-        return _PLACEHOLDER.sub("%s", text), slots
+        return _PLACEHOLDER.sub("%s", text).encode(), slots
 
 
 def _allocation_request(plan: SearchPlan, uuids: list[str], version) -> dict:

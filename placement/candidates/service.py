@@ -25,6 +25,7 @@ from placement.candidates.request import CandidateRequest
 from placement.candidates.scoring import Scorer
 from placement.candidates.summaries import TreeSummaries
 from placement.candidates.unknown_names import refuse_unknown_names
+from placement.candidates.uuids import ProviderUuids
 from placement.collector import collector_paused
 from placement.config import Config
 from placement.replica.replica import Replica, TreeFollower
@@ -83,6 +84,7 @@ class CandidateSearch:
         self._replica = replica
         self.answers = AnswerMemo()  # each tree's candidates, for the requests asked lately
         self.summaries = TreeSummaries()
+        self.uuids = ProviderUuids()  # each provider's, as the allocation requests write it
         self.bounds = KeptBounds()  # each tree's bounds, for the ranked requests asked lately
         self.kinds = search.TreeKinds()  # each tree's kind, for the demands asked lately
         self._follower = TreeFollower()
@@ -158,6 +160,14 @@ class CandidateSearch:
             )
         )
 
+    def write_for_the_workers(self, conn: Connection) -> int:
+        """Every tree's provider summaries and every provider's uuid written, as ``conn``
+        sees the database, for the workers a process forks to read in place
+        (``summaries.TreeSummaries``, ``uuids.ProviderUuids``); how many bytes they take."""
+        with collector_paused(), self._replica.current(conn) as world:
+            self.follow(world)
+            return self.summaries.write_every_tree(world) + self.uuids.write_every_provider(world)
+
     def follow(self, world: ProviderWorld) -> None:
         """Drop what is kept of the trees changed since the last search."""
         changed = self._follower.changed(world)
@@ -170,6 +180,7 @@ class CandidateSearch:
             self.bounds.drop_trees(changed)
             self.kinds.drop_trees(changed)
         self.summaries.follow(world)
+        self.uuids.follow(world)
 
     def _search(
         self,
@@ -181,7 +192,7 @@ class CandidateSearch:
         deadline: float | None,
     ) -> tuple[bytes | None, int]:
         """The body of the candidates found (None: none), and how many were found."""
-        renderer = bodies.AllocationRequests(plan, version)
+        renderer = bodies.AllocationRequests(plan, version, self.uuids)
         candidates = search.collect(
             plan,
             cap,
@@ -209,7 +220,7 @@ class CandidateSearch:
     ) -> tuple[bytes, int]:
         """The body of the best candidates (``ranked``), with their scores; only the trees'
         bounds are kept (in ``kept``)."""
-        renderer = bodies.AllocationRequests(plan, version)
+        renderer = bodies.AllocationRequests(plan, version, self.uuids)
         found = ranked.best(
             plan,
             scorer,

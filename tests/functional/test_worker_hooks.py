@@ -17,9 +17,11 @@ from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
 from placement import worker_hooks
+from placement.candidates import summaries as summaries_module
 from placement.group_resources import replica_nodes
 from placement.services import Services
 from tests import frozen
+from tests.api.candidate_helpers import Providers
 from tests.api.device_helpers import EIGHT_SWITCHES, import_node
 from tests.api.group_resource_helpers import candidates, eight_gpu_node, sync
 
@@ -77,6 +79,80 @@ def test_before_a_fork_the_nodes_are_built_and_nothing_is_counted(api, arbiter, 
 def _sample(exposition: str, name: str) -> float:
     (line,) = [line for line in exposition.splitlines() if line.startswith(name + " ")]
     return float(line.split()[1])
+
+
+def _hosts(api) -> Providers:
+    """Three hosts of a VCPU inventory, each with a NUMA child of CUSTOM_MEM."""
+    hosts = Providers(api)
+    api.put("/resource_classes/CUSTOM_MEM")
+    for host in ("host1", "host2", "host3"):
+        hosts.add(host, inventory={"VCPU": 4}, traits=("HW_CPU_X86_AVX",))
+        hosts.add(f"{host}-numa", parent=host, inventory={"CUSTOM_MEM": 1024})
+    return hosts
+
+
+def _summaries_by_name(hosts: Providers, body: dict) -> dict:
+    return {hosts.name[uuid]: summary for uuid, summary in body["provider_summaries"].items()}
+
+
+def test_before_a_fork_every_trees_summaries_are_written_and_a_worker_writes_what_changed(
+    api, arbiter
+):
+    """The summaries a fork inherits are read in place (one buffer); a tree changed since
+    is written again, alone; a class renamed drops them all. Each answer as without."""
+    hosts = _hosts(api)
+    before = _summaries_by_name(hosts, hosts.get("resources=VCPU:1"))
+    summaries = api.services.candidates.summaries
+    assert len(summaries._text) == 3  # (written per tree, as each worker without a fork)
+
+    placed = hosts.candidates("resources=VCPU:1&resources1=CUSTOM_MEM:1")
+    assert len(placed) == 3
+
+    worker_hooks.pre_fork(arbiter, None)
+    assert not summaries._text
+    after = hosts.get("resources=VCPU:1&limit=3")  # (a new request: no body kept for it)
+    assert _summaries_by_name(hosts, after) == before and len(before) == 6
+    assert not summaries._text  # read from the buffer written before the fork
+    # The allocation requests' uuids, from the table written before the fork.
+    assert hosts.candidates("resources=VCPU:1&resources1=CUSTOM_MEM:1&limit=3") == placed
+
+    api.set_inventory(hosts.uuid["host2-numa"], CUSTOM_MEM=2048)
+    changed = _summaries_by_name(hosts, hosts.get("resources=VCPU:2"))
+    assert changed["host2-numa"]["resources"]["CUSTOM_MEM"]["capacity"] == 2048
+    assert {name: s for name, s in changed.items() if name != "host2-numa"} == {
+        name: s for name, s in before.items() if name != "host2-numa"
+    }
+    world = api.services.replica.world
+    assert set(summaries._text) == {world.id_of_uuid[hosts.uuid["host2"]]}
+
+    renamed = api.put("/resource_classes/CUSTOM_MEM", json={"name": "CUSTOM_RAM"}, version="1.2")
+    assert renamed.status_code == 200, renamed.json
+    after_rename = _summaries_by_name(hosts, hosts.get("resources=VCPU:3"))
+    assert set(after_rename["host1-numa"]["resources"]) == {"CUSTOM_RAM"}
+    assert summaries._written is None
+
+
+def test_a_provider_added_after_a_fork_is_named_by_its_own_uuid(api, arbiter):
+    """A provider deleted after the fork, another created (on SQLite, under the same id):
+    the allocation requests and summaries name the new one."""
+    hosts = _hosts(api)
+    gone = hosts.add("host4", inventory={"VCPU": 8})
+    worker_hooks.pre_fork(arbiter, None)
+    assert api.delete(f"/resource_providers/{gone}").status_code == 204
+    new = hosts.add("host5", inventory={"VCPU": 8})
+    body = hosts.get("resources=VCPU:8")
+    assert [list(request["allocations"]) for request in body["allocation_requests"]] == [[new]]
+    assert list(body["provider_summaries"]) == [new]
+
+
+def test_summaries_of_root_ids_too_sparse_are_written_when_asked_for(api, arbiter, monkeypatch):
+    hosts = _hosts(api)
+    monkeypatch.setattr(summaries_module, "_IDS_PER_TREE_AT_MOST", 0)
+    worker_hooks.pre_fork(arbiter, None)
+    summaries = api.services.candidates.summaries
+    assert summaries._written is None
+    body = hosts.get("resources=VCPU:1")
+    assert len(_summaries_by_name(hosts, body)) == 6 and len(summaries._text) == 3
 
 
 def test_a_log_pruned_past_the_copy_reads_every_version_again_before_a_fork(api, arbiter):
