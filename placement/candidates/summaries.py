@@ -14,6 +14,8 @@ one object per tree would become the worker's own page by page as its answers us
 them (at 350,000 providers about 140 MiB per worker for an answer over every tree);
 the buffer and the arrays are three objects, whatever their size. A tree changed
 since is written again in the worker, as any tree of a worker that was not forked so.
+The buffer is written once: written again before a later fork, the old one would stay
+with the workers forked before, each page of it theirs alone.
 """
 
 from array import array
@@ -69,10 +71,14 @@ class TreeSummaries:
 
     def write_every_tree(self, world: ProviderWorld) -> int:
         """Every tree's entries written into one buffer (before forking workers that will
-        read them in place); how many bytes that took (0: the root ids are too sparse
-        for arrays indexed by them, each tree is written when asked for)."""
+        read them in place), unless they are already: the workers forked before share
+        that buffer, and one written anew would be this process's own, the old one
+        theirs; a tree changed since is written again where it is asked for. How many
+        bytes the buffer takes (0: the root ids are too sparse for arrays indexed by
+        them, each tree is written when asked for)."""
         self.follow(world)
-        self._written = None
+        if self._written is not None:
+            return len(self._written.text)
         roots = world.roots_in_order()
         if not roots or roots[-1] + 1 > _IDS_PER_TREE_AT_MOST * len(roots):
             return 0

@@ -40,9 +40,12 @@ class ProviderUuids:
 
     def write_every_provider(self, world: ProviderWorld) -> int:
         """Every provider's uuid written into the table (before forking workers that will
-        read it in place); its size in bytes (0: ids too sparse, no table)."""
+        read it in place), unless it is already (as ``TreeSummaries.write_every_tree``:
+        a provider added or changed since is read from the copy); its size in bytes (0:
+        ids too sparse, no table)."""
         self.follow(world)
-        self._table = None
+        if self._table is not None:
+            return len(self._table)
         providers = world.providers
         if not providers:
             return 0

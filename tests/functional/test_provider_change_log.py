@@ -190,6 +190,27 @@ def test_a_warm_copy_reads_only_the_providers_logged_since(engine, monkeypatch):
     assert vcpu_total(world, fourth) == 2
 
 
+def test_the_roots_in_order_follow_trees_added_and_gone(engine):
+    """The copy's roots in order, and those having a class, follow trees as they come and
+    go."""
+    world, first = warm_copy(engine)
+    with engine.begin() as conn:
+        second, third = add_provider(conn, "cn2", 2), add_provider(conn, "cn3", 2)
+    refresh(world, engine)
+    with engine.begin() as conn:
+        remove_provider(conn, second)
+        fourth = add_provider(conn, "cn4", 2)
+    refresh(world, engine)
+    assert world.roots_in_order() == sorted([first, third, fourth]) == sorted(world.trees)
+    assert world.roots_having(frozenset(world.form_of_tree[first].least_free)) == sorted(
+        [first, third, fourth]
+    )
+    with engine.begin() as conn:
+        remove_provider(conn, first)
+    refresh(world, engine)
+    assert world.roots_in_order() == sorted([third, fourth])
+
+
 @pytest.fixture
 def warm(engine, monkeypatch):
     """A copy holding one provider with 4 VCPU; the reads after it counted."""

@@ -117,6 +117,11 @@ def test_before_a_fork_every_trees_summaries_are_written_and_a_worker_writes_wha
     assert hosts.candidates("resources=VCPU:1&resources1=CUSTOM_MEM:1&limit=3") == placed
 
     api.set_inventory(hosts.uuid["host2-numa"], CUSTOM_MEM=2048)
+    # The next fork shares the same buffers (written again, the workers forked before
+    # would each keep the old ones as their own memory).
+    written, uuids = summaries._written, api.services.candidates.uuids._table
+    worker_hooks.pre_fork(arbiter, None)
+    assert summaries._written is written and api.services.candidates.uuids._table is uuids
     changed = _summaries_by_name(hosts, hosts.get("resources=VCPU:2"))
     assert changed["host2-numa"]["resources"]["CUSTOM_MEM"]["capacity"] == 2048
     assert {name: s for name, s in changed.items() if name != "host2-numa"} == {
