@@ -92,13 +92,24 @@ def run_mix(base_url: str, roots: list[str], workers: int, rounds: int) -> dict[
     for name, request in mix.items():
         timing = client.concurrent(request, rounds * workers, 2 * workers, max_seconds=600)
         answered[name] = ", ".join(
-            f"{count} x {status}" for status, count in timing.statuses.items()
+            f"{count} x {outcome}"
+            for outcome, count in [*timing.statuses.items(), *timing.errors.items()]
         )
     with client.new_session() as session:
         for index in range(WRITES_PER_ROUND * rounds):
             claim_a_disk_gb(session, base_url, roots[index % len(roots)])
             client.concurrent(mix["nested candidates, limit=10"], workers, workers)
     return answered
+
+
+def wait_for_workers(base_url: str, workers: int, timeout: float = 600) -> None:
+    """Until the arbiter has forked all its workers: with the preload it brings its copy up
+    to date before each fork, and the service answers as soon as the first is up."""
+    deadline = time.monotonic() + timeout
+    while len(gunicorn_processes(base_url)[1]) < workers:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"gunicorn did not start its {workers} workers")
+        time.sleep(0.2)
 
 
 def wait_for_replacement(base_url: str, before: list[int], timeout: float = 120) -> int:
@@ -149,6 +160,7 @@ def measure(args, database_url: str, roots: list[str], workers: int, log_dir: st
         database_url, workers, log_path, preload=args.preload, extra_args=timeout
     ) as base:
         up = time.perf_counter() - started
+        wait_for_workers(base, workers)
         answered = run_mix(base, roots, workers, args.rounds)
         arbiter, pids = gunicorn_processes(base)
         memory = [Memory.of(pid) for pid in [arbiter, *pids]]

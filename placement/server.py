@@ -107,9 +107,9 @@ def shared_metrics(config: Config, environ: MutableMapping[str, str]) -> Iterato
 
 class ClientSocket(socket.socket):
     """A client's connection whose blocking reads and writes give up after
-    ``client_timeout`` seconds. A read that times out is an end of stream (gunicorn
-    then drops the connection as a client that went away); a write that times out is
-    a broken pipe (likewise, without a traceback in the log)."""
+    ``client_timeout`` seconds without progress. A read that times out is an end of
+    stream (gunicorn then drops the connection as a client that went away); a write
+    that times out is a broken pipe (likewise, without a traceback in the log)."""
 
     client_timeout: float | None = None
 
@@ -133,10 +133,16 @@ class ClientSocket(socket.socket):
             return b""
 
     def sendall(self, data, flags: int = 0) -> None:  # type: ignore[override]
-        try:
-            super().sendall(data, flags)
-        except TimeoutError:
-            raise BrokenPipeError(errno.EPIPE, "the client stopped reading") from None
+        # One send at a time, each given the timeout: the socket's own sendall counts it
+        # over the whole answer, and a client reading a large one (tens of MiB of
+        # candidates) slower than that was cut off while it still read.
+        left = memoryview(data).cast("B")
+        while left:
+            try:
+                sent = self.send(left, flags)
+            except TimeoutError:
+                raise BrokenPipeError(errno.EPIPE, "the client stopped reading") from None
+            left = left[sent:]
 
 
 class ThreadWorker(GunicornThreadWorker):
