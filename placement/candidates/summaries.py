@@ -28,7 +28,9 @@ from placement.replica.world import Provider, ProviderWorld
 # Beyond this many root ids per tree (ids that sparse: deleted providers of a long-lived
 # database, a sequence moved on), the arrays indexed by root id would cost more than the
 # texts they place: every tree is then written when first asked for, as without a fork.
+# Ids up to ``_IDS_ALWAYS_PLACED`` are placed however few the trees (1.6 MB of arrays).
 _IDS_PER_TREE_AT_MOST = 64
+_IDS_ALWAYS_PLACED = 100_000
 
 
 class _WrittenAtOnce:
@@ -80,7 +82,7 @@ class TreeSummaries:
         if self._written is not None:
             return len(self._written.text)
         roots = world.roots_in_order()
-        if not roots or roots[-1] + 1 > _IDS_PER_TREE_AT_MOST * len(roots):
+        if not roots or roots[-1] + 1 > max(_IDS_PER_TREE_AT_MOST * len(roots), _IDS_ALWAYS_PLACED):
             return 0
         start = array("q", [-1]) * (roots[-1] + 1)
         end = array("q", [0]) * (roots[-1] + 1)

@@ -16,7 +16,9 @@ from placement.replica.world import ProviderWorld
 UUID_BYTES = 36  # as placement writes a uuid: 8-4-4-4-12 hex digits
 # Beyond this many ids per provider (a database whose ids are that sparse), the table
 # would cost more than the uuids: they are read from the copy then, as without a fork.
+# Ids up to ``_IDS_ALWAYS_PLACED`` are placed however few the providers (3.6 MB of table).
 _IDS_PER_PROVIDER_AT_MOST = 8
+_IDS_ALWAYS_PLACED = 100_000
 
 
 class ProviderUuids:
@@ -50,7 +52,7 @@ class ProviderUuids:
         if not providers:
             return 0
         highest = max(providers)
-        if highest + 1 > _IDS_PER_PROVIDER_AT_MOST * len(providers):
+        if highest + 1 > max(_IDS_PER_PROVIDER_AT_MOST * len(providers), _IDS_ALWAYS_PLACED):
             return 0
         table = bytearray((highest + 1) * UUID_BYTES)
         for provider_id, provider in providers.items():

@@ -18,6 +18,7 @@ from sqlalchemy.exc import OperationalError
 
 from placement import worker_hooks
 from placement.candidates import summaries as summaries_module
+from placement.candidates import uuids as uuids_module
 from placement.group_resources import replica_nodes
 from placement.services import Services
 from tests import frozen
@@ -95,8 +96,16 @@ def _summaries_by_name(hosts: Providers, body: dict) -> dict:
     return {hosts.name[uuid]: summary for uuid, summary in body["provider_summaries"].items()}
 
 
+@pytest.fixture
+def ids_placed_however_sparse(monkeypatch):
+    """Buffers written whatever the ids (a test database's sequences run far ahead of the
+    few providers each test makes)."""
+    monkeypatch.setattr(summaries_module, "_IDS_ALWAYS_PLACED", 10**9)
+    monkeypatch.setattr(uuids_module, "_IDS_ALWAYS_PLACED", 10**9)
+
+
 def test_before_a_fork_every_trees_summaries_are_written_and_a_worker_writes_what_changed(
-    api, arbiter
+    api, arbiter, ids_placed_however_sparse
 ):
     """The summaries a fork inherits are read in place (one buffer); a tree changed since
     is written again, alone; a class renamed drops them all. Each answer as without."""
@@ -137,7 +146,9 @@ def test_before_a_fork_every_trees_summaries_are_written_and_a_worker_writes_wha
     assert summaries._written is None
 
 
-def test_a_provider_added_after_a_fork_is_named_by_its_own_uuid(api, arbiter):
+def test_a_provider_added_after_a_fork_is_named_by_its_own_uuid(
+    api, arbiter, ids_placed_however_sparse
+):
     """A provider deleted after the fork, another created (on SQLite, under the same id):
     the allocation requests and summaries name the new one."""
     hosts = _hosts(api)
@@ -153,6 +164,7 @@ def test_a_provider_added_after_a_fork_is_named_by_its_own_uuid(api, arbiter):
 def test_summaries_of_root_ids_too_sparse_are_written_when_asked_for(api, arbiter, monkeypatch):
     hosts = _hosts(api)
     monkeypatch.setattr(summaries_module, "_IDS_PER_TREE_AT_MOST", 0)
+    monkeypatch.setattr(summaries_module, "_IDS_ALWAYS_PLACED", 0)
     worker_hooks.pre_fork(arbiter, None)
     summaries = api.services.candidates.summaries
     assert summaries._written is None
