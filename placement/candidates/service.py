@@ -165,7 +165,6 @@ class CandidateSearch:
         sees the database, for the workers a process forks to read in place
         (``summaries.TreeSummaries``, ``uuids.ProviderUuids``); how many bytes they take."""
         with collector_paused(), self._replica.current(conn) as world:
-            self.follow(world)
             return self.summaries.write_every_tree(world) + self.uuids.write_every_provider(world)
 
     def follow(self, world: ProviderWorld) -> None:

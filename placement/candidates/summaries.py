@@ -25,12 +25,18 @@ import orjson
 from placement.replica.replica import TreeFollower
 from placement.replica.world import Provider, ProviderWorld
 
-# Beyond this many root ids per tree (ids that sparse: deleted providers of a long-lived
-# database, a sequence moved on), the arrays indexed by root id would cost more than the
-# texts they place: every tree is then written when first asked for, as without a fork.
-# Ids up to ``_IDS_ALWAYS_PLACED`` are placed however few the trees (1.6 MB of arrays).
+# Beyond this many root ids per tree (``dense_enough``), the arrays would cost more than
+# the texts they place: every tree is then written when first asked for, as without a fork.
 _IDS_PER_TREE_AT_MOST = 64
-_IDS_ALWAYS_PLACED = 100_000
+# Ids up to this many are placed in a table by id however few the items (1.6 MB of the
+# summaries' arrays, 3.6 MB of the uuids' table).
+IDS_ALWAYS_PLACED = 100_000
+
+
+def dense_enough(highest_id: int, items: int, ids_per_item: int) -> bool:
+    """Whether a table indexed by id up to ``highest_id`` is worth its size for ``items``
+    (ids sparse: deleted providers of a long-lived database, a sequence moved on)."""
+    return highest_id + 1 <= max(ids_per_item * items, IDS_ALWAYS_PLACED)
 
 
 class _WrittenAtOnce:
@@ -82,7 +88,7 @@ class TreeSummaries:
         if self._written is not None:
             return len(self._written.text)
         roots = world.roots_in_order()
-        if not roots or roots[-1] + 1 > max(_IDS_PER_TREE_AT_MOST * len(roots), _IDS_ALWAYS_PLACED):
+        if not roots or not dense_enough(roots[-1], len(roots), _IDS_PER_TREE_AT_MOST):
             return 0
         start = array("q", [-1]) * (roots[-1] + 1)
         end = array("q", [0]) * (roots[-1] + 1)

@@ -10,15 +10,14 @@ which the workers read in place; the providers of a tree changed since (a provid
 added, moved, gone, or an id handed to a new provider) are read from the copy.
 """
 
+from placement.candidates.summaries import dense_enough
 from placement.replica.replica import TreeFollower
 from placement.replica.world import ProviderWorld
 
 UUID_BYTES = 36  # as placement writes a uuid: 8-4-4-4-12 hex digits
-# Beyond this many ids per provider (a database whose ids are that sparse), the table
-# would cost more than the uuids: they are read from the copy then, as without a fork.
-# Ids up to ``_IDS_ALWAYS_PLACED`` are placed however few the providers (3.6 MB of table).
+# Beyond this many ids per provider (``summaries.dense_enough``), the table would cost
+# more than the uuids: they are read from the copy then, as without a fork.
 _IDS_PER_PROVIDER_AT_MOST = 8
-_IDS_ALWAYS_PLACED = 100_000
 
 
 class ProviderUuids:
@@ -52,7 +51,7 @@ class ProviderUuids:
         if not providers:
             return 0
         highest = max(providers)
-        if highest + 1 > max(_IDS_PER_PROVIDER_AT_MOST * len(providers), _IDS_ALWAYS_PLACED):
+        if not dense_enough(highest, len(providers), _IDS_PER_PROVIDER_AT_MOST):
             return 0
         table = bytearray((highest + 1) * UUID_BYTES)
         for provider_id, provider in providers.items():

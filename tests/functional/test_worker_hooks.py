@@ -18,7 +18,6 @@ from sqlalchemy.exc import OperationalError
 
 from placement import worker_hooks
 from placement.candidates import summaries as summaries_module
-from placement.candidates import uuids as uuids_module
 from placement.group_resources import replica_nodes
 from placement.services import Services
 from tests import frozen
@@ -100,8 +99,7 @@ def _summaries_by_name(hosts: Providers, body: dict) -> dict:
 def ids_placed_however_sparse(monkeypatch):
     """Buffers written whatever the ids (a test database's sequences run far ahead of the
     few providers each test makes)."""
-    monkeypatch.setattr(summaries_module, "_IDS_ALWAYS_PLACED", 10**9)
-    monkeypatch.setattr(uuids_module, "_IDS_ALWAYS_PLACED", 10**9)
+    monkeypatch.setattr(summaries_module, "IDS_ALWAYS_PLACED", 10**9)
 
 
 def test_before_a_fork_every_trees_summaries_are_written_and_a_worker_writes_what_changed(
@@ -164,7 +162,7 @@ def test_a_provider_added_after_a_fork_is_named_by_its_own_uuid(
 def test_summaries_of_root_ids_too_sparse_are_written_when_asked_for(api, arbiter, monkeypatch):
     hosts = _hosts(api)
     monkeypatch.setattr(summaries_module, "_IDS_PER_TREE_AT_MOST", 0)
-    monkeypatch.setattr(summaries_module, "_IDS_ALWAYS_PLACED", 0)
+    monkeypatch.setattr(summaries_module, "IDS_ALWAYS_PLACED", 0)
     worker_hooks.pre_fork(arbiter, None)
     summaries = api.services.candidates.summaries
     assert summaries._written is None
